@@ -1,0 +1,90 @@
+//! The entry point every binary shares: parse, run, report, exit.
+//!
+//! One error path (`mcpeval-index: error: …` on stderr, the status of
+//! [`crate::exit`]), a closed stdout treated as a quiet success, and the
+//! hidden `--generate KIND` switch that writes the man page and shell
+//! completions from the same clap definition the binary parses with.
+
+use std::ffi::OsString;
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::error::{Error, Result};
+use crate::exit;
+
+/// Parses `A` from the process arguments, runs `work`, and maps the outcome
+/// to an exit status.
+pub fn main<A: Parser>(work: impl FnOnce(A) -> Result<()>) -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "--generate") {
+        let kind = args.get(2).and_then(|k| k.to_str()).unwrap_or("");
+        return finish(&A::command().get_name().to_owned(), generate(A::command(), kind));
+    }
+    let parsed = match A::try_parse_from(&args) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            // Help and version go to stdout with status 0; mistakes to stderr with 2.
+            let status = if err.use_stderr() { exit::USAGE } else { exit::SUCCESS };
+            let _ = err.print();
+            return ExitCode::from(status);
+        }
+    };
+    finish(&A::command().get_name().to_owned(), work(parsed))
+}
+
+/// Reports `outcome` the way every binary does and returns its exit status.
+pub fn finish(program: &str, outcome: Result<()>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            report(program, &err);
+            ExitCode::from(err.status())
+        }
+    }
+}
+
+/// Prints `program: error: message` (and its hint) on stderr.
+pub fn report(program: &str, err: &Error) {
+    if err.is_quiet() {
+        return;
+    }
+    let mut stderr = io::stderr().lock();
+    let _ = writeln!(stderr, "{program}: error: {err}");
+}
+
+/// Prints a warning line on stderr.
+pub fn warn(program: &str, message: impl std::fmt::Display) {
+    let _ = writeln!(io::stderr().lock(), "{program}: warning: {message}");
+}
+
+/// Writes the man page (`man`) or a completion script (`complete-bash`,
+/// `complete-zsh`, `complete-fish`) for `cmd` to stdout.
+pub fn generate(mut cmd: clap::Command, kind: &str) -> Result<()> {
+    use clap_complete::Shell;
+    let name = cmd.get_name().to_owned();
+    let mut out = io::stdout().lock();
+    let shell = match kind {
+        "man" => {
+            clap_mangen::Man::new(cmd).render(&mut out)?;
+            return Ok(out.flush()?);
+        }
+        "complete-bash" => Shell::Bash,
+        "complete-zsh" => Shell::Zsh,
+        "complete-fish" => Shell::Fish,
+        other => {
+            return Err(Error::usage(format!(
+                "unknown --generate kind '{other}'; use man, complete-bash, complete-zsh or complete-fish"
+            )));
+        }
+    };
+    clap_complete::generate(shell, &mut cmd, name, &mut out);
+    Ok(out.flush()?)
+}
+
+/// Whether human decoration (progress bars, colour) may go to stderr:
+/// only on a terminal, and never when `NO_COLOR` is set.
+pub fn decorate_stderr() -> bool {
+    io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}

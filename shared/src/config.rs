@@ -1,0 +1,90 @@
+//! `config.json`: the user's settings. Today one key, `promotion_threshold`.
+//!
+//! Unknown keys are errors naming the key, so a typo never silently falls
+//! back to the default.
+
+use std::fs;
+use std::io::ErrorKind;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::home::Home;
+
+/// Settings read from `config.json`; every field is optional.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Config {
+    /// Minimum promotion score, finite and ≥ 0.
+    pub promotion_threshold: Option<f64>,
+}
+
+impl Config {
+    /// Reads the store's `config.json`; a missing file is the default.
+    pub fn load(home: &Home) -> Result<Config> {
+        let path = home.config();
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Config::default()),
+            Err(err) => return Err(Error::io(format_args!("cannot read {}", path.display()), err)),
+        };
+        Config::parse(&text).map_err(|msg| Error::rejected(format!("{}: {msg}", path.display())))
+    }
+
+    /// Parses the text of a config file; the error says what is wrong.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let value: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        let Value::Object(map) = value else {
+            return Err("must be a JSON object like {\"promotion_threshold\": 0.15}".into());
+        };
+        let mut config = Config::default();
+        for (key, value) in map {
+            match key.as_str() {
+                "promotion_threshold" => {
+                    let t = value.as_f64().ok_or_else(|| {
+                        format!("promotion_threshold must be a number, not {value}")
+                    })?;
+                    check_threshold(t).map_err(|m| format!("promotion_threshold {m}"))?;
+                    config.promotion_threshold = Some(t);
+                }
+                other => return Err(format!("unknown key \"{other}\" (known: promotion_threshold)")),
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// A threshold must be finite and non-negative.
+pub fn check_threshold(t: f64) -> Result<(), String> {
+    if !t.is_finite() {
+        Err(format!("{t} is not finite"))
+    } else if t < 0.0 {
+        Err(format!("{t} is negative; use a number ≥ 0"))
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_threshold() {
+        let c = Config::parse(r#"{"promotion_threshold": 0.15}"#).unwrap();
+        assert_eq!(c.promotion_threshold, Some(0.15));
+    }
+
+    #[test]
+    fn names_unknown_key() {
+        let e = Config::parse(r#"{"promotion_treshold": 0.15}"#).unwrap_err();
+        assert!(e.contains("\"promotion_treshold\""), "{e}");
+    }
+
+    #[test]
+    fn refuses_negative_and_non_numbers() {
+        assert!(Config::parse(r#"{"promotion_threshold": -1}"#).unwrap_err().contains("negative"));
+        assert!(Config::parse(r#"{"promotion_threshold": "x"}"#).is_err());
+        assert!(Config::parse("[]").is_err());
+        assert!(Config::parse(r#"{"promotion_threshold": 1e999}"#).is_err());
+    }
+}

@@ -1,0 +1,155 @@
+//! Journal files: where they live, how they are named, how records are
+//! appended.
+//!
+//! A journal is `journals/YYYYMMDDTHHMMSS.fffZ-<8 hex>.jsonl`, so the byte
+//! order of names is creation order. Each record is one line written with
+//! one `write` on an `O_APPEND` file under a shared lock on `journals/.lock`,
+//! so concurrent writers never interleave and the index never sees a torn
+//! line it would take for complete. A writer rotates to a new file when its
+//! file passes [`ROTATE_BYTES`] or the UTC day changes, so old files freeze.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoContext, Result};
+use crate::home::Home;
+use crate::lock::LockFile;
+use crate::record::{Call, MAX_LINE};
+use crate::time;
+
+/// A journal passing this size is frozen and a new one started.
+pub const ROTATE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Whether `name` is a journal file name (`…Z-xxxxxxxx.jsonl`).
+pub fn is_journal_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".jsonl") else {
+        return false;
+    };
+    let b = stem.as_bytes();
+    // 20261130T070000.123Z-0123abcd
+    b.len() == 29
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'T'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'.'
+        && b[16..19].iter().all(u8::is_ascii_digit)
+        && b[19] == b'Z'
+        && b[20] == b'-'
+        && b[21..].iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+}
+
+/// The journal files under `dir`, in byte order of their names. Other files
+/// (the lock, editor backups) are not journals and are skipped.
+pub fn files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(Error::io(format_args!("cannot list {}", dir.display()), err)),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.context(format_args!("cannot list {}", dir.display()))?;
+        if let Some(name) = entry.file_name().to_str().filter(|n| is_journal_name(n)) {
+            names.push(name.to_owned());
+        }
+    }
+    names.sort_unstable();
+    Ok(names.into_iter().map(|n| dir.join(n)).collect())
+}
+
+/// Appends records to this process's journal, rotating as needed.
+#[derive(Debug)]
+pub struct Writer {
+    dir: PathBuf,
+    lock: LockFile,
+    current: Option<Current>,
+    line: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Current {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    day: String,
+}
+
+impl Writer {
+    /// A writer for the store's journals; the first file is created with
+    /// the first record, so a session without tool calls leaves no file.
+    pub fn new(home: &Home) -> Result<Writer> {
+        home.ensure()?;
+        Ok(Writer {
+            dir: home.journals(),
+            lock: LockFile::open(&home.journal_lock())?,
+            current: None,
+            line: Vec::with_capacity(1024),
+        })
+    }
+
+    /// Appends one record as one whole line.
+    pub fn append(&mut self, call: &Call) -> Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, call).expect("records serialize");
+        if self.line.len() > MAX_LINE {
+            // Only a huge argument object can get here; keep the record
+            // readable by the index rather than lose the call.
+            let mut slim = call.clone();
+            slim.args_shape = serde_json::Value::String("object".into());
+            self.line.clear();
+            serde_json::to_writer(&mut self.line, &slim).expect("records serialize");
+        }
+        self.line.push(b'\n');
+        let now = jiff::Timestamp::now();
+        let day = time::utc_day(now);
+        let rotate = match &self.current {
+            None => true,
+            Some(cur) => cur.day != day || cur.len + self.line.len() as u64 > ROTATE_BYTES,
+        };
+        if rotate {
+            self.current = Some(self.create(now, day)?);
+        }
+        let cur = self.current.as_mut().expect("journal open");
+        let _guard = self.lock.shared()?;
+        cur.file
+            .write_all(&self.line)
+            .context(format_args!("cannot append to {}", cur.path.display()))?;
+        cur.len += self.line.len() as u64;
+        Ok(())
+    }
+
+    /// The file records currently go to, once one exists.
+    pub fn path(&self) -> Option<&Path> {
+        self.current.as_ref().map(|c| c.path.as_path())
+    }
+
+    fn create(&self, now: jiff::Timestamp, day: String) -> Result<Current> {
+        let stamp = time::file_stamp(now);
+        loop {
+            let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
+            let path = self.dir.join(format!("{stamp}-{tag}.jsonl"));
+            match OpenOptions::new().append(true).create_new(true).mode(0o600).open(&path) {
+                Ok(file) => return Ok(Current { file, path, len: 0, day }),
+                Err(err) if err.kind() == ErrorKind::AlreadyExists => continue,
+                Err(err) => {
+                    return Err(Error::io(format_args!("cannot create journal {}", path.display()), err));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_names() {
+        assert!(is_journal_name("20261130T070000.123Z-0123abcd.jsonl"));
+        assert!(!is_journal_name("20261130T070000.123Z-0123ABCD.jsonl"));
+        assert!(!is_journal_name(".lock"));
+        assert!(!is_journal_name("20261130T070000.123Z-0123abcd.jsonl~"));
+    }
+}

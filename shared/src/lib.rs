@@ -1,0 +1,31 @@
+//! The stable contract of the mcpeval suite.
+//!
+//! Every `mcpeval-*` binary, including third-party ones, can build on this
+//! crate: the store layout and its environment variables, the journal record
+//! types, the sanitizer that keeps raw values out of the store, the SQLite
+//! plumbing and the exit statuses. Logic that one binary alone needs lives in
+//! that binary, never here.
+
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod exit;
+pub mod hash;
+pub mod home;
+pub mod journal;
+pub mod lock;
+pub mod outcome;
+pub mod record;
+pub mod salt;
+pub mod sanitize;
+pub mod time;
+
+pub use error::{Error, Result};
+
+/// Environment variable naming the store directory; `--home` overrides it.
+pub const HOME_ENV: &str = "MCPEVAL_HOME";
+
+/// Environment variable the `mcpeval` front sets to its own path before it
+/// runs a subcommand, so a plugin can call back into the suite.
+pub const FRONT_ENV: &str = "MCPEVAL";

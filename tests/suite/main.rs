@@ -1,0 +1,3 @@
+//! The one integration-test crate: every binary, tested as users see it.
+
+mod support;

@@ -1,0 +1,173 @@
+//! Running the suite's binaries the way users do, but hermetically: a
+//! cleared environment, a private temporary store, `NO_COLOR`, and a known
+//! `PATH`, so no test reads or writes the developer's own store.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The directory holding every built binary (`target/<profile>/`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/suite-<hash>
+    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+}
+
+/// The path of one of the suite's binaries.
+pub fn bin(name: &str) -> PathBuf {
+    bin_dir().join(name)
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A file under `tests/fixtures/`.
+pub fn fixture(name: &str) -> PathBuf {
+    repo().join("tests/fixtures").join(name)
+}
+
+/// The PATH every test starts from: system directories only.
+pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Real peers installed by `scripts/test-deps` under `.deps/`.
+pub struct Deps;
+
+impl Deps {
+    fn path(rel: &str) -> PathBuf {
+        let p = repo().join(".deps").join(rel);
+        assert!(
+            p.exists(),
+            "{} is missing: run scripts/test-deps (scripts/test does) before cargo test",
+            p.display()
+        );
+        p
+    }
+
+    /// The venv's Python, with the pinned `mcp` SDK and `mcp-server-time`.
+    pub fn python() -> PathBuf {
+        Deps::path("venv/bin/python")
+    }
+
+    /// `mcp-server-time` from PyPI.
+    pub fn server_time() -> PathBuf {
+        Deps::path("venv/bin/mcp-server-time")
+    }
+
+    /// `mcp-server-everything` from npm.
+    pub fn server_everything() -> PathBuf {
+        Deps::path("node/node_modules/.bin/mcp-server-everything")
+    }
+}
+
+/// A private store in a temporary directory, removed when dropped.
+pub struct Store {
+    dir: tempfile::TempDir,
+}
+
+impl Store {
+    pub fn new() -> Store {
+        Store {
+            dir: tempfile::Builder::new().prefix("mcpeval-test-").tempdir().expect("temp dir"),
+        }
+    }
+
+    /// The scratch directory (the store is `home()`, inside it).
+    pub fn scratch(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `MCPEVAL_HOME` for commands run through this store.
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub fn journals(&self) -> Vec<PathBuf> {
+        let dir = self.home().join("journals");
+        let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        files.sort();
+        files
+    }
+
+    /// Every journal record, parsed, in file then line order.
+    pub fn records(&self) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        for file in self.journals() {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for line in text.lines() {
+                out.push(serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")));
+            }
+        }
+        out
+    }
+
+    /// Every byte stored under the home, for "nothing raw was kept" checks.
+    pub fn all_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.home()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    out.extend(std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        out
+    }
+
+    /// A command for binary `name` with the hermetic environment.
+    pub fn cmd(&self, name: &str) -> Command {
+        let mut cmd = Command::new(bin(name));
+        self.env(&mut cmd);
+        cmd
+    }
+
+    /// Applies the hermetic environment to any command.
+    pub fn env(&self, cmd: &mut Command) {
+        cmd.env_clear()
+            .env("MCPEVAL_HOME", self.home())
+            .env("HOME", self.scratch())
+            .env("NO_COLOR", "1")
+            .env("PATH", SYSTEM_PATH)
+            .env("LANG", "C.UTF-8");
+    }
+
+    /// A duct expression for `name` with the hermetic environment.
+    pub fn duct(&self, name: &str, args: &[&str]) -> duct::Expression {
+        duct::cmd(bin(name), args)
+            .full_env(self.env_pairs())
+    }
+
+    /// The hermetic environment as pairs.
+    pub fn env_pairs(&self) -> Vec<(String, String)> {
+        vec![
+            ("MCPEVAL_HOME".into(), self.home().display().to_string()),
+            ("HOME".into(), self.scratch().display().to_string()),
+            ("NO_COLOR".into(), "1".into()),
+            ("PATH".into(), SYSTEM_PATH.into()),
+            ("LANG".into(), "C.UTF-8".into()),
+        ]
+    }
+}
+
+/// Contains `needle` as a byte substring?
+pub fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// Stdout/stderr as text, for assertion messages.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
