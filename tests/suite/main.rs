@@ -1,3 +1,4 @@
 //! The one integration-test crate: every binary, tested as users see it.
 
 mod support;
+mod docs;
