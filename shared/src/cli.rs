@@ -17,21 +17,26 @@ use crate::exit;
 /// Parses `A` from the process arguments, runs `work`, and maps the outcome
 /// to an exit status.
 pub fn main<A: Parser>(work: impl FnOnce(A) -> Result<()>) -> ExitCode {
+    let program = A::command().get_name().to_owned();
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "--generate") {
         let kind = args.get(2).and_then(|k| k.to_str()).unwrap_or("");
-        return finish(&A::command().get_name().to_owned(), generate(A::command(), kind));
+        return finish(&program, generate(A::command(), kind));
     }
     let parsed = match A::try_parse_from(&args) {
         Ok(parsed) => parsed,
         Err(err) => {
             // Help and version go to stdout with status 0; mistakes to stderr with 2.
-            let status = if err.use_stderr() { exit::USAGE } else { exit::SUCCESS };
+            let status = if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            };
             let _ = err.print();
             return ExitCode::from(status);
         }
     };
-    finish(&A::command().get_name().to_owned(), work(parsed))
+    finish(&program, work(parsed))
 }
 
 /// Reports `outcome` the way every binary does and returns its exit status.
@@ -87,4 +92,26 @@ pub fn generate(mut cmd: clap::Command, kind: &str) -> Result<()> {
 /// only on a terminal, and never when `NO_COLOR` is set.
 pub fn decorate_stderr() -> bool {
     io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The help footer every binary shares: its own examples, then the store's
+/// environment and the exit statuses, so `--help` and the man page teach
+/// the whole contract.
+pub fn footer(examples: &str) -> String {
+    format!(
+        "{examples}\n\n\
+Environment:\n  \
+MCPEVAL_HOME   the store directory (overridden by --home)\n  \
+XDG_DATA_HOME  the store is $XDG_DATA_HOME/mcpeval when MCPEVAL_HOME is unset\n  \
+NO_COLOR       no colour or progress bars on stderr\n\n\
+Exit status:\n  \
+0  success (also: nothing to report, explained on stderr)\n  \
+1  a verification or probe ran and was red\n  \
+2  usage: bad flags or arguments\n  \
+3  evidence unavailable: index missing, corrupt or incomplete\n  \
+4  input rejected (journal record, manifest, expect file, config); nothing changed\n  \
+5  transport failure: the server could not be started or reached, or broke the protocol\n  \
+6  refused to record: conflicting run id, binding changed, database newer than this binary\n  \
+74 an operating-system I/O error (disk full, permission denied)"
+    )
 }

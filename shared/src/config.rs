@@ -25,14 +25,20 @@ impl Config {
         let text = match fs::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Config::default()),
-            Err(err) => return Err(Error::io(format_args!("cannot read {}", path.display()), err)),
+            Err(err) => {
+                return Err(Error::io(
+                    format_args!("cannot read {}", path.display()),
+                    err,
+                ));
+            }
         };
         Config::parse(&text).map_err(|msg| Error::rejected(format!("{}: {msg}", path.display())))
     }
 
     /// Parses the text of a config file; the error says what is wrong.
     pub fn parse(text: &str) -> Result<Config, String> {
-        let value: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
         let Value::Object(map) = value else {
             return Err("must be a JSON object like {\"promotion_threshold\": 0.15}".into());
         };
@@ -46,7 +52,11 @@ impl Config {
                     check_threshold(t).map_err(|m| format!("promotion_threshold {m}"))?;
                     config.promotion_threshold = Some(t);
                 }
-                other => return Err(format!("unknown key \"{other}\" (known: promotion_threshold)")),
+                other => {
+                    return Err(format!(
+                        "unknown key \"{other}\" (known: promotion_threshold)"
+                    ));
+                }
             }
         }
         Ok(config)
@@ -82,7 +92,11 @@ mod tests {
 
     #[test]
     fn refuses_negative_and_non_numbers() {
-        assert!(Config::parse(r#"{"promotion_threshold": -1}"#).unwrap_err().contains("negative"));
+        assert!(
+            Config::parse(r#"{"promotion_threshold": -1}"#)
+                .unwrap_err()
+                .contains("negative")
+        );
         assert!(Config::parse(r#"{"promotion_threshold": "x"}"#).is_err());
         assert!(Config::parse("[]").is_err());
         assert!(Config::parse(r#"{"promotion_threshold": 1e999}"#).is_err());

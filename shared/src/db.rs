@@ -77,7 +77,8 @@ pub fn open_existing(path: &Path, schema: &Schema) -> Result<Option<Connection>>
 fn connect(path: &Path, flags: OpenFlags) -> Result<Connection> {
     let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| sql_error(path, e))?;
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| sql_error(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| sql_error(path, e))?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(|e| sql_error(path, e))?;
     conn.pragma_update(None, "synchronous", "NORMAL")
@@ -158,16 +159,19 @@ pub fn sql_error(path: &Path, err: rusqlite::Error) -> Error {
     let code = err.sqlite_error_code();
     let msg = format!("{}: {err}", path.display());
     match code {
-        Some(ErrorCode::NotADatabase) | Some(ErrorCode::DatabaseCorrupt) => {
-            Error::unavailable(format!("{msg}: the database is damaged"))
-                .with_hint("move it aside or rebuild it (derived databases: `mcpeval index --rebuild`)")
+        Some(ErrorCode::NotADatabase) | Some(ErrorCode::DatabaseCorrupt) => Error::unavailable(
+            format!("{msg}: the database is damaged"),
+        )
+        .with_hint("move it aside or rebuild it (derived databases: `mcpeval index --rebuild`)"),
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => {
+            Error::unavailable(format!(
+                "{msg}: another mcpeval process held it for more than {} s",
+                BUSY_TIMEOUT.as_secs()
+            ))
         }
-        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => Error::unavailable(
-            format!("{msg}: another mcpeval process held it for more than {} s", BUSY_TIMEOUT.as_secs()),
-        ),
-        Some(ErrorCode::ReadOnly) | Some(ErrorCode::CannotOpen) | Some(ErrorCode::PermissionDenied) => {
-            Error::new(crate::exit::IO, msg)
-        }
+        Some(ErrorCode::ReadOnly)
+        | Some(ErrorCode::CannotOpen)
+        | Some(ErrorCode::PermissionDenied) => Error::new(crate::exit::IO, msg),
         _ => Error::unavailable(msg),
     }
 }
@@ -183,7 +187,10 @@ mod tests {
     };
     const V2: Schema = Schema {
         name: "test.db",
-        migrations: &["CREATE TABLE a(x INTEGER);", "ALTER TABLE a ADD COLUMN y TEXT;"],
+        migrations: &[
+            "CREATE TABLE a(x INTEGER);",
+            "ALTER TABLE a ADD COLUMN y TEXT;",
+        ],
     };
 
     #[test]
@@ -194,9 +201,12 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let conn = open(&path, &V2).unwrap();
-        let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        let v: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
         assert_eq!(v, 2);
-        conn.execute("INSERT INTO a(x, y) VALUES (1, 'z')", []).unwrap();
+        conn.execute("INSERT INTO a(x, y) VALUES (1, 'z')", [])
+            .unwrap();
     }
 
     #[test]
@@ -215,7 +225,10 @@ mod tests {
     fn refuses_foreign_database() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        Connection::open(&path).unwrap().execute_batch("CREATE TABLE other(z);").unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE other(z);")
+            .unwrap();
         let err = open(&path, &V1).unwrap_err();
         assert_eq!(err.status(), crate::exit::UNAVAILABLE);
         assert!(err.message().contains("not an mcpeval"), "{err}");

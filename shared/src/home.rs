@@ -22,7 +22,11 @@ impl Home {
         if let Some(dir) = flag {
             return Ok(Home::at(dir));
         }
-        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         if let Some(dir) = var(crate::HOME_ENV) {
             return Ok(Home::at(&dir));
         }
@@ -55,7 +59,10 @@ impl Home {
                 .recursive(true)
                 .mode(0o700)
                 .create(dir)
-                .context(format_args!("cannot create the store directory {}", dir.display()))?;
+                .context(format_args!(
+                    "cannot create the store directory {}",
+                    dir.display()
+                ))?;
             // `recursive` applies the mode to the last component only if the
             // umask allows it; make sure the store itself is private.
             fs::set_permissions(dir, fs::Permissions::from_mode(0o700))

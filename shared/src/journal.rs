@@ -37,7 +37,9 @@ pub fn is_journal_name(name: &str) -> bool {
         && b[16..19].iter().all(u8::is_ascii_digit)
         && b[19] == b'Z'
         && b[20] == b'-'
-        && b[21..].iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+        && b[21..]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
 }
 
 /// The journal files under `dir`, in byte order of their names. Other files
@@ -46,7 +48,12 @@ pub fn files(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(Error::io(format_args!("cannot list {}", dir.display()), err)),
+        Err(err) => {
+            return Err(Error::io(
+                format_args!("cannot list {}", dir.display()),
+                err,
+            ));
+        }
     };
     let mut names = Vec::new();
     for entry in entries {
@@ -130,11 +137,26 @@ impl Writer {
         loop {
             let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
             let path = self.dir.join(format!("{stamp}-{tag}.jsonl"));
-            match OpenOptions::new().append(true).create_new(true).mode(0o600).open(&path) {
-                Ok(file) => return Ok(Current { file, path, len: 0, day }),
+            match OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(file) => {
+                    return Ok(Current {
+                        file,
+                        path,
+                        len: 0,
+                        day,
+                    });
+                }
                 Err(err) if err.kind() == ErrorKind::AlreadyExists => continue,
                 Err(err) => {
-                    return Err(Error::io(format_args!("cannot create journal {}", path.display()), err));
+                    return Err(Error::io(
+                        format_args!("cannot create journal {}", path.display()),
+                        err,
+                    ));
                 }
             }
         }

@@ -33,7 +33,9 @@ impl LockFile {
 
     /// Blocks until a shared lock is held; released when the guard drops.
     pub fn shared(&self) -> Result<Guard<'_>> {
-        self.file.lock_shared().context("cannot take the journal lock")?;
+        self.file
+            .lock_shared()
+            .context("cannot take the journal lock")?;
         Ok(Guard { file: &self.file })
     }
 

@@ -22,20 +22,36 @@ pub struct Classified {
 
 impl Classified {
     fn ok() -> Classified {
-        Classified { outcome: Outcome::Ok, unknown: None, error: None }
+        Classified {
+            outcome: Outcome::Ok,
+            unknown: None,
+            error: None,
+        }
     }
 
     /// The outcome of a call that never got a response.
     pub fn unanswered() -> Classified {
-        Classified { outcome: Outcome::Unknown, unknown: Some(Unknown::Unanswered), error: None }
+        Classified {
+            outcome: Outcome::Unknown,
+            unknown: Some(Unknown::Unanswered),
+            error: None,
+        }
     }
 
     fn malformed() -> Classified {
-        Classified { outcome: Outcome::Unknown, unknown: Some(Unknown::Malformed), error: None }
+        Classified {
+            outcome: Outcome::Unknown,
+            unknown: Some(Unknown::Malformed),
+            error: None,
+        }
     }
 
     fn error(error: CallError) -> Classified {
-        Classified { outcome: Outcome::Error, unknown: None, error: Some(error) }
+        Classified {
+            outcome: Outcome::Error,
+            unknown: None,
+            error: Some(error),
+        }
     }
 }
 
@@ -65,7 +81,12 @@ pub fn classify(response: &Value, salt: &Salt) -> Classified {
             let retryable = structured
                 .and_then(|s| s.get("retryable"))
                 .and_then(Value::as_bool)
-                .or_else(|| result.get("_meta").and_then(|m| m.get("retryable")).and_then(Value::as_bool));
+                .or_else(|| {
+                    result
+                        .get("_meta")
+                        .and_then(|m| m.get("retryable"))
+                        .and_then(Value::as_bool)
+                });
             Classified::error(CallError {
                 channel: Channel::Tool,
                 code,
@@ -97,7 +118,10 @@ fn error_text(content: Option<&Value>) -> Option<String> {
 }
 
 fn first_text(content: Option<&Value>) -> Option<&str> {
-    content?.as_array()?.iter().find_map(|item| item.get("text").and_then(Value::as_str))
+    content?
+        .as_array()?
+        .iter()
+        .find_map(|item| item.get("text").and_then(Value::as_str))
 }
 
 /// The code in a leading `MCP error <code>:`, as the reference SDKs write it.
@@ -118,8 +142,14 @@ mod tests {
 
     #[test]
     fn ok_results() {
-        assert_eq!(classify(&json!({"result": {"content": []}}), &salt()).outcome, Outcome::Ok);
-        assert_eq!(classify(&json!({"result": {"isError": false}}), &salt()).outcome, Outcome::Ok);
+        assert_eq!(
+            classify(&json!({"result": {"content": []}}), &salt()).outcome,
+            Outcome::Ok
+        );
+        assert_eq!(
+            classify(&json!({"result": {"isError": false}}), &salt()).outcome,
+            Outcome::Ok
+        );
     }
 
     #[test]
@@ -129,7 +159,10 @@ mod tests {
             &salt(),
         );
         let e = c.error.unwrap();
-        assert_eq!((e.channel, e.code, e.retryable), (Channel::Jsonrpc, Some(-32602), Some(false)));
+        assert_eq!(
+            (e.channel, e.code, e.retryable),
+            (Channel::Jsonrpc, Some(-32602), Some(false))
+        );
         assert!(e.template_id.unwrap().starts_with("t-"));
     }
 
@@ -147,15 +180,30 @@ mod tests {
             &salt(),
         );
         assert_eq!(sdk.error.as_ref().unwrap().code, Some(-32001));
-        let none = classify(&json!({"result": {"isError": true, "_meta": {"retryable": false}}}), &salt());
+        let none = classify(
+            &json!({"result": {"isError": true, "_meta": {"retryable": false}}}),
+            &salt(),
+        );
         let e = none.error.unwrap();
-        assert_eq!((e.code, e.template_id, e.retryable), (None, None, Some(false)));
+        assert_eq!(
+            (e.code, e.template_id, e.retryable),
+            (None, None, Some(false))
+        );
     }
 
     #[test]
     fn malformed_results() {
-        for bad in [json!({"result": null}), json!({"result": [1]}), json!({"result": {"isError": "yes"}}), json!({})] {
-            assert_eq!(classify(&bad, &salt()).unknown, Some(Unknown::Malformed), "{bad}");
+        for bad in [
+            json!({"result": null}),
+            json!({"result": [1]}),
+            json!({"result": {"isError": "yes"}}),
+            json!({}),
+        ] {
+            assert_eq!(
+                classify(&bad, &salt()).unknown,
+                Some(Unknown::Malformed),
+                "{bad}"
+            );
         }
     }
 }

@@ -160,7 +160,10 @@ impl Call {
     /// names the offending field.
     pub fn validate(&self) -> Result<(), String> {
         if self.schema != SCHEMA_V1 {
-            return Err(format!("schema is \"{}\", expected \"{SCHEMA_V1}\"", self.schema));
+            return Err(format!(
+                "schema is \"{}\", expected \"{SCHEMA_V1}\"",
+                self.schema
+            ));
         }
         if uuid::Uuid::parse_str(&self.identity.event_id).is_err() {
             return Err("identity.event_id is not a UUID".into());
@@ -192,7 +195,10 @@ impl LegacyCall {
     /// Checks the legacy record's fields (see [`Call::validate`]).
     pub fn validate(&self) -> Result<(), String> {
         if self.schema != SCHEMA_V0 {
-            return Err(format!("schema is \"{}\", expected \"{SCHEMA_V0}\"", self.schema));
+            return Err(format!(
+                "schema is \"{}\", expected \"{SCHEMA_V0}\"",
+                self.schema
+            ));
         }
         check_token(&self.session, "s-", "session")?;
         check_seq(self.seq)?;
@@ -209,11 +215,15 @@ impl LegacyCall {
 fn check_token(value: &str, prefix: &str, field: &str) -> Result<(), String> {
     let ok = value.len() == prefix.len() + 16
         && value.starts_with(prefix)
-        && value[prefix.len()..].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+        && value[prefix.len()..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
     if ok {
         Ok(())
     } else {
-        Err(format!("{field} is not \"{prefix}\" followed by 16 lower-case hex digits"))
+        Err(format!(
+            "{field} is not \"{prefix}\" followed by 16 lower-case hex digits"
+        ))
     }
 }
 

@@ -37,9 +37,15 @@ impl Salt {
         let mut bytes = [0u8; LEN];
         getrandom::fill(&mut bytes)
             .map_err(|e| Error::new(crate::exit::IO, format!("cannot draw random bytes: {e}")))?;
-        let tmp = home.root().join(format!(".salt.{}.tmp", uuid::Uuid::new_v4().simple()));
+        let tmp = home
+            .root()
+            .join(format!(".salt.{}.tmp", uuid::Uuid::new_v4().simple()));
         let written = (|| {
-            let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
             file.write_all(&bytes)?;
             file.sync_all()
         })();
@@ -48,9 +54,15 @@ impl Salt {
         let _ = fs::remove_file(&tmp);
         match linked {
             Ok(()) => Ok(Salt(bytes)),
-            Err(err) if err.kind() == ErrorKind::AlreadyExists => Salt::load(home)?
-                .ok_or_else(|| Error::unavailable(format!("{} vanished while being created", path.display()))),
-            Err(err) => Err(Error::io(format_args!("cannot create {}", path.display()), err)),
+            Err(err) if err.kind() == ErrorKind::AlreadyExists => {
+                Salt::load(home)?.ok_or_else(|| {
+                    Error::unavailable(format!("{} vanished while being created", path.display()))
+                })
+            }
+            Err(err) => Err(Error::io(
+                format_args!("cannot create {}", path.display()),
+                err,
+            )),
         }
     }
 
@@ -60,7 +72,12 @@ impl Salt {
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(Error::io(format_args!("cannot read {}", path.display()), err)),
+            Err(err) => {
+                return Err(Error::io(
+                    format_args!("cannot read {}", path.display()),
+                    err,
+                ));
+            }
         };
         let bytes: [u8; LEN] = bytes.try_into().map_err(|b: Vec<u8>| {
             Error::unavailable(format!(

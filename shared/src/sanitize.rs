@@ -33,7 +33,13 @@ fn shape(value: &Value, depth: usize) -> Value {
         Value::Array(_) | Value::Object(_) if depth > MAX_SHAPE_DEPTH => {
             name(if value.is_array() { "array" } else { "object" })
         }
-        Value::Array(items) => Value::Array(items.first().map(|v| shape(v, depth + 1)).into_iter().collect()),
+        Value::Array(items) => Value::Array(
+            items
+                .first()
+                .map(|v| shape(v, depth + 1))
+                .into_iter()
+                .collect(),
+        ),
         Value::Object(map) => {
             let mut out = Map::with_capacity(map.len());
             for (k, v) in map {
@@ -58,7 +64,10 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     };
     vec![
         rule(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s]+", "<url>"),
-        rule(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+", "<email>"),
+        rule(
+            r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+",
+            "<email>",
+        ),
         rule(
             r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+\-]\d{2}:?\d{2})?)?",
             "<time>",
@@ -72,7 +81,10 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule(r#"(^|[^\w])"(?:[^"\\]|\\.)*"(\W|$)"#, "${1}<str>${2}"),
         rule(r"(^|[^\w])'[^'\n]*'(\W|$)", "${1}<str>${2}"),
         rule(r"(^|[^\w])`[^`\n]*`(\W|$)", "${1}<str>${2}"),
-        rule(r"(^|[\s(=:,\[])(?:~|[A-Za-z]:\\|/)[^\s:,;)\]]*", "${1}<path>"),
+        rule(
+            r"(^|[\s(=:,\[])(?:~|[A-Za-z]:\\|/)[^\s:,;)\]]*",
+            "${1}<path>",
+        ),
         rule(r"\b0[xX][0-9A-Fa-f]+\b", "<hex>"),
         rule(r"[0-9A-Fa-f]{8,}", "<hex>"),
         rule(r"\d+(?:\.\d+)?(?:[eE][+\-]?\d+)?", "<n>"),
@@ -87,7 +99,10 @@ pub fn normalize(message: &str) -> String {
     for rule in RULES.iter() {
         // Quote rules can overlap at a shared boundary; run them to a fixpoint.
         loop {
-            let next = rule.pattern.replace_all(&text, rule.replacement).into_owned();
+            let next = rule
+                .pattern
+                .replace_all(&text, rule.replacement)
+                .into_owned();
             if next == text {
                 break;
             }
@@ -133,7 +148,10 @@ mod tests {
     #[test]
     fn shapes_stop_at_depth_four() {
         let args = json!({"a": {"b": {"c": {"d": {"e": 1}}, "l": [[1]]}}});
-        assert_eq!(args_shape(&args), json!({"a": {"b": {"c": {"d": "object"}, "l": ["array"]}}}));
+        assert_eq!(
+            args_shape(&args),
+            json!({"a": {"b": {"c": {"d": "object"}, "l": ["array"]}}})
+        );
     }
 
     #[test]
@@ -143,7 +161,10 @@ mod tests {
             ("no file /srv/data/x.csv here", "no file <path> here"),
             ("user bob@example.com denied", "user <email> denied"),
             ("see https://x.example/a?b=1 now", "see <url> now"),
-            ("job 0f8fad5b-d9cb-469f-a165-70867728950e gone", "job <uuid> gone"),
+            (
+                "job 0f8fad5b-d9cb-469f-a165-70867728950e gone",
+                "job <uuid> gone",
+            ),
             ("at 2026-11-30T07:00:00.123Z failed", "at <time> failed"),
             ("blob deadbeefcafe missing", "blob <hex> missing"),
             ("city \"Paris\" unknown", "city <str> unknown"),
@@ -163,7 +184,13 @@ mod tests {
         let c = template_id(&salt, "Permission denied for 'alice'");
         assert_eq!(a, b);
         assert_ne!(a, c);
-        assert_ne!(a, template_id(&Salt::from_bytes([2; 32]), "Order 1 not found for 'x' at /y"));
+        assert_ne!(
+            a,
+            template_id(
+                &Salt::from_bytes([2; 32]),
+                "Order 1 not found for 'x' at /y"
+            )
+        );
         assert!(a.starts_with("t-") && a.len() == 18);
     }
 }

@@ -14,8 +14,15 @@ fn binaries() -> Vec<String> {
 }
 
 fn generated(name: &str, kind: &str) -> Vec<u8> {
-    let out = std::process::Command::new(bin(name)).args(["--generate", kind]).output().unwrap();
-    assert!(out.status.success(), "{name} --generate {kind}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(bin(name))
+        .args(["--generate", kind])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{name} --generate {kind}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out.stdout
 }
 
@@ -36,14 +43,23 @@ fn man_pages_and_completions_are_current() {
             }
         }
     }
-    assert!(stale.is_empty(), "stale generated files (run scripts/gen-docs): {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "stale generated files (run scripts/gen-docs): {stale:?}"
+    );
 }
 
 #[test]
 fn every_binary_answers_help() {
     for name in binaries() {
-        let out = std::process::Command::new(bin(&name)).arg("--help").output().unwrap();
+        let out = std::process::Command::new(bin(&name))
+            .arg("--help")
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{name} --help failed");
-        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"), "{name} --help has no usage");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{name} --help has no usage"
+        );
     }
 }

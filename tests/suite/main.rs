@@ -1,4 +1,5 @@
 //! The one integration-test crate: every binary, tested as users see it.
 
-mod support;
+mod capture;
 mod docs;
+mod support;

@@ -11,7 +11,10 @@ use std::process::Command;
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     // target/<profile>/deps/suite-<hash>
-    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .to_path_buf()
 }
 
 /// The path of one of the suite's binaries.
@@ -70,7 +73,10 @@ pub struct Store {
 impl Store {
     pub fn new() -> Store {
         Store {
-            dir: tempfile::Builder::new().prefix("mcpeval-test-").tempdir().expect("temp dir"),
+            dir: tempfile::Builder::new()
+                .prefix("mcpeval-test-")
+                .tempdir()
+                .expect("temp dir"),
         }
     }
 
@@ -114,7 +120,9 @@ impl Store {
         let mut out = Vec::new();
         let mut stack = vec![self.home()];
         while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             for entry in entries {
                 let path = entry.unwrap().path();
                 if path.is_dir() {
@@ -146,8 +154,7 @@ impl Store {
 
     /// A duct expression for `name` with the hermetic environment.
     pub fn duct(&self, name: &str, args: &[&str]) -> duct::Expression {
-        duct::cmd(bin(name), args)
-            .full_env(self.env_pairs())
+        duct::cmd(bin(name), args).full_env(self.env_pairs())
     }
 
     /// The hermetic environment as pairs.
@@ -164,7 +171,9 @@ impl Store {
 
 /// Contains `needle` as a byte substring?
 pub fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
 }
 
 /// Stdout/stderr as text, for assertion messages.

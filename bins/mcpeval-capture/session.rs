@@ -1,0 +1,446 @@
+//! Observing one MCP session: pairing each `tools/call` with its response.
+//!
+//! Fed every JSON-RPC message the relay saw, in the order it saw them, this
+//! turns completed calls into `mcpeval.call/1` records. It only observes:
+//! it never changes, delays or answers a message, and a message it cannot
+//! parse is counted, never fatal. It keeps shapes and salted ids only.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use jiff::Timestamp;
+use serde_json::Value;
+use shared::outcome::{self, Classified};
+use shared::record::{Call, Identity, Origin, SCHEMA_V1, Transport};
+use shared::salt::Salt;
+use shared::sanitize;
+
+/// The `_meta` key under which modern servers name themselves.
+const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Which side sent a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// A `tools/call` request waiting for its response.
+#[derive(Debug)]
+struct Pending {
+    tool: String,
+    seq: u64,
+    started_at: Timestamp,
+    started: Instant,
+    args_shape: Value,
+    advertised: Option<bool>,
+}
+
+/// The observer of one session.
+#[derive(Debug)]
+pub struct Session {
+    salt: Salt,
+    token: String,
+    transport: Transport,
+    /// `--server`, which wins over anything the server says.
+    fixed_server: Option<String>,
+    /// `serverInfo.name` as the server last reported it.
+    reported_server: Option<String>,
+    fallback_server: String,
+    seq: u64,
+    calls: HashMap<String, Pending>,
+    /// Pending `tools/list` requests: id → whether it asked for a later page.
+    lists: HashMap<String, bool>,
+    /// Pending `initialize` / `server/discover` requests.
+    handshakes: HashSet<String>,
+    /// Tool names of the last `tools/list` (all pages); `None` until one is seen.
+    advertised: Option<HashSet<String>>,
+    /// Messages that were not JSON-RPC we could read.
+    pub unparsed: u64,
+}
+
+impl Session {
+    /// A new session with a fresh, salted session token.
+    pub fn new(
+        salt: Salt,
+        transport: Transport,
+        fixed_server: Option<String>,
+        fallback_server: String,
+    ) -> Session {
+        let capture_id = uuid::Uuid::new_v4();
+        let token = format!("s-{}", salt.id16(&[capture_id.as_bytes()]));
+        Session {
+            salt,
+            token,
+            transport,
+            fixed_server,
+            reported_server: None,
+            fallback_server,
+            seq: 0,
+            calls: HashMap::new(),
+            lists: HashMap::new(),
+            handshakes: HashSet::new(),
+            advertised: None,
+            unparsed: 0,
+        }
+    }
+
+    /// Observes one message (a line on stdio, a body or SSE event on HTTP)
+    /// and returns the records it completed.
+    pub fn observe(&mut self, side: Side, bytes: &[u8], at: Timestamp, now: Instant) -> Vec<Call> {
+        let mut done = Vec::new();
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return done;
+        }
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(Value::Array(batch)) => {
+                for message in &batch {
+                    self.message(side, message, at, now, &mut done);
+                }
+            }
+            Ok(message @ Value::Object(_)) => self.message(side, &message, at, now, &mut done),
+            Ok(_) | Err(_) => self.unparsed += 1,
+        }
+        done
+    }
+
+    /// Ends the session: every call still waiting is recorded unanswered.
+    pub fn finish(&mut self) -> Vec<Call> {
+        let mut pending: Vec<Pending> = self.calls.drain().map(|(_, p)| p).collect();
+        pending.sort_by_key(|p| p.seq);
+        pending
+            .into_iter()
+            .map(|p| self.record(p, None, Classified::unanswered()))
+            .collect()
+    }
+
+    fn message(
+        &mut self,
+        side: Side,
+        message: &Value,
+        at: Timestamp,
+        now: Instant,
+        done: &mut Vec<Call>,
+    ) {
+        let Value::Object(map) = message else {
+            self.unparsed += 1;
+            return;
+        };
+        let id = map.get("id").filter(|id| !id.is_null()).map(id_key);
+        match (side, map.get("method").and_then(Value::as_str), id) {
+            (Side::Client, Some(method), Some(id)) => {
+                self.request(method, id, map.get("params"), at, now, done)
+            }
+            (Side::Server, None, Some(id)) => self.response(id, message, now, done),
+            // Notifications, server→client requests and the client's answers
+            // to them carry nothing we record.
+            _ => {}
+        }
+    }
+
+    fn request(
+        &mut self,
+        method: &str,
+        id: String,
+        params: Option<&Value>,
+        at: Timestamp,
+        now: Instant,
+        done: &mut Vec<Call>,
+    ) {
+        match method {
+            "tools/call" => {
+                let Some(tool) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+                    self.unparsed += 1;
+                    return;
+                };
+                self.seq += 1;
+                let args_shape = match params.and_then(|p| p.get("arguments")) {
+                    Some(args) => sanitize::args_shape(args),
+                    None => Value::Object(Default::default()),
+                };
+                let pending = Pending {
+                    tool: tool.to_owned(),
+                    seq: self.seq,
+                    started_at: at,
+                    started: now,
+                    args_shape,
+                    advertised: self.advertised.as_ref().map(|names| names.contains(tool)),
+                };
+                // A client reusing a pending id has abandoned the first call.
+                if let Some(old) = self.calls.insert(id, pending) {
+                    done.push(self.record(old, None, Classified::unanswered()));
+                }
+            }
+            "tools/list" => {
+                let continued = params
+                    .and_then(|p| p.get("cursor"))
+                    .is_some_and(|c| !c.is_null());
+                self.lists.insert(id, continued);
+            }
+            "initialize" | "server/discover" => {
+                self.handshakes.insert(id);
+            }
+            _ => {}
+        }
+    }
+
+    fn response(&mut self, id: String, message: &Value, now: Instant, done: &mut Vec<Call>) {
+        let result = message.get("result");
+        if let Some(name) = result
+            .and_then(|r| r.get("_meta"))
+            .and_then(|m| m.get(SERVER_INFO_META))
+            .and_then(|info| info.get("name"))
+            .and_then(Value::as_str)
+        {
+            self.reported_server = Some(name.to_owned());
+        }
+        if self.handshakes.remove(&id)
+            && let Some(name) = result
+                .and_then(|r| r.pointer("/serverInfo/name"))
+                .and_then(Value::as_str)
+        {
+            self.reported_server = Some(name.to_owned());
+        }
+        if let Some(continued) = self.lists.remove(&id)
+            && let Some(tools) = result
+                .and_then(|r| r.get("tools"))
+                .and_then(Value::as_array)
+        {
+            let names = tools
+                .iter()
+                .filter_map(|t| t.get("name").and_then(Value::as_str))
+                .map(str::to_owned);
+            match (&mut self.advertised, continued) {
+                (Some(known), true) => known.extend(names),
+                (slot, _) => *slot = Some(names.collect()),
+            }
+        }
+        if let Some(pending) = self.calls.remove(&id) {
+            let classified = outcome::classify(message, &self.salt);
+            let millis = now.saturating_duration_since(pending.started).as_millis();
+            done.push(self.record(pending, Some(millis as u64), classified));
+        }
+    }
+
+    fn server_name(&self) -> String {
+        self.fixed_server
+            .as_ref()
+            .or(self.reported_server.as_ref())
+            .filter(|n| !n.is_empty())
+            .unwrap_or(&self.fallback_server)
+            .clone()
+    }
+
+    fn record(&self, pending: Pending, duration_ms: Option<u64>, classified: Classified) -> Call {
+        Call {
+            schema: SCHEMA_V1.to_owned(),
+            identity: Identity {
+                event_id: uuid::Uuid::new_v4().to_string(),
+                session: self.token.clone(),
+                seq: pending.seq,
+            },
+            origin: Origin::Capture,
+            transport: self.transport,
+            server: self.server_name(),
+            tool: pending.tool,
+            started_at: shared::time::rfc3339(pending.started_at),
+            duration_ms,
+            advertised: pending.advertised,
+            args_shape: pending.args_shape,
+            outcome: classified.outcome,
+            unknown: classified.unknown,
+            error: classified.error,
+        }
+    }
+}
+
+/// A request id as a map key: its JSON text, so `1` and `"1"` differ.
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::record::{Outcome, Unknown};
+
+    fn session() -> Session {
+        Session::new(
+            Salt::from_bytes([3; 32]),
+            Transport::Stdio,
+            None,
+            "srv-bin".into(),
+        )
+    }
+
+    fn feed(s: &mut Session, side: Side, line: &str) -> Vec<Call> {
+        s.observe(side, line.as_bytes(), Timestamp::now(), Instant::now())
+    }
+
+    #[test]
+    fn pairs_out_of_order_with_string_and_integer_ids() {
+        let mut s = session();
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1}}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":"1","method":"tools/call","params":{"name":"b"}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+        );
+        let first = feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":"1","result":{"content":[]}}"#,
+        );
+        assert_eq!((first[0].tool.as_str(), first[0].identity.seq), ("b", 2));
+        let second = feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#,
+        );
+        assert_eq!(
+            (second[0].tool.as_str(), second[0].outcome),
+            ("a", Outcome::Error)
+        );
+        assert_eq!(second[0].args_shape, serde_json::json!({"x": "integer"}));
+        assert!(s.finish().is_empty());
+    }
+
+    #[test]
+    fn server_requests_are_not_responses() {
+        let mut s = session();
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a"}}"#,
+        );
+        // The server asks the client something with the same id number.
+        assert!(
+            feed(
+                &mut s,
+                Side::Server,
+                r#"{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{}}"#
+            )
+            .is_empty()
+        );
+        assert!(
+            feed(
+                &mut s,
+                Side::Client,
+                r#"{"jsonrpc":"2.0","id":5,"result":{}}"#
+            )
+            .is_empty()
+        );
+        let left = s.finish();
+        assert_eq!(left[0].unknown, Some(Unknown::Unanswered));
+        assert_eq!(left[0].duration_ms, None);
+    }
+
+    #[test]
+    fn names_and_advertised_tools_from_the_handshake_and_lists() {
+        let mut s = session();
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":0,"result":{"serverInfo":{"name":"weather"}}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        );
+        feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a"}],"nextCursor":"c"}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"c"}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b"}]}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Client,
+            r#"[{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"b"}},{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"zz"}}]"#,
+        );
+        let done = feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        );
+        assert_eq!(done[0].server, "weather");
+        assert_eq!(
+            done[0].advertised, None,
+            "no tools/list had been seen when it was called"
+        );
+        let mut rest = s.finish();
+        rest.sort_by_key(|c| c.identity.seq);
+        assert_eq!(
+            rest.iter().map(|c| c.advertised).collect::<Vec<_>>(),
+            [Some(true), Some(false)]
+        );
+    }
+
+    #[test]
+    fn modern_server_info_in_meta_and_fallback_name() {
+        let mut s = session();
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+        );
+        let done = feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern"}}}}"#,
+        );
+        assert_eq!(done[0].server, "modern");
+        let mut plain = session();
+        feed(
+            &mut plain,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}"#,
+        );
+        assert_eq!(
+            feed(
+                &mut plain,
+                Side::Server,
+                r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+            )[0]
+            .server,
+            "srv-bin"
+        );
+    }
+
+    #[test]
+    fn junk_is_counted_not_fatal() {
+        let mut s = session();
+        feed(&mut s, Side::Server, "Starting server on stdio...");
+        feed(&mut s, Side::Client, "   ");
+        assert_eq!(s.unparsed, 1);
+    }
+}

@@ -1,0 +1,483 @@
+//! `mcpeval-capture` over stdio, against real peers and the misbehaving
+//! fixture server: the relay changes nothing, and the journal holds one
+//! sanitized record per tool call.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Deps, Store, contains, fixture, repo, text};
+
+/// A JSON-RPC client speaking raw lines to a capture process.
+struct Raw {
+    child: Child,
+    to: ChildStdin,
+    from: BufReader<ChildStdout>,
+}
+
+impl Raw {
+    fn start(store: &Store, capture_args: &[&str], server: &[&str]) -> Raw {
+        let mut cmd = store.cmd("mcpeval-capture");
+        cmd.args(capture_args).arg("--").args(server);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let to = child.stdin.take().unwrap();
+        let from = BufReader::new(child.stdout.take().unwrap());
+        Raw { child, to, from }
+    }
+
+    fn fixture(store: &Store, extra: &[&str]) -> Raw {
+        let server = fixture("misbehaving_server.py");
+        let mut argv = vec!["python3", server.to_str().unwrap()];
+        argv.extend_from_slice(extra);
+        Raw::start(store, &[], &argv)
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.to, "{message}").unwrap();
+        self.to.flush().unwrap();
+    }
+
+    fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        self.from.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.recv()
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )
+    }
+
+    /// Closes the client's side and waits for capture to end.
+    fn finish(self) -> std::process::Output {
+        drop(self.to);
+        let mut out = self.child.wait_with_output().unwrap();
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut self.from.into_inner(), &mut rest).unwrap();
+        out.stdout = rest;
+        out
+    }
+}
+
+fn by_tool(records: &[Value], tool: &str) -> Value {
+    records
+        .iter()
+        .find(|r| r["tool"] == tool)
+        .unwrap_or_else(|| panic!("no record for {tool} in {records:?}"))
+        .clone()
+}
+
+#[test]
+fn every_outcome_kind_is_recorded_once() {
+    let store = Store::new();
+    let mut c = Raw::fixture(&store, &[]);
+    c.request(0, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    c.request(1, "tools/list", json!({}));
+    c.call(2, "ok", json!({"city": "Zanzibar-7781", "days": 3}));
+    c.call(
+        3,
+        "jsonrpc_error",
+        json!({"city": "Zanzibar-7781", "n": 12}),
+    );
+    c.call(4, "tool_error", json!({"n": 77}));
+    c.call(5, "sdk_error", json!({"n": 5000}));
+    c.call(6, "malformed_null", json!({}));
+    c.call(7, "malformed_iserror", json!({}));
+    c.call(8, "malformed_list", json!({}));
+    c.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "never", "arguments": {}}}));
+    c.call(10, "not_listed", json!({}));
+    let out = c.finish();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let records = store.records();
+    assert_eq!(records.len(), 9, "{records:#?}");
+    for r in &records {
+        assert_eq!(r["schema"], "mcpeval.call/1");
+        assert_eq!(r["origin"], "capture");
+        assert_eq!(r["transport"], "stdio");
+        assert_eq!(r["server"], "misbehaving");
+        assert!(r["identity"]["session"].as_str().unwrap().starts_with("s-"));
+    }
+    let sessions: std::collections::HashSet<_> = records
+        .iter()
+        .map(|r| r["identity"]["session"].clone())
+        .collect();
+    assert_eq!(sessions.len(), 1);
+
+    let ok = by_tool(&records, "ok");
+    assert_eq!(ok["outcome"], "ok");
+    assert_eq!(ok["identity"]["seq"], 1);
+    assert_eq!(ok["advertised"], true);
+    assert_eq!(
+        ok["args_shape"],
+        json!({"city": "string", "days": "integer"})
+    );
+    assert!(ok.get("error").is_none() && ok.get("unknown").is_none());
+
+    let rpc = by_tool(&records, "jsonrpc_error");
+    assert_eq!(rpc["outcome"], "error");
+    assert_eq!(rpc["error"]["channel"], "jsonrpc");
+    assert_eq!(rpc["error"]["code"], -32602);
+    assert_eq!(rpc["error"]["retryable"], false);
+    assert!(
+        rpc["error"]["template_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("t-")
+    );
+
+    let tool = by_tool(&records, "tool_error");
+    assert_eq!(
+        (
+            tool["error"]["channel"].clone(),
+            tool["error"]["code"].clone()
+        ),
+        (json!("tool"), json!(404))
+    );
+    assert_eq!(tool["error"]["retryable"], true);
+    let sdk = by_tool(&records, "sdk_error");
+    assert_eq!(sdk["error"]["code"], -32001);
+    assert_eq!(sdk["error"]["retryable"], Value::Null);
+
+    for name in ["malformed_null", "malformed_iserror", "malformed_list"] {
+        let r = by_tool(&records, name);
+        assert_eq!(
+            (r["outcome"].clone(), r["unknown"].clone()),
+            (json!("unknown"), json!("malformed")),
+            "{name}"
+        );
+        assert!(
+            r.get("error").is_none(),
+            "{name}: no invented error metadata"
+        );
+    }
+    let never = by_tool(&records, "never");
+    assert_eq!(
+        (never["outcome"].clone(), never["unknown"].clone()),
+        (json!("unknown"), json!("unanswered"))
+    );
+    assert_eq!(never["duration_ms"], Value::Null);
+    assert_eq!(by_tool(&records, "not_listed")["advertised"], false);
+
+    // The malformed value and every raw argument stay out of the store.
+    let stored = store.all_bytes();
+    for raw in [
+        "Zanzibar-7781",
+        "yes {",
+        "Order",
+        "not found",
+        "timed out",
+        "Invalid city",
+    ] {
+        assert!(!contains(&stored, raw), "{raw:?} leaked into the store");
+    }
+}
+
+#[test]
+fn same_message_with_other_values_shares_a_template() {
+    let store = Store::new();
+    let mut c = Raw::fixture(&store, &[]);
+    c.call(1, "tool_error", json!({"n": 1, "who": "alice"}));
+    c.call(2, "tool_error", json!({"n": 98765, "who": "bob"}));
+    c.call(3, "sdk_error", json!({"n": 3}));
+    c.finish();
+    let records = store.records();
+    let ids: Vec<&Value> = records.iter().map(|r| &r["error"]["template_id"]).collect();
+    assert_eq!(ids[0], ids[1], "only numbers and quoted values differ");
+    assert_ne!(ids[0], ids[2]);
+}
+
+#[test]
+fn real_sdk_client_sees_the_same_session_through_capture() {
+    let store = Store::new();
+    let script = store.scratch().join("script.json");
+    std::fs::write(
+        &script,
+        json!([
+            {"tool": "echo", "arguments": {"message": "Zanzibar-7781"}},
+            {"tool": "get-sum", "arguments": {"a": 4417, "b": 2}},
+            {"tool": "no-such-tool", "arguments": {"q": "Quokka-991"}},
+            {"tool": "get-structured-content", "arguments": {"location": "Chicago"}}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let everything = Deps::server_everything();
+    let session = |through_capture: bool| {
+        let mut cmd = Command::new(Deps::python());
+        store.env(&mut cmd);
+        cmd.arg(repo().join("tests/clients/session.py"))
+            .arg(&script)
+            .arg("--");
+        if through_capture {
+            cmd.arg(crate::support::bin("mcpeval-capture")).arg("--");
+        }
+        cmd.arg(&everything);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let direct = session(false);
+    assert!(store.journals().is_empty());
+    let captured = session(true);
+    assert_eq!(direct, captured, "capture changed what the client saw");
+
+    let records = store.records();
+    assert_eq!(records.len(), 4, "{records:#?}");
+    let server = direct["server"].as_str().unwrap();
+    assert!(records.iter().all(|r| r["server"] == server));
+    assert_eq!(by_tool(&records, "echo")["outcome"], "ok");
+    assert_eq!(
+        by_tool(&records, "get-sum")["args_shape"],
+        json!({"a": "integer", "b": "integer"})
+    );
+    let unknown = by_tool(&records, "no-such-tool");
+    assert_eq!(unknown["outcome"], "error");
+    assert_eq!(unknown["advertised"], false);
+    let stored = store.all_bytes();
+    for raw in [
+        "Zanzibar-7781",
+        "4417",
+        "Quokka-991",
+        "Chicago",
+        "not found",
+    ] {
+        assert!(!contains(&stored, raw), "{raw:?} leaked into the store");
+    }
+}
+
+#[test]
+fn bytes_pass_unchanged_in_both_directions() {
+    // client → tap A → capture → tap B → real server: what A forwarded is
+    // what B received, and what B's server wrote is what A received.
+    let store = Store::new();
+    let logs = store.scratch();
+    let tap = fixture("tap.py");
+    let script = logs.join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"tool": "echo", "arguments": {"message": "ünïcødé \u{2028} \\n tab\t"}},
+               {"tool": "get-tiny-image", "arguments": {}}])
+        .to_string(),
+    )
+    .unwrap();
+    let mut cmd = Command::new(Deps::python());
+    store.env(&mut cmd);
+    let a = |n: &str| logs.join(n).display().to_string();
+    cmd.arg(repo().join("tests/clients/session.py"))
+        .arg(&script)
+        .arg("--");
+    cmd.args([
+        "python3",
+        tap.to_str().unwrap(),
+        &a("a.in"),
+        &a("a.out"),
+        "--",
+    ]);
+    cmd.arg(crate::support::bin("mcpeval-capture")).arg("--");
+    cmd.args([
+        "python3",
+        tap.to_str().unwrap(),
+        &a("b.in"),
+        &a("b.out"),
+        "--",
+    ]);
+    cmd.arg(Deps::server_everything());
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let read = |n: &str| std::fs::read(logs.join(n)).unwrap();
+    assert!(read("a.in").len() > 100 && read("b.out").len() > 1000);
+    assert_eq!(read("a.in"), read("b.in"), "client → server bytes changed");
+    assert_eq!(
+        read("b.out"),
+        read("a.out"),
+        "server → client bytes changed"
+    );
+    assert_eq!(store.records().len(), 2);
+}
+
+#[test]
+fn stdout_carries_only_the_servers_bytes_and_stderr_passes_through() {
+    let store = Store::new();
+    let served = store.scratch().join("served");
+    let mut c = Raw::fixture(&store, &["--banner", "--out", served.to_str().unwrap()]);
+    let mut banner = String::new();
+    c.from.read_line(&mut banner).unwrap();
+    assert_eq!(banner, "this line is not JSON-RPC\n");
+    c.call(1, "ok", json!({}));
+    c.call(2, "nope", json!({}));
+    let out = c.finish();
+    assert!(
+        out.stdout.is_empty(),
+        "nothing after the server's last line"
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("misbehaving fixture server started"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("1 message(s) were not JSON-RPC"),
+        "{stderr}"
+    );
+    assert_eq!(store.records().len(), 2);
+}
+
+#[test]
+fn exit_status_and_signals_pass_through() {
+    let store = Store::new();
+    let c = Raw::fixture(&store, &["--exit-code", "3"]);
+    assert_eq!(
+        c.finish().status.code(),
+        Some(3),
+        "stdin EOF closes the server's stdin"
+    );
+
+    let mut c = Raw::fixture(&store, &[]);
+    c.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "die", "arguments": {"signal": 9}}}));
+    let out = c.finish();
+    assert_eq!(out.status.signal(), Some(9), "{:?}", out.status);
+    let records = store.records();
+    assert_eq!(records.last().unwrap()["unknown"], "unanswered");
+
+    // A signal sent to capture reaches the server, which dies by it.
+    let mut c = Raw::fixture(&store, &[]);
+    c.call(1, "ok", json!({}));
+    unsafe { libc::kill(c.child.id() as i32, libc::SIGTERM) };
+    let out = c.finish();
+    assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{:?}", out.status);
+}
+
+#[test]
+fn modern_discovery_names_the_server_and_flag_wins() {
+    let store = Store::new();
+    let mut c = Raw::fixture(&store, &["--name", "modern-one"]);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    c.request(1, "server/discover", json!({"_meta": meta}));
+    c.request(
+        2,
+        "tools/call",
+        json!({"name": "ok", "arguments": {}, "_meta": meta}),
+    );
+    c.finish();
+    assert_eq!(store.records()[0]["server"], "modern-one");
+
+    let store = Store::new();
+    let server = fixture("misbehaving_server.py");
+    let mut c = Raw::start(
+        &store,
+        &["--server", "weather"],
+        &["python3", server.to_str().unwrap()],
+    );
+    c.request(0, "initialize", json!({}));
+    c.call(1, "ok", json!({}));
+    c.finish();
+    assert_eq!(store.records()[0]["server"], "weather");
+}
+
+#[test]
+fn a_thousand_round_trips_are_never_held_back() {
+    // Each request waits for its response: a response held in a buffer
+    // would stall the session, and the watchdog below would fail the test.
+    let store = Store::new();
+    let mut c = Raw::fixture(&store, &[]);
+    let pid = c.child.id();
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(120));
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    for id in 1..=1000u64 {
+        let reply = c.call(id, "ok", json!({"i": id}));
+        assert_eq!(reply["id"], id);
+    }
+    let out = c.finish();
+    assert!(out.status.success());
+    drop(watchdog);
+    let records = store.records();
+    assert_eq!(records.len(), 1000);
+    let mut seqs: Vec<u64> = records
+        .iter()
+        .map(|r| r["identity"]["seq"].as_u64().unwrap())
+        .collect();
+    seqs.sort();
+    assert_eq!(seqs, (1..=1000).collect::<Vec<_>>());
+}
+
+#[test]
+fn two_captures_at_once_write_two_whole_journals() {
+    let store = Store::new();
+    let run = |tag: &'static str| {
+        let mut c = Raw::fixture(&store, &["--name", tag]);
+        for id in 1..=300u64 {
+            c.call(id, "tool_error", json!({"n": id}));
+        }
+        c.finish();
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| run("left"));
+        s.spawn(|| run("right"));
+    });
+    let journals = store.journals();
+    assert_eq!(journals.len(), 2);
+    for file in journals {
+        let body = std::fs::read_to_string(&file).unwrap();
+        assert!(body.ends_with('\n'));
+        let servers: std::collections::HashSet<String> = body
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["server"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(servers.len(), 1, "one capture per file");
+        assert_eq!(body.lines().count(), 300);
+    }
+}
+
+#[test]
+fn a_server_that_cannot_start_is_a_transport_failure() {
+    let store = Store::new();
+    let out = store
+        .cmd("mcpeval-capture")
+        .args(["--", "/nonexistent/server"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("mcpeval-capture: error: cannot start the server \"/nonexistent/server\""),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn the_store_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let store = Store::new();
+    let mut c = Raw::fixture(&store, &[]);
+    c.call(1, "ok", json!({}));
+    c.finish();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&store.home()), 0o700);
+    assert_eq!(mode(&store.home().join(".salt")), 0o600);
+    assert_eq!(std::fs::read(store.home().join(".salt")).unwrap().len(), 32);
+    assert_eq!(mode(&store.journals()[0]), 0o600);
+}
