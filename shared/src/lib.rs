@@ -11,6 +11,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod exit;
+pub mod finding;
 pub mod hash;
 pub mod home;
 pub mod journal;
@@ -19,6 +20,7 @@ pub mod outcome;
 pub mod record;
 pub mod salt;
 pub mod sanitize;
+pub mod score;
 pub mod time;
 
 pub use error::{Error, Result};

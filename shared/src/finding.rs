@@ -1,0 +1,361 @@
+//! Findings: what a recurring failure group is called, how it is classified,
+//! and the one-line server-side fix each class suggests.
+//!
+//! Ids are salted hashes of the group's key, so they are stable across
+//! rebuilds of the index and meaningless outside this store.
+
+use crate::salt::Salt;
+
+/// What kind of group a finding stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Errors sharing (server, tool, template).
+    Error,
+    /// Malformed results of one (server, tool).
+    Malformed,
+    /// Successful calls annotated `false-success`, per (server, tool).
+    FalseSuccess,
+}
+
+impl Kind {
+    /// `error`, `malformed` or `false-success`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Error => "error",
+            Kind::Malformed => "malformed",
+            Kind::FalseSuccess => "false-success",
+        }
+    }
+
+    /// Parses [`Kind::as_str`].
+    pub fn parse(s: &str) -> Option<Kind> {
+        [Kind::Error, Kind::Malformed, Kind::FalseSuccess]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+/// `finding-` + 16 hex digits identifying a group in this store.
+pub fn finding_id(
+    salt: &Salt,
+    kind: Kind,
+    server: &str,
+    tool: &str,
+    template_id: Option<&str>,
+) -> String {
+    let id = match kind {
+        Kind::Error => salt.id16(&[
+            b"error",
+            server.as_bytes(),
+            tool.as_bytes(),
+            template_id.unwrap_or("-").as_bytes(),
+        ]),
+        Kind::Malformed | Kind::FalseSuccess => {
+            salt.id16(&[kind.as_str().as_bytes(), server.as_bytes(), tool.as_bytes()])
+        }
+    };
+    format!("finding-{id}")
+}
+
+/// The id earlier releases gave an error group: one per error code, which
+/// split one defect across several findings. Kept to re-key old state.
+pub fn legacy_finding_id(
+    salt: &Salt,
+    server: &str,
+    tool: &str,
+    template_id: Option<&str>,
+    err_code: Option<i64>,
+) -> String {
+    let code = err_code.map_or_else(|| "-".to_owned(), |c| c.to_string());
+    let id = salt.id16(&[
+        b"error",
+        server.as_bytes(),
+        tool.as_bytes(),
+        template_id.unwrap_or("-").as_bytes(),
+        code.as_bytes(),
+    ]);
+    format!("finding-{id}")
+}
+
+/// Whether `s` looks like a finding id.
+pub fn is_finding_id(s: &str) -> bool {
+    s.strip_prefix("finding-").is_some_and(|h| {
+        h.len() == 16
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// The probe a manifest case uses to check a repair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Probe {
+    /// One call with an expectation.
+    InstructionFidelity,
+    /// Repeated calls; green when none fails.
+    Degradation,
+    /// Repeated calls checking retryable is reported truthfully.
+    ErrorHonesty,
+    /// Several steps in order.
+    Workflow,
+}
+
+impl Probe {
+    /// The manifest spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Probe::InstructionFidelity => "instruction-fidelity",
+            Probe::Degradation => "degradation",
+            Probe::ErrorHonesty => "error-honesty",
+            Probe::Workflow => "workflow",
+        }
+    }
+
+    /// Parses [`Probe::as_str`].
+    pub fn parse(s: &str) -> Option<Probe> {
+        [
+            Probe::InstructionFidelity,
+            Probe::Degradation,
+            Probe::ErrorHonesty,
+            Probe::Workflow,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == s)
+    }
+}
+
+/// Defect classes, in the order they are tried: the first that applies wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DefectClass {
+    /// Success reported for a call that did not do its job.
+    FalseSuccess,
+    /// A result that is not a `CallToolResult` object.
+    MalformedResult,
+    /// A call to a tool the server does not (or no longer) advertise.
+    UnknownTool,
+    /// Arguments the server rejected as invalid.
+    InvalidArguments,
+    /// An error whose `retryable` report is inconsistent.
+    ErrorHonesty,
+    /// A failure that goes away on retry, or a timeout.
+    Transient,
+    /// An unhandled failure inside the server.
+    InternalError,
+    /// Any other error.
+    ToolError,
+}
+
+/// JSON-RPC "method not found".
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC "invalid params".
+pub const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC "internal error".
+pub const INTERNAL_ERROR: i64 = -32603;
+/// The reference SDKs' request timeout.
+pub const REQUEST_TIMEOUT: i64 = -32001;
+
+/// The facts of a group's failures that decide its class.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence {
+    /// Every distinct error code seen (null codes left out).
+    pub err_codes: Vec<i64>,
+    /// Failures that reported `retryable: true`.
+    pub retryable_true: u64,
+    /// Failures that reported `retryable: false`.
+    pub retryable_false: u64,
+    /// Failures that said nothing about retrying.
+    pub retryable_unreported: u64,
+    /// Failed calls whose tool was known not to be advertised.
+    pub unadvertised_failures: u64,
+    /// All failed calls of the group.
+    pub failures: u64,
+}
+
+impl DefectClass {
+    /// The class of a group of `kind` with `evidence`.
+    pub fn of(kind: Kind, evidence: &Evidence) -> DefectClass {
+        let has = |code| evidence.err_codes.contains(&code);
+        let reported = [
+            evidence.retryable_true,
+            evidence.retryable_false,
+            evidence.retryable_unreported,
+        ];
+        let mixed_retryable = reported.iter().filter(|&&n| n > 0).count() > 1;
+        match kind {
+            Kind::FalseSuccess => DefectClass::FalseSuccess,
+            Kind::Malformed => DefectClass::MalformedResult,
+            Kind::Error if has(METHOD_NOT_FOUND) => DefectClass::UnknownTool,
+            Kind::Error
+                if evidence.failures > 0 && evidence.unadvertised_failures == evidence.failures =>
+            {
+                DefectClass::UnknownTool
+            }
+            Kind::Error if has(INVALID_PARAMS) => DefectClass::InvalidArguments,
+            Kind::Error if mixed_retryable => DefectClass::ErrorHonesty,
+            Kind::Error
+                if evidence.failures > 0 && evidence.retryable_true == evidence.failures =>
+            {
+                DefectClass::Transient
+            }
+            Kind::Error if has(REQUEST_TIMEOUT) => DefectClass::Transient,
+            Kind::Error if has(INTERNAL_ERROR) => DefectClass::InternalError,
+            Kind::Error => DefectClass::ToolError,
+        }
+    }
+
+    /// The class name used in every output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DefectClass::FalseSuccess => "false-success",
+            DefectClass::MalformedResult => "malformed-result",
+            DefectClass::UnknownTool => "unknown-tool",
+            DefectClass::InvalidArguments => "invalid-arguments",
+            DefectClass::ErrorHonesty => "error-honesty",
+            DefectClass::Transient => "transient",
+            DefectClass::InternalError => "internal-error",
+            DefectClass::ToolError => "tool-error",
+        }
+    }
+
+    /// Parses [`DefectClass::as_str`].
+    pub fn parse(s: &str) -> Option<DefectClass> {
+        use DefectClass::*;
+        [
+            FalseSuccess,
+            MalformedResult,
+            UnknownTool,
+            InvalidArguments,
+            ErrorHonesty,
+            Transient,
+            InternalError,
+            ToolError,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
+
+    /// One line telling the server's author what to change.
+    pub fn fix_hint(self) -> &'static str {
+        match self {
+            DefectClass::FalseSuccess => {
+                "Return an error when the call did not achieve its contract; never report success for an unmet request."
+            }
+            DefectClass::MalformedResult => {
+                "Return a CallToolResult object with a boolean isError."
+            }
+            DefectClass::UnknownTool => {
+                "Keep tools/list and dispatch in sync, and answer an unknown name with an error listing the valid ones."
+            }
+            DefectClass::InvalidArguments => {
+                "Validate against the advertised inputSchema and name the offending field."
+            }
+            DefectClass::ErrorHonesty => {
+                "Report retryable truthfully and consistently for each error."
+            }
+            DefectClass::Transient => {
+                "Recover without restart; bound latency; mark transient errors retryable."
+            }
+            DefectClass::InternalError => {
+                "Catch the failure and return a specific, actionable error."
+            }
+            DefectClass::ToolError => "Fix the failing path and make the error text actionable.",
+        }
+    }
+
+    /// The probe `generate` writes for this class.
+    pub fn probe(self) -> Probe {
+        match self {
+            DefectClass::ErrorHonesty => Probe::ErrorHonesty,
+            DefectClass::Transient => Probe::Degradation,
+            _ => Probe::InstructionFidelity,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(codes: &[i64], t: u64, f: u64, u: u64) -> Evidence {
+        Evidence {
+            err_codes: codes.to_vec(),
+            retryable_true: t,
+            retryable_false: f,
+            retryable_unreported: u,
+            unadvertised_failures: 0,
+            failures: t + f + u,
+        }
+    }
+
+    #[test]
+    fn first_matching_class_wins() {
+        // -32601 and -32602 and mixed retryable: unknown-tool comes first.
+        assert_eq!(
+            DefectClass::of(Kind::Error, &ev(&[-32601, -32602], 1, 1, 0)),
+            DefectClass::UnknownTool
+        );
+        assert_eq!(
+            DefectClass::of(Kind::Error, &ev(&[-32602], 1, 1, 0)),
+            DefectClass::InvalidArguments
+        );
+        assert_eq!(
+            DefectClass::of(Kind::Error, &ev(&[-32603], 1, 0, 1)),
+            DefectClass::ErrorHonesty
+        );
+        assert_eq!(
+            DefectClass::of(Kind::Error, &ev(&[-32603], 3, 0, 0)),
+            DefectClass::Transient
+        );
+        assert_eq!(
+            DefectClass::of(Kind::Error, &ev(&[-32001, -32603], 0, 2, 0)),
+            DefectClass::Transient
+        );
+        assert_eq!(
+            DefectClass::of(Kind::Error, &ev(&[-32603], 0, 2, 0)),
+            DefectClass::InternalError
+        );
+        assert_eq!(
+            DefectClass::of(Kind::Error, &ev(&[], 0, 0, 2)),
+            DefectClass::ToolError
+        );
+        assert_eq!(
+            DefectClass::of(Kind::Malformed, &ev(&[-32601], 0, 0, 0)),
+            DefectClass::MalformedResult
+        );
+        let unadvertised = Evidence {
+            unadvertised_failures: 2,
+            ..ev(&[-32602], 0, 0, 2)
+        };
+        assert_eq!(
+            DefectClass::of(Kind::Error, &unadvertised),
+            DefectClass::UnknownTool
+        );
+    }
+
+    #[test]
+    fn ids_are_salted_and_stable() {
+        let salt = Salt::from_bytes([5; 32]);
+        let a = finding_id(&salt, Kind::Error, "s", "t", Some("t-0123456789abcdef"));
+        assert!(is_finding_id(&a), "{a}");
+        assert_eq!(
+            a,
+            finding_id(&salt, Kind::Error, "s", "t", Some("t-0123456789abcdef"))
+        );
+        assert_ne!(a, finding_id(&salt, Kind::Error, "s", "t", None));
+        assert_ne!(
+            a,
+            legacy_finding_id(&salt, "s", "t", Some("t-0123456789abcdef"), Some(1))
+        );
+        assert_ne!(
+            finding_id(&salt, Kind::Malformed, "s", "t", None),
+            finding_id(&salt, Kind::FalseSuccess, "s", "t", None)
+        );
+        // The joining rule: salt ‖ "error" ‖ server ‖ tool ‖ "-", with 0x00 between.
+        let mut bytes = vec![5u8; 32];
+        bytes.extend_from_slice(b"\0error\0s\0t\0-");
+        let want = format!(
+            "finding-{}",
+            &crate::hash::hex(&crate::hash::sha256(&bytes))[..16]
+        );
+        assert_eq!(finding_id(&salt, Kind::Error, "s", "t", None), want);
+    }
+}
