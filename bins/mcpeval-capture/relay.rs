@@ -34,9 +34,11 @@ pub enum Event {
 }
 
 /// Copies `from` to `to` until end of input, handing complete lines to the
-/// observer. Client lines are handed over before they are forwarded, so the
-/// observer always sees a request before the server can answer it; server
-/// lines are forwarded first, so observing never delays a response.
+/// observer. Both directions hand a chunk's lines over *before* forwarding
+/// it: a peer can only react to bytes it has received, so the observer sees
+/// messages in causal order (a request before its response, a `tools/list`
+/// result before the call it informed). The hand-over is a copy and a
+/// channel send, a microsecond or so; parsing happens on the observer.
 ///
 /// When `to` fails (the reader went away) the relay keeps draining `from`,
 /// so the writer on the other end is never blocked by a dead reader.
@@ -53,9 +55,6 @@ pub fn pump(side: Side, mut from: impl Read, mut to: impl Write, events: &Sender
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        if side == Side::Server && sink {
-            sink = forward(&mut to, chunk);
-        }
         let (at, now) = (Timestamp::now(), Instant::now());
         let mut rest = chunk;
         while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
@@ -81,9 +80,9 @@ pub fn pump(side: Side, mut from: impl Read, mut to: impl Write, events: &Sender
         if !overflow {
             line.extend_from_slice(rest);
         }
-        if side == Side::Client && sink {
+        if sink {
             sink = forward(&mut to, chunk);
-            if !sink {
+            if !sink && side == Side::Client {
                 // The server closed its input: nothing more can reach it.
                 break;
             }

@@ -359,8 +359,10 @@ fn exit_status_and_signals_pass_through() {
     let mut c = Raw::fixture(&store, &[]);
     c.call(1, "ok", json!({}));
     unsafe { libc::kill(c.child.id() as i32, libc::SIGTERM) };
-    let out = c.finish();
-    assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{:?}", out.status);
+    // Keep the client's side open: the server must end by the signal, not
+    // by the end of its input.
+    let status = c.child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
 }
 
 #[test]
