@@ -138,21 +138,18 @@ pub fn command() -> Command {
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> shared::Result<Action> {
     let mut args = args.into_iter();
     let mut home: Option<OsString> = None;
-    let mut list = false;
+    let mut list: Option<()> = None;
     let mut format: Option<Format> = None;
     let mut name: Option<OsString> = None;
     while let Some(arg) = args.next() {
         match arg.as_encoded_bytes() {
+            // Help and version win over anything else, as with clap.
             b"-h" => return Ok(Action::Help { long: false }),
             b"--help" => return Ok(Action::Help { long: true }),
             b"-V" | b"--version" => return Ok(Action::Version),
-            b"--list" => once(&mut list, "--list")?,
+            b"--list" => set(&mut list, "--list", ())?,
             b"--home" => set(&mut home, "--home", value(&mut args, "--home")?)?,
-            b"--format" => set(
-                &mut format,
-                "--format",
-                parse_format(&value(&mut args, "--format")?)?,
-            )?,
+            b"--format" => set(&mut format, "--format", format_value(&mut args)?)?,
             // `--` only ends the front's flags; the name still follows.
             b"--" => {
                 name = args.next();
@@ -164,6 +161,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> shared::Result<Action>
                 } else if let Some(f) = strip_flag(&arg, "--format=") {
                     set(&mut format, "--format", parse_format(&f)?)?;
                 } else if arg.len() > 1 && arg.as_encoded_bytes().starts_with(b"-") {
+                    // A command's flag put before its name, most likely.
                     return Err(unknown_flag(&arg));
                 } else {
                     name = Some(arg);
@@ -173,41 +171,42 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> shared::Result<Action>
         }
     }
     let rest: Vec<OsString> = args.collect();
+    let is_help = name.as_ref().is_some_and(|n| n == "help");
+    if format.is_some() && !(list.is_some() || is_help && rest.is_empty()) {
+        return Err(Error::usage("--format applies to --list only")
+            .with_hint("to give --format to a command, put it after the command's name"));
+    }
+    let listing = Action::List(format.unwrap_or(Format::Text));
     let home = home.map(absolute_home).transpose()?;
-    let request = |name: &OsStr, args: Vec<OsString>| -> shared::Result<Action> {
-        if format.is_some() {
-            return Err(Error::usage("--format applies to --list only")
-                .with_hint("to give --format to a command, put it after the command's name"));
-        }
+    let dispatch = |name: &OsStr, args: Vec<OsString>| -> shared::Result<Action> {
         let name = check_name(name)?;
-        Ok(Action::Dispatch(Request {
-            name,
-            args,
-            home: home.clone(),
-        }))
+        Ok(Action::Dispatch(Request { name, args, home }))
     };
-    match name {
-        None if list => Ok(Action::List(format.unwrap_or(Format::Text))),
-        None if format.is_some() => Err(Error::usage("--format applies to --list only")),
-        None => Err(Error::usage("no command given")
+    match (name, list) {
+        (None, Some(())) => Ok(listing),
+        (None, None) => Err(Error::usage("no command given")
             .with_hint("run 'mcpeval --list' to see the commands, or 'mcpeval --help'")),
-        Some(name) if list => Err(Error::usage(format!(
+        (Some(name), Some(())) => Err(Error::usage(format!(
             "--list takes no command name, but '{}' was given",
             name.to_string_lossy()
         ))),
         // `mcpeval help` is `--list`, `mcpeval help NAME` is `mcpeval NAME --help`.
-        Some(name) if name == "help" => match rest.as_slice() {
-            [] => Ok(Action::List(format.unwrap_or(Format::Text))),
+        (Some(_), None) if is_help => match rest.as_slice() {
+            [] => Ok(listing),
             [sub] if sub == "help" => Ok(Action::Help { long: true }),
-            [sub] => request(sub, vec![OsString::from("--help")]),
+            [sub] => dispatch(sub, vec![OsString::from("--help")]),
             [_, extra, ..] => Err(Error::usage(format!(
                 "help takes one command name, but '{}' followed it",
                 extra.to_string_lossy()
             ))
             .with_hint("to pass arguments, run 'mcpeval NAME ARGS...'")),
         },
-        Some(name) => request(&name, rest),
+        (Some(name), None) => dispatch(&name, rest),
     }
+}
+
+fn format_value(args: &mut impl Iterator<Item = OsString>) -> shared::Result<Format> {
+    parse_format(&value(args, "--format")?)
 }
 
 fn parse_format(value: &OsStr) -> shared::Result<Format> {
@@ -248,13 +247,6 @@ fn strip_flag(arg: &OsStr, prefix: &str) -> Option<OsString> {
 /// clap does for the other binaries.
 fn set<T>(slot: &mut Option<T>, flag: &str, value: T) -> shared::Result<()> {
     if slot.replace(value).is_some() {
-        return Err(Error::usage(format!("{flag} was given more than once")));
-    }
-    Ok(())
-}
-
-fn once(seen: &mut bool, flag: &str) -> shared::Result<()> {
-    if std::mem::replace(seen, true) {
         return Err(Error::usage(format!("{flag} was given more than once")));
     }
     Ok(())
