@@ -513,9 +513,23 @@ fn a_wrapper_that_calls_back_in_a_loop_is_stopped() {
 
 #[test]
 fn help_name_runs_the_command_with_help() {
-    // `help capture` would show clap's "Usage" once mcpeval-capture is more
-    // than a stub; a script that echoes its arguments proves the hand-over now.
     let store = Store::new();
+    let mut cmd = front(&store, &[]);
+    cmd.args(["help", "capture"]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Byte for byte what mcpeval-capture --help prints by itself.
+    let mut direct = store.cmd("mcpeval-capture");
+    direct.arg("--help");
+    let direct = output(direct);
+    assert!(
+        text(&out.stdout).contains("Usage: mcpeval-capture"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(out.stdout, direct.stdout);
+
+    // Exactly one argument, `--help`, reaches the command.
     let dir = plugin_dir(&store, "bin");
     script(&dir, "mcpeval-hello", "printf '%s|' \"$@\"", 0o755);
     let mut cmd = front(&store, &[&dir]);
