@@ -92,14 +92,42 @@ fn canonical(path: impl AsRef<Path>) -> PathBuf {
     fs::canonicalize(path).unwrap()
 }
 
+/// Two PATH directories that both hold a `mcpeval-hello` tripwire.
+struct Shadowed {
+    first: PathBuf,
+    second: PathBuf,
+    marker: PathBuf,
+    hello: PathBuf,
+    hello_later: PathBuf,
+}
+
+impl Shadowed {
+    fn new(store: &Store) -> Shadowed {
+        let first = plugin_dir(store, "first");
+        let second = plugin_dir(store, "second");
+        let marker = store.scratch().join("ran");
+        let hello = tripwire(&first, "mcpeval-hello", &marker);
+        let hello_later = tripwire(&second, "mcpeval-hello", &marker);
+        Shadowed {
+            first,
+            second,
+            marker,
+            hello,
+            hello_later,
+        }
+    }
+}
+
 #[test]
 fn list_json_shows_origin_description_and_shadowed_copies() {
     let store = Store::new();
-    let first = plugin_dir(&store, "first");
-    let second = plugin_dir(&store, "second");
-    let marker = store.scratch().join("ran");
-    let hello = tripwire(&first, "mcpeval-hello", &marker);
-    let hello_later = tripwire(&second, "mcpeval-hello", &marker);
+    let Shadowed {
+        first,
+        second,
+        marker,
+        hello,
+        hello_later,
+    } = Shadowed::new(&store);
     let capture_later = tripwire(&second, "mcpeval-capture", &marker);
     // None of these is a command: no exec bit, a name that is not one, a
     // directory, a dangling link.
@@ -175,11 +203,13 @@ fn a_builtin_found_only_on_path_keeps_its_description() {
 #[test]
 fn list_text_is_aligned_and_help_alone_is_the_same() {
     let store = Store::new();
-    let first = plugin_dir(&store, "first");
-    let second = plugin_dir(&store, "second");
-    let marker = store.scratch().join("ran");
-    let hello = tripwire(&first, "mcpeval-hello", &marker);
-    let hello_later = tripwire(&second, "mcpeval-hello", &marker);
+    let Shadowed {
+        first,
+        second,
+        marker,
+        hello,
+        hello_later,
+    } = Shadowed::new(&store);
 
     let mut cmd = front(&store, &[&first, &second]);
     cmd.arg("--list");
