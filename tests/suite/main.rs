@@ -2,4 +2,5 @@
 
 mod capture;
 mod docs;
+mod front;
 mod support;
