@@ -14,6 +14,7 @@ pub mod exit;
 pub mod hash;
 pub mod home;
 pub mod journal;
+pub mod lifecycle;
 pub mod lock;
 pub mod outcome;
 pub mod record;
