@@ -13,6 +13,7 @@ pub mod error;
 pub mod exit;
 pub mod hash;
 pub mod home;
+pub mod index_db;
 pub mod journal;
 pub mod lifecycle;
 pub mod lock;
