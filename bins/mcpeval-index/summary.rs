@@ -2,7 +2,6 @@
 
 use std::io::{self, Write};
 
-use serde_json::json;
 use shared::error::Result;
 
 use crate::args::Format;
@@ -17,15 +16,15 @@ pub fn print(outcome: &Outcome, format: Format) -> Result<()> {
             Ok(())
         }
         Format::Json => {
-            let object = json!({
-                "calls": outcome.calls,
-                "new": outcome.new,
-                "journals": outcome.journals,
-                "seconds": (outcome.seconds * 1000.0).round() / 1000.0,
-                "rebuild": outcome.rebuild,
-            });
+            // Written by hand to keep the documented key order.
+            let seconds = serde_json::Value::from((outcome.seconds * 1000.0).round() / 1000.0);
+            let rebuild = serde_json::Value::from(outcome.rebuild.clone());
             let mut out = io::stdout().lock();
-            writeln!(out, "{object}")?;
+            writeln!(
+                out,
+                "{{\"calls\":{},\"new\":{},\"journals\":{},\"seconds\":{seconds},\"rebuild\":{rebuild}}}",
+                outcome.calls, outcome.new, outcome.journals
+            )?;
             Ok(out.flush()?)
         }
     }
