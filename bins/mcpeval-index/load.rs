@@ -10,10 +10,12 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
 
 use rusqlite::{Connection, Statement, params};
 use sha2::Digest;
-use shared::error::{IoContext, Result};
+use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
 
 use crate::checkpoint::{self, Continuation, Observed, Stamp};
@@ -26,8 +28,30 @@ use crate::windows::Scope;
 /// than tracking them (and keeps memory bounded).
 const MAX_TOUCHED: usize = 10_000;
 
-/// One journal to read, from `start` (bytes and lines already indexed).
-pub struct Source {
+/// Rows per message from the reading thread, and messages in flight.
+const BATCH: usize = 1024;
+const QUEUE: usize = 4;
+
+/// One journal to read.
+pub enum Source {
+    /// A journal not yet indexed, read from its first byte.
+    Whole(PathBuf),
+    /// The last indexed journal, verified and positioned at its checkpoint.
+    Continue(Box<Continuation>),
+}
+
+impl Source {
+    /// About how many bytes there are to read.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Source::Whole(path) => path.metadata().map_or(0, |m| m.len()),
+            Source::Continue(c) => c.stamp.size.saturating_sub(c.checkpoint.length),
+        }
+    }
+}
+
+/// An open journal with what is already indexed of it.
+struct Opened {
     path: PathBuf,
     journal_id: Option<i64>,
     file: File,
@@ -37,35 +61,34 @@ pub struct Source {
     hasher: Hasher,
 }
 
-impl Source {
-    /// A journal not yet indexed, read from its first byte.
-    pub fn whole(path: PathBuf) -> Result<Source> {
-        let file = checkpoint::open(&path)?;
-        let meta = file
-            .metadata()
-            .context(format_args!("cannot stat {}", path.display()))?;
-        Ok(Source {
-            stamp: Stamp::of(&meta),
-            path,
-            journal_id: None,
-            file,
-            start: 0,
-            lines: 0,
-            hasher: Hasher::new(),
+impl Opened {
+    fn open(source: Source) -> Result<Opened> {
+        Ok(match source {
+            Source::Whole(path) => {
+                let file = checkpoint::open(&path)?;
+                let meta = file
+                    .metadata()
+                    .context(format_args!("cannot stat {}", path.display()))?;
+                Opened {
+                    stamp: Stamp::of(&meta),
+                    path,
+                    journal_id: None,
+                    file,
+                    start: 0,
+                    lines: 0,
+                    hasher: Hasher::new(),
+                }
+            }
+            Source::Continue(c) => Opened {
+                path: c.path,
+                journal_id: Some(c.checkpoint.id),
+                file: c.file,
+                stamp: c.stamp,
+                start: c.checkpoint.length,
+                lines: c.checkpoint.lines,
+                hasher: c.hasher,
+            },
         })
-    }
-
-    /// The last indexed journal, read from its checkpoint on.
-    pub fn continuing(c: Box<Continuation>) -> Source {
-        Source {
-            path: c.path,
-            journal_id: Some(c.checkpoint.id),
-            file: c.file,
-            stamp: c.stamp,
-            start: c.checkpoint.length,
-            lines: c.checkpoint.lines,
-            hasher: c.hasher,
-        }
     }
 }
 
@@ -85,17 +108,19 @@ pub struct Loader<'a> {
 }
 
 impl<'a> Loader<'a> {
-    pub fn new(conn: &'a Connection, db: &'a Path) -> Result<Loader<'a>> {
+    /// A loader; `bulk` when the indexes of `calls` were dropped (see
+    /// `bulk.rs`), so repeated event ids are resolved after the load.
+    pub fn new(conn: &'a Connection, db: &'a Path, bulk: bool) -> Result<Loader<'a>> {
         let fail = schema::fail(db);
         let insert = conn
-            .prepare(
+            .prepare(&format!(
                 "INSERT INTO calls(journal_id, line, schema, event_id, session, seq, origin, transport,
                     server, tool, started_at, duration_ms, advertised, args_shape, outcome, unknown,
                     channel, code, template_id, retryable)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                    ?18, ?19, ?20)
-                 ON CONFLICT(event_id) DO NOTHING",
-            )
+                    ?18, ?19, ?20){}",
+                if bulk { "" } else { " ON CONFLICT(event_id) DO NOTHING" }
+            ))
             .map_err(&fail)?;
         // Bound with the same values as `insert` (?1 and ?2, the place, go
         // unused): where the event id was indexed before, and whether that
@@ -128,7 +153,7 @@ impl<'a> Loader<'a> {
     /// checkpoint; returns the bytes it now relies on.
     pub fn load(&mut self, source: Source, lines: &mut Lines) -> Result<Observed> {
         let fail = schema::fail(self.db);
-        let Source {
+        let Opened {
             path,
             journal_id,
             mut file,
@@ -136,7 +161,7 @@ impl<'a> Loader<'a> {
             start,
             lines: lines_before,
             mut hasher,
-        } = source;
+        } = Opened::open(source)?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -157,14 +182,44 @@ impl<'a> Loader<'a> {
         // Read no further than the size seen at open, so the checkpoint
         // describes one observed state of the file.
         let limit = stamp.size.saturating_sub(start);
-        let consumed = lines.read(
-            &mut file,
-            &path,
-            limit,
-            lines_before + 1,
-            &mut hasher,
-            |n, line| self.add(journal_id, &path, n, line),
-        )?;
+        let first = lines_before + 1;
+        // Reading, hashing and parsing run on a second thread, inserting on
+        // this one; a bounded channel keeps memory flat.
+        let (batches, received) = mpsc::sync_channel::<Vec<(u64, Row)>>(QUEUE);
+        let (consumed, inserted) = thread::scope(|scope| {
+            let path = &path;
+            let reader = scope.spawn(move || {
+                let mut batch = Vec::with_capacity(BATCH);
+                let read = lines.read(&mut file, path, limit, first, &mut hasher, |n, line| {
+                    let row =
+                        row::parse(line).map_err(|reason| lines::rejected(path, n, reason))?;
+                    batch.push((n, row));
+                    if batch.len() == BATCH {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        // The inserter only hangs up after an error of its own.
+                        batches.send(full).map_err(|_| Error::rejected("stopped"))?;
+                    }
+                    Ok(())
+                });
+                if read.is_ok() && !batch.is_empty() {
+                    let _ = batches.send(batch);
+                }
+                read.map(|consumed| (consumed, hasher))
+            });
+            let inserted = received
+                .iter()
+                .flatten()
+                .try_for_each(|(n, row)| self.add(journal_id, path, n, &row));
+            drop(received);
+            let consumed = reader
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (consumed, inserted)
+        });
+        // Rows arrive in order, so an insert error is about an earlier line
+        // than any error the reader met after it.
+        inserted?;
+        let (consumed, hasher) = consumed?;
         let length = start + consumed.bytes;
         let sha256: [u8; 32] = hasher.finalize().into();
         self.conn
@@ -188,10 +243,9 @@ impl<'a> Loader<'a> {
         })
     }
 
-    fn add(&mut self, journal_id: i64, path: &Path, number: u64, line: &[u8]) -> Result<()> {
+    fn add(&mut self, journal_id: i64, path: &Path, number: u64, row: &Row) -> Result<()> {
         let fail = schema::fail(self.db);
-        let row = row::parse(line).map_err(|reason| lines::rejected(path, number, reason))?;
-        let r: &Row = &row;
+        let r = row;
         let values = params![
             journal_id,
             number as i64,
@@ -235,7 +289,7 @@ impl<'a> Loader<'a> {
         if row.origin == "capture"
             && let Some(touched) = &mut self.touched
         {
-            touched.insert((row.session, row.server));
+            touched.insert((row.session.clone(), row.server.clone()));
             if touched.len() > MAX_TOUCHED {
                 self.touched = None;
             }

@@ -26,11 +26,16 @@ use crate::checkpoint::{self, Plan};
 use crate::lines::Lines;
 use crate::load::{Loader, Source};
 use crate::progress::Progress;
-use crate::{links, prior, schema, windows};
+use crate::windows::Scope;
+use crate::{bulk, links, prior, schema, windows};
 
 /// Runs that find a journal changed before their commit start over; after
 /// this many, the run gives up.
 const ATTEMPTS: u32 = 3;
+
+/// A load of at least this many bytes, and more than is already indexed,
+/// drops the indexes of `calls` and sorts them afterwards (see `bulk.rs`).
+const BULK_BYTES: u64 = 16 << 20;
 
 /// What a run did, for the summary.
 #[derive(Debug, Clone, PartialEq)]
@@ -138,37 +143,49 @@ impl Run<'_> {
             None => Plan::Rebuild("no previous index".into()),
             Some(_) => checkpoint::plan(self.journals, &checkpoints, &files, lines)?,
         };
-        let mut loader = Loader::new(&tx, db)?;
-        let mut observed = Vec::new();
-        let mut remembered = false;
-        let rebuild = match plan {
-            Plan::Rebuild(reason) => {
-                remembered = previous.as_ref().is_some_and(|p| p.calls > 0);
-                if remembered {
-                    prior::remember(&tx, db)?;
-                }
-                schema::clear(&tx, db)?;
-                for path in files {
-                    observed.push(loader.load(Source::whole(path)?, lines)?);
-                }
-                Some(reason)
-            }
+        let (rebuild, mut observed, sources) = match plan {
+            Plan::Rebuild(reason) => (
+                Some(reason),
+                Vec::new(),
+                files.into_iter().map(Source::Whole).collect(),
+            ),
             Plan::Extend {
                 verified,
                 last,
                 new,
             } => {
-                observed = verified;
-                if let Some(last) = last {
-                    observed.push(loader.load(Source::continuing(last), lines)?);
-                }
-                for path in new {
-                    observed.push(loader.load(Source::whole(path)?, lines)?);
-                }
-                None
+                let mut sources: Vec<Source> = last.into_iter().map(Source::Continue).collect();
+                sources.extend(new.into_iter().map(Source::Whole));
+                (None, verified, sources)
             }
         };
-        let inserted = loader.inserted as i64;
+
+        let remembered = rebuild.is_some() && previous.as_ref().is_some_and(|p| p.calls > 0);
+        if remembered {
+            prior::remember(&tx, db)?;
+        }
+        if rebuild.is_some() {
+            schema::clear(&tx, db)?;
+        }
+        // Loading at least as much as is indexed: sort the indexes afterwards.
+        let to_read: u64 = sources.iter().map(Source::bytes).sum();
+        let indexed: u64 = checkpoints.iter().map(|c| c.length).sum();
+        let bulk = rebuild.is_some() || (to_read >= BULK_BYTES && to_read > indexed);
+        let dropped = if bulk {
+            Some(bulk::begin(&tx, db)?)
+        } else {
+            None
+        };
+        let mut loader = Loader::new(&tx, db, bulk)?;
+        for source in sources {
+            observed.push(loader.load(source, lines)?);
+        }
+        let repeats = match dropped {
+            Some(dropped) => bulk::finish(&tx, db, self.journals, dropped)?,
+            None => 0,
+        };
+
+        let inserted = (loader.inserted - repeats) as i64;
         let journals = match rebuild {
             Some(_) => loader.journals_added as i64,
             None => checkpoints.len() as i64 + loader.journals_added as i64,
@@ -177,7 +194,12 @@ impl Run<'_> {
         let links_stale = calls_changed
             || previous.as_ref().map(|p| p.annotations) != Some(self.annotations.mark);
         let dirty = links_stale || loader.consumed > 0 || loader.journals_added > 0;
-        let scope = loader.scope();
+        let touched = loader.scope();
+        let scope = if rebuild.is_some() {
+            Scope::All
+        } else {
+            touched
+        };
         let previous_calls = previous.as_ref().map_or(0, |p| p.calls);
         if !dirty {
             // Nothing to write: the transaction rolls back untouched.

@@ -44,9 +44,11 @@ fn healthy(conn: &Connection) -> bool {
         .is_ok_and(|answer| answer == "ok")
 }
 
-/// A larger page cache for the one big write transaction; bounded, so
-/// memory does not grow with the journals.
+/// A larger page cache for the one big write transaction (bounded, so
+/// memory does not grow with the journals), and a helper thread for the
+/// sorts that build indexes.
 fn tune(conn: Connection, path: &Path) -> Result<Connection> {
+    conn.pragma_update(None, "threads", 2).map_err(fail(path))?;
     conn.pragma_update(None, "cache_size", -64 * 1024)
         .map_err(fail(path))?;
     Ok(conn)

@@ -55,7 +55,7 @@ CREATE TABLE calls(
     journal_id  INTEGER NOT NULL,
     line        INTEGER NOT NULL,
     schema      INTEGER NOT NULL,
-    event_id    TEXT UNIQUE,
+    event_id    TEXT,
     session     TEXT NOT NULL,
     seq         INTEGER NOT NULL,
     origin      TEXT NOT NULL,
@@ -73,6 +73,9 @@ CREATE TABLE calls(
     template_id TEXT,
     retryable   INTEGER
 );
+-- A large load may drop the indexes of calls and build them again from
+-- their definitions in sqlite_master, by sorting, which is much faster.
+CREATE UNIQUE INDEX calls_by_event ON calls(event_id);
 CREATE INDEX calls_by_session ON calls(session, server, seq);
 
 -- windows: failure windows over capture calls (probe calls never count).
