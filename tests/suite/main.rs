@@ -1,5 +1,8 @@
 //! The one integration-test crate: every binary, tested as users see it.
 
+mod annotate;
 mod capture;
 mod docs;
+mod index;
+mod records;
 mod support;
