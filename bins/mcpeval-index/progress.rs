@@ -17,6 +17,7 @@ pub struct Progress {
     started: Instant,
     total: u64,
     done: u64,
+    phase: &'static str,
     bar: Option<ProgressBar>,
 }
 
@@ -27,6 +28,7 @@ impl Progress {
             started: Instant::now(),
             total: 0,
             done: 0,
+            phase: "reading journals",
             bar: None,
         }
     }
@@ -45,18 +47,28 @@ impl Progress {
         match &self.bar {
             Some(bar) => bar.set_position(self.done),
             None if self.enabled && self.started.elapsed() >= DELAY => {
-                let style = ProgressStyle::with_template(
-                    "indexing journals {bytes}/{total_bytes} [{bar:30}] {eta} left",
-                )
-                .expect("progress template")
-                .progress_chars("=> ");
+                let style =
+                    ProgressStyle::with_template("{msg:18} [{bar:30}] {bytes}/{total_bytes}")
+                        .expect("progress template")
+                        .progress_chars("=> ");
                 let bar =
                     ProgressBar::with_draw_target(Some(self.total), ProgressDrawTarget::stderr())
                         .with_style(style)
+                        .with_message(self.phase)
                         .with_position(self.done);
                 self.bar = Some(bar);
             }
             None => {}
+        }
+    }
+
+    /// Names the step under way once the journals are read.
+    pub fn phase(&mut self, name: &'static str) {
+        self.phase = name;
+        match &self.bar {
+            Some(bar) => bar.set_message(name),
+            // A slow step after quick reading still earns the bar.
+            None => self.advance(0),
         }
     }
 

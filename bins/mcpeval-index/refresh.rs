@@ -88,6 +88,7 @@ pub fn run(config: &Config) -> Result<Outcome> {
     let mut lines = Lines::new(Progress::new());
     let mut changed = PathBuf::new();
     for _ in 0..ATTEMPTS {
+        lines.progress.phase("reading journals");
         let annotations = Annotations::read(home)?;
         let _shared = lock.shared()?;
         let run = Run {
@@ -180,6 +181,7 @@ impl Run<'_> {
         for source in sources {
             observed.push(loader.load(source, lines)?);
         }
+        lines.progress.phase("building indexes");
         let repeats = match dropped {
             Some(dropped) => bulk::finish(&tx, db, self.journals, dropped)?,
             None => 0,
@@ -212,6 +214,7 @@ impl Run<'_> {
             }));
         }
 
+        lines.progress.phase("deriving windows");
         if calls_changed {
             windows::recompute(&tx, db, &scope)?;
         }
@@ -233,11 +236,13 @@ impl Run<'_> {
             annotations: self.annotations.mark,
         };
         schema::set_state(&tx, db, &state)?;
+        lines.progress.phase("checking journals");
         for seen in &observed {
             if !seen.still_holds(lines)? {
                 return Ok(Attempt::Changed(seen.path.clone()));
             }
         }
+        lines.progress.phase("committing");
         tx.commit().map_err(&fail)?;
         Ok(Attempt::Done(Outcome {
             calls,
