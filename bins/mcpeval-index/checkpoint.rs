@@ -12,6 +12,7 @@ use std::fs::{self, File, Metadata};
 use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 use sha2::Digest;
@@ -55,24 +56,39 @@ pub fn load(conn: &Connection, path: &Path) -> Result<Vec<Checkpoint>> {
 
 /// What `stat` says about a file: any write, rename or replacement changes
 /// it (`ctime` cannot be set back by `touch`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Stamp {
-    dev: u64,
-    ino: u64,
+    key: (u64, u64, (i64, i64), (i64, i64)),
     pub size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
+    /// Changed so shortly before it was stamped that a further write could
+    /// leave the same coarse time stamps (the "racy git" problem).
+    recent: bool,
 }
+
+/// Changes this close to the stamp may not show in coarse time stamps.
+const RACY: Duration = Duration::from_secs(2);
 
 impl Stamp {
     pub fn of(meta: &Metadata) -> Stamp {
+        let ctime =
+            UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32);
         Stamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
+            key: (
+                meta.dev(),
+                meta.ino(),
+                (meta.mtime(), meta.mtime_nsec()),
+                (meta.ctime(), meta.ctime_nsec()),
+            ),
             size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
+            recent: SystemTime::now()
+                .duration_since(ctime)
+                .map_or(true, |age| age < RACY),
         }
+    }
+
+    /// Whether `now` proves the file untouched since this stamp.
+    fn proves_unchanged(&self, now: &Stamp) -> bool {
+        !self.recent && self.key == now.key && self.size == now.size
     }
 }
 
@@ -87,8 +103,9 @@ pub struct Observed {
 }
 
 impl Observed {
-    /// Whether the file still starts with the observed bytes. An untouched
-    /// file answers from `stat` alone; any other is read and hashed again.
+    /// Whether the file still starts with the observed bytes. A file whose
+    /// stamp proves it untouched answers from `stat` alone; any other is
+    /// read and hashed again.
     pub fn still_holds(&self, lines: &mut Lines) -> Result<bool> {
         let meta = match fs::metadata(&self.path) {
             Ok(meta) => meta,
@@ -100,7 +117,7 @@ impl Observed {
                 ));
             }
         };
-        if Stamp::of(&meta) == self.stamp {
+        if self.stamp.proves_unchanged(&Stamp::of(&meta)) {
             return Ok(true);
         }
         let mut file = open(&self.path)?;

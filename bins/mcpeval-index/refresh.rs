@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, TransactionBehavior};
 use shared::error::{Error, Result};
 use shared::home::Home;
@@ -84,29 +85,45 @@ pub fn run(config: &Config) -> Result<Outcome> {
     home.ensure()?;
     let db = home.index_db();
     let mut conn = schema::open(&db, config.rebuild)?;
-    let lock = LockFile::open(&home.journal_lock())?;
     let mut lines = Lines::new(Progress::new());
+    let outcome = attempts(config, &db, &mut conn, &mut lines);
+    lines.progress.finish();
+    if outcome.is_err() {
+        // Closing would checkpoint a WAL left by an earlier, killed run into
+        // index.db; a failed run leaves even the file's bytes alone.
+        let _ = conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
+    }
+    outcome.map(|o| Outcome {
+        seconds: started.elapsed().as_secs_f64(),
+        ..o
+    })
+}
+
+/// Runs attempts until one is not overtaken by a changing journal.
+fn attempts(
+    config: &Config,
+    db: &Path,
+    conn: &mut Connection,
+    lines: &mut Lines,
+) -> Result<Outcome> {
+    let home = &config.home;
+    let lock = LockFile::open(&home.journal_lock())?;
     let mut changed = PathBuf::new();
     for _ in 0..ATTEMPTS {
         lines.progress.phase("reading journals");
         let annotations = Annotations::read(home)?;
         let _shared = lock.shared()?;
         let run = Run {
-            db: &db,
+            db,
             journals: &home.journals(),
             forced: config.rebuild,
             annotations: &annotations,
         };
-        match run.attempt(&mut conn, &mut lines)? {
-            Attempt::Done(mut outcome) => {
-                lines.progress.finish();
-                outcome.seconds = started.elapsed().as_secs_f64();
-                return Ok(outcome);
-            }
+        match run.attempt(conn, lines)? {
+            Attempt::Done(outcome) => return Ok(outcome),
             Attempt::Changed(path) => changed = path,
         }
     }
-    lines.progress.finish();
     Err(Error::unavailable(format!(
         "{} changed while it was being indexed, {ATTEMPTS} times in a row; index.db was left unchanged",
         changed.display()

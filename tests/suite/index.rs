@@ -353,6 +353,100 @@ fn a_rejected_rebuild_keeps_the_previous_index_and_its_checkpoints() {
 }
 
 #[test]
+fn a_rejected_run_does_not_even_checkpoint_an_earlier_runs_wal() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(3, 1)));
+    indexed(&store);
+    // Leave committed frames in the WAL, as a run killed after its commit
+    // would: closing this connection must not checkpoint them.
+    let conn = db(&store);
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
+    .unwrap();
+    conn.execute("UPDATE state SET indexed_at = 'earlier'", [])
+        .unwrap();
+    drop(conn);
+    let wal = store.home().join("index.db-wal");
+    assert!(fs::metadata(&wal).unwrap().len() > 0);
+    let main = fs::read(store.home().join("index.db")).unwrap();
+    append(&store, 1, "{}\n");
+    assert_eq!(index(&store, &[]).status.code(), Some(4));
+    assert!(
+        main == fs::read(store.home().join("index.db")).unwrap(),
+        "index.db changed"
+    );
+    assert_eq!(
+        db(&store)
+            .query_row("SELECT indexed_at FROM state", [], |r| r
+                .get::<_, String>(0))
+            .unwrap(),
+        "earlier"
+    );
+}
+
+#[test]
+fn a_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
+    use std::os::unix::fs::FileExt;
+    let store = Store::new();
+    let version = |tool: &str| {
+        lines(
+            &(1..=2000)
+                .map(|i| Rec::ok(i, 1, i, tool))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (alpha, beta) = (version("alpha"), version("beta_"));
+    assert_eq!(alpha.len(), beta.len());
+    let path = write(&store, 1, &alpha);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let file = fs::File::options().write(true).open(&path).unwrap();
+            for turn in 0.. {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let bytes = if turn % 2 == 0 { &beta } else { &alpha };
+                file.write_all_at(bytes.as_bytes(), 0).unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let mut gave_up = 0;
+        for _ in 0..12 {
+            let out = index(&store, &[]);
+            match out.status.code() {
+                Some(0) => {}
+                Some(3) => gave_up += 1,
+                other => panic!("status {other:?}: {}", text(&out.stderr)),
+            }
+            if out.status.code() == Some(3) {
+                assert_eq!(
+                    text(&out.stderr),
+                    format!(
+                        "mcpeval-index: error: {} changed while it was being indexed, 3 times in a row; \
+                         index.db was left unchanged\n  hint: run `mcpeval index` again once the program \
+                         rewriting it has stopped, or index a stable copy\n",
+                        path.display()
+                    )
+                );
+            }
+            if store.home().join("index.db").exists() {
+                let tools = number(&store, "SELECT count(DISTINCT tool) FROM calls");
+                assert!(tools <= 1, "a mix of two versions was committed");
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+        eprintln!("{gave_up} of 12 runs gave up on the changing journal");
+    });
+    // Once the writer stops, the index settles on the file's bytes.
+    let settled = indexed(&store);
+    assert!(settled.starts_with("indexed 2000 calls ("), "{settled}");
+    assert_eq!(number(&store, "SELECT count(DISTINCT tool) FROM calls"), 1);
+}
+
+#[test]
 fn a_rejected_first_run_leaves_no_index() {
     let store = Store::new();
     write(&store, 1, &format!("{}not json\n", lines(&calls(2, 1))));
