@@ -7,7 +7,7 @@
 //! drop or rewrite a stored row.
 
 use std::fmt;
-use std::path::Path;
+use std::path::PathBuf;
 
 use rusqlite::{Connection, params};
 
@@ -207,11 +207,7 @@ pub fn insert(conn: &mut Connection, kind: Kind, target: &Target, note: &str) ->
         Target::EventId(id) => (Some(id.as_str()), None, None),
         Target::Coordinates { session, seq } => (None, Some(session.as_str()), Some(*seq as i64)),
     };
-    let path = conn
-        .path()
-        .map(Path::new)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let path = path_of(conn);
     db::write(conn, |tx| {
         tx.execute(
             "INSERT INTO annotations(created_at, kind, note, event_id, session, seq)
@@ -232,11 +228,7 @@ pub fn insert(conn: &mut Connection, kind: Kind, target: &Target, note: &str) ->
 
 /// Every annotation, oldest first.
 pub fn list(conn: &Connection) -> Result<Vec<Annotation>> {
-    let path = conn
-        .path()
-        .map(Path::new)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let path = path_of(conn);
     let fail = |e| db::sql_error(&path, e);
     let mut stmt = conn
         .prepare("SELECT id, created_at, kind, event_id, session, seq FROM annotations ORDER BY id")
@@ -272,17 +264,18 @@ pub fn list(conn: &Connection) -> Result<Vec<Annotation>> {
 /// `(largest id, row count)` of the annotations: a reader that remembers
 /// this pair knows the set is unchanged while the pair is.
 pub fn high_water(conn: &Connection) -> Result<(i64, i64)> {
-    let path = conn
-        .path()
-        .map(Path::new)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let path = path_of(conn);
     conn.query_row(
         "SELECT coalesce(max(id), 0), count(*) FROM annotations",
         [],
         |row| Ok((row.get(0)?, row.get(1)?)),
     )
     .map_err(|e| db::sql_error(&path, e))
+}
+
+/// The database's file, for messages.
+fn path_of(conn: &Connection) -> PathBuf {
+    conn.path().map(PathBuf::from).unwrap_or_default()
 }
 
 #[cfg(test)]
