@@ -1,6 +1,9 @@
 //! The one integration-test crate: every binary, tested as users see it.
 
+mod annotate;
 mod capture;
 mod docs;
 mod front;
+mod index;
+mod records;
 mod support;

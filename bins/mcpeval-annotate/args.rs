@@ -1,0 +1,100 @@
+//! Command-line flags of `mcpeval-annotate`, checked into a [`Config`].
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Parser};
+use shared::home::Home;
+use shared::lifecycle::{self, Kind, Target};
+use shared::{Error, Result};
+
+/// Add a bounded human observation to a captured call.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpeval-annotate",
+    version,
+    about = "Add a bounded human observation to a captured call",
+    long_about = "Add a bounded human observation to a captured call.\n\n\
+Name the call by its identity.event_id, copied from the journal, or, for \
+legacy mcpeval.call/0 records, by --session and --seq; give exactly one of \
+the two forms. The annotation is stored durably in <MCPEVAL_HOME>/lifecycle.db \
+and its id is printed on stdout.\n\n\
+`mcpeval index` links annotations to calls: an event id when exactly one \
+indexed call has it; legacy coordinates only when exactly one indexed call \
+across every server and capture has them. Unknown or ambiguous targets stay \
+stored but unlinked and change no finding; every later index run resolves \
+them again, so an annotation may be recorded before its call is indexed. \
+A stderr line says whether the target identifies one indexed call now.\n\n\
+Successful calls annotated false-success form their own findings once they \
+recur; repeated annotations of one call count once. The note is prose kept \
+only in lifecycle.db, never in findings or exports. It is limited to 240 \
+characters without control characters, but it is not redacted: never put \
+credentials, private paths, customer identifiers or raw payload fragments \
+in it.",
+    after_help = shared::cli::footer(
+        "Examples:\n  \
+mcpeval annotate --event-id 6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b \\\n    \
+--kind workaround --note \"Used the documented alternate tool\"\n  \
+mcpeval annotate --session s-1a2b3c4d5e6f7a8b --seq 4 \\\n    \
+--kind false-success --note \"Reported the booking as made; none was\"\n  \
+mcpeval index    # records the link for mcpeval promote"
+    ),
+    group(ArgGroup::new("target").required(true).args(["event_id", "session"]))
+)]
+pub struct Args {
+    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    /// The call's identity.event_id (a UUID) from the journal
+    #[arg(long, value_name = "UUID")]
+    pub event_id: Option<String>,
+
+    /// Legacy target: the call's session token (s- and 16 hex digits); needs --seq
+    #[arg(long, value_name = "TOKEN", requires = "seq")]
+    pub session: Option<String>,
+
+    /// Legacy target: the call's turn within --session (1 or more)
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "session",
+        conflicts_with = "event_id"
+    )]
+    pub seq: Option<u64>,
+
+    /// What the observation is
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub kind: Kind,
+
+    /// The observation: at most 240 characters, no control characters; not redacted
+    #[arg(long, value_name = "TEXT")]
+    pub note: String,
+}
+
+/// A checked annotation, ready to store.
+#[derive(Debug)]
+pub struct Config {
+    pub home: Home,
+    pub target: Target,
+    pub kind: Kind,
+    pub note: String,
+}
+
+impl Args {
+    pub fn into_config(self) -> Result<Config> {
+        let target = match (&self.event_id, &self.session, self.seq) {
+            (Some(id), None, None) => Target::event_id(id),
+            (None, Some(session), Some(seq)) => Target::coordinates(session, seq),
+            _ => Err("give either --event-id UUID or --session TOKEN --seq N".to_owned()),
+        }
+        .map_err(|msg| Error::usage(format!("{msg}; nothing was stored")))?;
+        lifecycle::check_note(&self.note)
+            .map_err(|msg| Error::usage(format!("--note: {msg}; nothing was stored")))?;
+        Ok(Config {
+            home: Home::resolve(self.home.as_deref())?,
+            target,
+            kind: self.kind,
+            note: self.note,
+        })
+    }
+}

@@ -1,0 +1,84 @@
+//! Command-line flags of `mcpeval-index`, checked into a [`Config`].
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use shared::Result;
+use shared::home::Home;
+
+/// Index the capture journals into index.db.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpeval-index",
+    version,
+    about = "Index the capture journals into index.db, incrementally and verifiably",
+    long_about = "Index the capture journals into index.db, incrementally and verifiably.\n\n\
+Reads every journal under <MCPEVAL_HOME>/journals/ in the byte order of the \
+file names, checks each line is a valid mcpeval.call/1 (or legacy \
+mcpeval.call/0) record, and derives the calls, failure windows, blast radius \
+and annotation links that `mcpeval promote` reads.\n\n\
+Each journal's indexed bytes are checkpointed by length and SHA-256. A later \
+run re-hashes them (identity is content, never a file's time stamp) and \
+parses only what is new: lines appended to the last indexed journal and \
+journals sorting after it. Anything else (changed or truncated bytes, a \
+removed journal, a new one sorting among indexed ones, an append to an \
+earlier journal) rebuilds the index from every journal, and the summary line \
+says why. A last line without its newline is left for the next run.\n\n\
+A complete line that is not a valid record, or an event id seen before with \
+different content, rejects the whole run: index.db is left exactly as it was \
+and the error names the file and line (exit status 4). A repeated event id \
+with identical content is an exact copy of the call and is indexed once.\n\n\
+Failure windows are computed per session and server over capture calls \
+only: probe calls never open, extend or close a window.\n\n\
+Prints one summary line on stderr: `indexed N calls (M new) from K journals \
+in S s`, ending in `; full rebuild: REASON` when the index was rebuilt.",
+    after_help = shared::cli::footer(
+        "Examples:\n  \
+mcpeval index\n  \
+mcpeval index && mcpeval promote && mcpeval findings\n  \
+mcpeval index --rebuild          # after repairing or replacing index.db\n  \
+mcpeval index --format json | jq .new\n\n\
+index.db is disposable: deleting it and running `mcpeval index` and\n\
+`mcpeval promote` restores it from the journals and lifecycle.db."
+    )
+)]
+pub struct Args {
+    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    /// Rebuild the index from every journal; recreates a damaged or foreign index.db
+    #[arg(long)]
+    pub rebuild: bool,
+
+    /// Summary format: a line on stderr (text), or one JSON object on stdout (json)
+    #[arg(long, value_enum, default_value_t = Format::Text, value_name = "FORMAT")]
+    pub format: Format,
+}
+
+/// How the run's summary is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// `indexed N calls (M new) from K journals in S s` on stderr.
+    Text,
+    /// `{"calls":N,"new":M,"journals":K,"seconds":S,"rebuild":REASON|null}` on stdout.
+    Json,
+}
+
+/// What an index run needs, validated.
+#[derive(Debug)]
+pub struct Config {
+    pub home: Home,
+    pub rebuild: bool,
+    pub format: Format,
+}
+
+impl Args {
+    pub fn into_config(self) -> Result<Config> {
+        Ok(Config {
+            home: Home::resolve(self.home.as_deref())?,
+            rebuild: self.rebuild,
+            format: self.format,
+        })
+    }
+}

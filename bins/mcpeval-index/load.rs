@@ -1,0 +1,307 @@
+//! Reading journal lines into the `calls` table, inside the run's
+//! transaction.
+//!
+//! Every complete line must be a valid record; the first that is not ends
+//! the run with an error naming its file and line, and the caller rolls the
+//! whole transaction back. A repeated event id is accepted only as an exact
+//! repeat of the call already indexed (it is then skipped); with different
+//! content it is refused.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
+
+use rusqlite::{Connection, Statement, params};
+use sha2::Digest;
+use shared::error::{Error, IoContext, Result};
+use shared::hash::Hasher;
+
+use crate::checkpoint::{self, Continuation, Observed, Stamp};
+use crate::lines::{self, Lines};
+use crate::row::{self, Row};
+use crate::schema;
+use crate::windows::Scope;
+
+/// Past this many touched sessions, recomputing every window is cheaper
+/// than tracking them (and keeps memory bounded).
+const MAX_TOUCHED: usize = 10_000;
+
+/// Rows per message from the reading thread, and messages in flight.
+const BATCH: usize = 1024;
+const QUEUE: usize = 4;
+
+/// One journal to read.
+pub enum Source {
+    /// A journal not yet indexed, read from its first byte.
+    Whole(PathBuf),
+    /// The last indexed journal, verified and positioned at its checkpoint.
+    Continue(Box<Continuation>),
+}
+
+impl Source {
+    /// About how many bytes there are to read.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Source::Whole(path) => path.metadata().map_or(0, |m| m.len()),
+            Source::Continue(c) => c.stamp.size.saturating_sub(c.checkpoint.length),
+        }
+    }
+}
+
+/// An open journal with what is already indexed of it.
+struct Opened {
+    path: PathBuf,
+    journal_id: Option<i64>,
+    file: File,
+    stamp: Stamp,
+    start: u64,
+    lines: u64,
+    hasher: Hasher,
+}
+
+impl Opened {
+    fn open(source: Source) -> Result<Opened> {
+        Ok(match source {
+            Source::Whole(path) => {
+                let file = checkpoint::open(&path)?;
+                let meta = file
+                    .metadata()
+                    .context(format_args!("cannot stat {}", path.display()))?;
+                Opened {
+                    stamp: Stamp::of(&meta),
+                    path,
+                    journal_id: None,
+                    file,
+                    start: 0,
+                    lines: 0,
+                    hasher: Hasher::new(),
+                }
+            }
+            Source::Continue(c) => Opened {
+                path: c.path,
+                journal_id: Some(c.checkpoint.id),
+                file: c.file,
+                stamp: c.stamp,
+                start: c.checkpoint.length,
+                lines: c.checkpoint.lines,
+                hasher: c.hasher,
+            },
+        })
+    }
+}
+
+/// Inserts calls and checkpoints; counts what it did.
+pub struct Loader<'a> {
+    conn: &'a Connection,
+    db: &'a Path,
+    insert: Statement<'a>,
+    existing: Statement<'a>,
+    /// Calls inserted (exact repeats are not).
+    pub inserted: u64,
+    /// Bytes consumed, repeats included.
+    pub consumed: u64,
+    /// Journals that got their first checkpoint.
+    pub journals_added: u64,
+    touched: Option<HashSet<(String, String)>>,
+}
+
+impl<'a> Loader<'a> {
+    /// A loader; `bulk` when the indexes of `calls` were dropped (see
+    /// `bulk.rs`), so repeated event ids are resolved after the load.
+    pub fn new(conn: &'a Connection, db: &'a Path, bulk: bool) -> Result<Loader<'a>> {
+        let fail = schema::fail(db);
+        let insert = conn
+            .prepare(&format!(
+                "INSERT INTO calls(journal_id, line, schema, event_id, session, seq, origin, transport,
+                    server, tool, started_at, duration_ms, advertised, args_shape, outcome, unknown,
+                    channel, code, template_id, retryable)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                    ?18, ?19, ?20){}",
+                if bulk { "" } else { " ON CONFLICT(event_id) DO NOTHING" }
+            ))
+            .map_err(&fail)?;
+        // Bound with the same values as `insert` (?1 and ?2, the place, go
+        // unused): where the event id was indexed before, and whether that
+        // was this very call.
+        let existing = conn
+            .prepare(
+                "SELECT j.name, c.line,
+                    c.schema = ?3 AND c.session = ?5 AND c.seq = ?6 AND c.origin = ?7
+                    AND c.transport IS ?8 AND c.server = ?9 AND c.tool = ?10 AND c.started_at = ?11
+                    AND c.duration_ms IS ?12 AND c.advertised IS ?13 AND c.args_shape = ?14
+                    AND c.outcome = ?15 AND c.unknown IS ?16 AND c.channel IS ?17 AND c.code IS ?18
+                    AND c.template_id IS ?19 AND c.retryable IS ?20
+                 FROM calls c JOIN journals j ON j.id = c.journal_id
+                 WHERE c.event_id = ?4",
+            )
+            .map_err(&fail)?;
+        Ok(Loader {
+            conn,
+            db,
+            insert,
+            existing,
+            inserted: 0,
+            consumed: 0,
+            journals_added: 0,
+            touched: Some(HashSet::new()),
+        })
+    }
+
+    /// Reads the complete lines of `source` into `calls` and moves its
+    /// checkpoint; returns the bytes it now relies on.
+    pub fn load(&mut self, source: Source, lines: &mut Lines) -> Result<Observed> {
+        let fail = schema::fail(self.db);
+        let Opened {
+            path,
+            journal_id,
+            mut file,
+            stamp,
+            start,
+            lines: lines_before,
+            mut hasher,
+        } = Opened::open(source)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let journal_id = match journal_id {
+            Some(id) => id,
+            None => {
+                self.conn
+                    .execute(
+                        "INSERT INTO journals(name, length, sha256, lines, size) VALUES (?1, 0, x'', 0, 0)",
+                        [&name],
+                    )
+                    .map_err(&fail)?;
+                self.journals_added += 1;
+                self.conn.last_insert_rowid()
+            }
+        };
+        // Read no further than the size seen at open, so the checkpoint
+        // describes one observed state of the file.
+        let limit = stamp.size.saturating_sub(start);
+        let first = lines_before + 1;
+        // Reading, hashing and parsing run on a second thread, inserting on
+        // this one; a bounded channel keeps memory flat.
+        let (batches, received) = mpsc::sync_channel::<Vec<(u64, Row)>>(QUEUE);
+        let (consumed, inserted) = thread::scope(|scope| {
+            let path = &path;
+            let reader = scope.spawn(move || {
+                let mut batch = Vec::with_capacity(BATCH);
+                let read = lines.read(&mut file, path, limit, first, &mut hasher, |n, line| {
+                    let row =
+                        row::parse(line).map_err(|reason| lines::rejected(path, n, reason))?;
+                    batch.push((n, row));
+                    if batch.len() == BATCH {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        // The inserter only hangs up after an error of its own.
+                        batches.send(full).map_err(|_| Error::rejected("stopped"))?;
+                    }
+                    Ok(())
+                });
+                if read.is_ok() && !batch.is_empty() {
+                    let _ = batches.send(batch);
+                }
+                read.map(|consumed| (consumed, hasher))
+            });
+            let inserted = received
+                .iter()
+                .flatten()
+                .try_for_each(|(n, row)| self.add(journal_id, path, n, &row));
+            drop(received);
+            let consumed = reader
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (consumed, inserted)
+        });
+        // Rows arrive in order, so an insert error is about an earlier line
+        // than any error the reader met after it.
+        inserted?;
+        let (consumed, hasher) = consumed?;
+        let length = start + consumed.bytes;
+        let sha256: [u8; 32] = hasher.finalize().into();
+        self.conn
+            .execute(
+                "UPDATE journals SET length = ?1, sha256 = ?2, lines = ?3, size = ?4 WHERE id = ?5",
+                params![
+                    length,
+                    sha256,
+                    lines_before + consumed.lines,
+                    stamp.size,
+                    journal_id
+                ],
+            )
+            .map_err(&fail)?;
+        self.consumed += consumed.bytes;
+        Ok(Observed {
+            path,
+            stamp,
+            length,
+            sha256,
+        })
+    }
+
+    fn add(&mut self, journal_id: i64, path: &Path, number: u64, row: &Row) -> Result<()> {
+        let fail = schema::fail(self.db);
+        let r = row;
+        let values = params![
+            journal_id,
+            number as i64,
+            r.schema,
+            r.event_id,
+            r.session,
+            r.seq,
+            r.origin,
+            r.transport,
+            r.server,
+            r.tool,
+            r.started_at,
+            r.duration_ms,
+            r.advertised,
+            r.args_shape,
+            r.outcome,
+            r.unknown,
+            r.channel,
+            r.code,
+            r.template_id,
+            r.retryable,
+        ];
+        if self.insert.execute(values).map_err(&fail)? == 0 {
+            let (file, at, same): (String, i64, bool) = self
+                .existing
+                .query_row(values, |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                .map_err(&fail)?;
+            if same {
+                return Ok(());
+            }
+            let id = r.event_id.as_deref().unwrap_or_default();
+            return Err(lines::rejected(
+                path,
+                number,
+                format_args!(
+                    "event id {id} was already indexed from {file}:{at} with different content"
+                ),
+            ));
+        }
+        self.inserted += 1;
+        if row.origin == "capture"
+            && let Some(touched) = &mut self.touched
+        {
+            touched.insert((row.session.clone(), row.server.clone()));
+            if touched.len() > MAX_TOUCHED {
+                self.touched = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// The sessions whose windows the new calls may have changed.
+    pub fn scope(self) -> Scope {
+        match self.touched {
+            Some(sessions) => Scope::Sessions(sessions),
+            None => Scope::All,
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! One indexing run: plan, load, derive, re-check, commit, or change
+//! nothing at all.
+//!
+//! Everything happens inside one `BEGIN IMMEDIATE` transaction on
+//! `index.db`, opened before the checkpoints are read, so the plan can never
+//! be stale and a failure anywhere rolls back to the previous index. The
+//! shared journal lock is held throughout, as capture writers hold it for
+//! each append; since appends do not wait for us, the bytes this run relies
+//! on are checked again just before the commit. A journal that changed
+//! meanwhile makes the run start over, a bounded number of times: a commit
+//! never mixes two states of a file.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, TransactionBehavior};
+use shared::error::{Error, Result};
+use shared::home::Home;
+use shared::index_db::{self, State};
+use shared::journal;
+use shared::lifecycle::{self, Annotation};
+use shared::lock::LockFile;
+
+use crate::args::Config;
+use crate::checkpoint::{self, Plan};
+use crate::lines::Lines;
+use crate::load::{Loader, Source};
+use crate::progress::Progress;
+use crate::windows::Scope;
+use crate::{bulk, links, prior, schema, windows};
+
+/// Runs that find a journal changed before their commit start over; after
+/// this many, the run gives up.
+const ATTEMPTS: u32 = 3;
+
+/// A load of at least this many bytes, and more than is already indexed,
+/// drops the indexes of `calls` and sorts them afterwards (see `bulk.rs`).
+const BULK_BYTES: u64 = 16 << 20;
+
+/// What a run did, for the summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Calls the index now holds.
+    pub calls: i64,
+    /// Calls it did not hold before this run.
+    pub new: i64,
+    /// Journals it covers.
+    pub journals: i64,
+    pub seconds: f64,
+    /// Why the index was rebuilt, when it was.
+    pub rebuild: Option<String>,
+}
+
+/// The annotations as read from `lifecycle.db`, with their high-water mark.
+struct Annotations {
+    list: Vec<Annotation>,
+    mark: (i64, i64),
+}
+
+impl Annotations {
+    fn read(home: &Home) -> Result<Annotations> {
+        let list = match lifecycle::open_if_present(home)? {
+            Some(conn) => lifecycle::list(&conn)?,
+            None => Vec::new(),
+        };
+        let mark = (
+            list.iter().map(|a| a.id).max().unwrap_or(0),
+            list.len() as i64,
+        );
+        Ok(Annotations { list, mark })
+    }
+}
+
+enum Attempt {
+    Done(Outcome),
+    /// This journal changed under the run; nothing was committed.
+    Changed(PathBuf),
+}
+
+/// Brings `index.db` up to date with the journals.
+pub fn run(config: &Config) -> Result<Outcome> {
+    let started = Instant::now();
+    let home = &config.home;
+    home.ensure()?;
+    let db = home.index_db();
+    let mut conn = schema::open(&db, config.rebuild)?;
+    let mut lines = Lines::new(Progress::new());
+    let outcome = attempts(config, &db, &mut conn, &mut lines);
+    lines.progress.finish();
+    if outcome.is_err() {
+        // Closing would checkpoint a WAL left by an earlier, killed run into
+        // index.db; a failed run leaves even the file's bytes alone.
+        let _ = conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
+    }
+    outcome.map(|o| Outcome {
+        seconds: started.elapsed().as_secs_f64(),
+        ..o
+    })
+}
+
+/// Runs attempts until one is not overtaken by a changing journal.
+fn attempts(
+    config: &Config,
+    db: &Path,
+    conn: &mut Connection,
+    lines: &mut Lines,
+) -> Result<Outcome> {
+    let home = &config.home;
+    let lock = LockFile::open(&home.journal_lock())?;
+    let mut changed = PathBuf::new();
+    for _ in 0..ATTEMPTS {
+        lines.progress.phase("reading journals");
+        let annotations = Annotations::read(home)?;
+        let _shared = lock.shared()?;
+        let run = Run {
+            db,
+            journals: &home.journals(),
+            forced: config.rebuild,
+            annotations: &annotations,
+        };
+        match run.attempt(conn, lines)? {
+            Attempt::Done(outcome) => return Ok(outcome),
+            Attempt::Changed(path) => changed = path,
+        }
+    }
+    Err(Error::unavailable(format!(
+        "{} changed while it was being indexed, {ATTEMPTS} times in a row; index.db was left unchanged",
+        changed.display()
+    ))
+    .with_hint("run `mcpeval index` again once the program rewriting it has stopped, or index a stable copy"))
+}
+
+struct Run<'a> {
+    db: &'a Path,
+    journals: &'a Path,
+    forced: bool,
+    annotations: &'a Annotations,
+}
+
+impl Run<'_> {
+    fn attempt(&self, conn: &mut Connection, lines: &mut Lines) -> Result<Attempt> {
+        let db = self.db;
+        let fail = schema::fail(db);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&fail)?;
+        let previous = index_db::state(&tx, db)?;
+        let checkpoints = checkpoint::load(&tx, db)?;
+        let files = journal::files(self.journals)?;
+        lines.progress.expect(
+            files
+                .iter()
+                .filter_map(|p| p.metadata().ok())
+                .map(|m| m.len())
+                .sum(),
+        );
+
+        let plan = match &previous {
+            _ if self.forced => Plan::Rebuild("--rebuild".into()),
+            None => Plan::Rebuild("no previous index".into()),
+            Some(_) => checkpoint::plan(self.journals, &checkpoints, &files, lines)?,
+        };
+        let (rebuild, mut observed, sources) = match plan {
+            Plan::Rebuild(reason) => (
+                Some(reason),
+                Vec::new(),
+                files.into_iter().map(Source::Whole).collect(),
+            ),
+            Plan::Extend {
+                verified,
+                last,
+                new,
+            } => {
+                let mut sources: Vec<Source> = last.into_iter().map(Source::Continue).collect();
+                sources.extend(new.into_iter().map(Source::Whole));
+                (None, verified, sources)
+            }
+        };
+
+        let remembered = rebuild.is_some() && previous.as_ref().is_some_and(|p| p.calls > 0);
+        if remembered {
+            prior::remember(&tx, db)?;
+        }
+        if rebuild.is_some() {
+            schema::clear(&tx, db)?;
+        }
+        // Loading at least as much as is indexed: sort the indexes afterwards.
+        let to_read: u64 = sources.iter().map(Source::bytes).sum();
+        let indexed: u64 = checkpoints.iter().map(|c| c.length).sum();
+        let bulk = rebuild.is_some() || (to_read >= BULK_BYTES && to_read > indexed);
+        let dropped = if bulk {
+            Some(bulk::begin(&tx, db)?)
+        } else {
+            None
+        };
+        let mut loader = Loader::new(&tx, db, bulk)?;
+        for source in sources {
+            observed.push(loader.load(source, lines)?);
+        }
+        lines.progress.phase("building indexes");
+        let repeats = match dropped {
+            Some(dropped) => bulk::finish(&tx, db, self.journals, dropped)?,
+            None => 0,
+        };
+
+        let inserted = (loader.inserted - repeats) as i64;
+        let journals = match rebuild {
+            Some(_) => loader.journals_added as i64,
+            None => checkpoints.len() as i64 + loader.journals_added as i64,
+        };
+        let calls_changed = rebuild.is_some() || inserted > 0;
+        let links_stale = calls_changed
+            || previous.as_ref().map(|p| p.annotations) != Some(self.annotations.mark);
+        let dirty = links_stale || loader.consumed > 0 || loader.journals_added > 0;
+        let touched = loader.scope();
+        let scope = if rebuild.is_some() {
+            Scope::All
+        } else {
+            touched
+        };
+        let previous_calls = previous.as_ref().map_or(0, |p| p.calls);
+        if !dirty {
+            // Nothing to write: the transaction rolls back untouched.
+            return Ok(Attempt::Done(Outcome {
+                calls: previous_calls,
+                new: 0,
+                journals,
+                seconds: 0.0,
+                rebuild,
+            }));
+        }
+
+        lines.progress.phase("deriving windows");
+        if calls_changed {
+            windows::recompute(&tx, db, &scope)?;
+        }
+        if links_stale {
+            links::relink(&tx, db, &self.annotations.list)?;
+        }
+        let (calls, new) = match rebuild {
+            Some(_) => {
+                let calls = tx
+                    .query_row("SELECT count(*) FROM calls", [], |row| row.get(0))
+                    .map_err(&fail)?;
+                (calls, prior::count_new(&tx, db, remembered)?)
+            }
+            None => (previous_calls + inserted, inserted),
+        };
+        let state = State {
+            indexed_at: shared::time::now_rfc3339(),
+            calls,
+            annotations: self.annotations.mark,
+        };
+        schema::set_state(&tx, db, &state)?;
+        lines.progress.phase("checking journals");
+        for seen in &observed {
+            if !seen.still_holds(lines)? {
+                return Ok(Attempt::Changed(seen.path.clone()));
+            }
+        }
+        lines.progress.phase("committing");
+        tx.commit().map_err(&fail)?;
+        Ok(Attempt::Done(Outcome {
+            calls,
+            new,
+            journals,
+            seconds: 0.0,
+            rebuild,
+        }))
+    }
+}

@@ -1,0 +1,257 @@
+//! `index.db`: the derived database, and the contract between `index`,
+//! which writes it, and the stages that read it (`annotate`, `promote`,
+//! `findings`, `serve`).
+//!
+//! Everything in it can be rebuilt from the journals and `lifecycle.db`, so
+//! its tables carry no foreign keys and are always rewritten together in
+//! one transaction. It never holds annotation notes, salt or raw values.
+//! Later stages add their derived tables as further migrations here, so
+//! that one `user_version` describes the whole file.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::db::{self, Schema};
+use crate::error::{Error, Result};
+use crate::home::Home;
+use crate::lifecycle::Target;
+
+/// The migrations of `index.db`; append new steps, never edit a released one.
+pub const SCHEMA: Schema = Schema {
+    name: "index.db",
+    migrations: &[MIGRATION_1],
+};
+
+/// Tables of the index (each documented in its SQL comment): the journal
+/// checkpoints, the calls, failure windows with their tools, annotation
+/// links, the completion state, and views the promotion stage reads.
+const MIGRATION_1: &str = "
+-- journals: the checkpoints, one row per journal file the index covers.
+-- `length` bytes (up to and including the last newline read) were consumed
+-- and hash to `sha256`; they held `lines` complete lines. `size` is the
+-- file's size when it was read: more than `length` when the last line had
+-- no newline yet, which is left for a later run.
+CREATE TABLE journals(
+    id     INTEGER PRIMARY KEY,
+    name   TEXT NOT NULL UNIQUE,
+    length INTEGER NOT NULL,
+    sha256 BLOB NOT NULL,
+    lines  INTEGER NOT NULL,
+    size   INTEGER NOT NULL
+);
+
+-- calls: one row per indexed record, `id` in journal order (file name, then
+-- line). Every field of the record is kept: `schema` is 1 or 0 (legacy);
+-- `event_id` is the lower-case UUID, NULL for legacy records; `started_at`
+-- is RFC 3339 UTC with milliseconds (legacy: `ts`); booleans are 0/1;
+-- `args_shape` is canonical JSON (sorted keys, no spaces); `unknown` is
+-- 'malformed' or 'unanswered' beside outcome 'unknown'; `channel`, `code`,
+-- `template_id` and `retryable` come from the error object (legacy:
+-- `err_code` is `code`, `channel` is NULL). Legacy records count as origin
+-- 'capture' with no transport. `journal_id` and `line` say where it was read.
+CREATE TABLE calls(
+    id          INTEGER PRIMARY KEY,
+    journal_id  INTEGER NOT NULL,
+    line        INTEGER NOT NULL,
+    schema      INTEGER NOT NULL,
+    event_id    TEXT,
+    session     TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    origin      TEXT NOT NULL,
+    transport   TEXT,
+    server      TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    started_at  TEXT NOT NULL,
+    duration_ms INTEGER,
+    advertised  INTEGER,
+    args_shape  TEXT NOT NULL,
+    outcome     TEXT NOT NULL,
+    unknown     TEXT,
+    channel     TEXT,
+    code        INTEGER,
+    template_id TEXT,
+    retryable   INTEGER
+);
+-- A large load may drop the indexes of calls and build them again from
+-- their definitions in sqlite_master, by sorting, which is much faster.
+CREATE UNIQUE INDEX calls_by_event ON calls(event_id);
+CREATE INDEX calls_by_session ON calls(session, server, seq);
+
+-- windows: failure windows over capture calls (probe calls never count).
+-- In one session of one server, a window of group (server, tool,
+-- template_id) opens at a failed call of the group and closes at the next
+-- ok call to the same (server, tool) (`recovered` = 1), or at the session's
+-- last call (`recovered` = 0). Failures of the group inside an open window
+-- extend it; `failures` counts them. `turns` = close_seq - open_seq, plus 1
+-- when unrecovered.
+CREATE TABLE windows(
+    id          INTEGER PRIMARY KEY,
+    session     TEXT NOT NULL,
+    server      TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    template_id TEXT,
+    open_seq    INTEGER NOT NULL,
+    close_seq   INTEGER NOT NULL,
+    recovered   INTEGER NOT NULL,
+    turns       INTEGER NOT NULL,
+    failures    INTEGER NOT NULL
+);
+CREATE INDEX windows_by_group ON windows(server, tool, template_id);
+CREATE INDEX windows_by_session ON windows(session, server);
+
+-- window_tools: the distinct tools with an error call inside a window's
+-- seq range (its own tool included); the blast radius of a group is the
+-- number of distinct tools over all its windows (view group_blast).
+CREATE TABLE window_tools(
+    window_id INTEGER NOT NULL,
+    tool      TEXT NOT NULL,
+    PRIMARY KEY (window_id, tool)
+) WITHOUT ROWID;
+
+-- annotation_links: every lifecycle.db annotation and what its target
+-- resolved to. `status` is 'linked' (exactly one call matched; `call_id`
+-- is set), 'unknown' (none) or 'ambiguous' (legacy coordinates that
+-- several calls share). Notes are never copied here.
+CREATE TABLE annotation_links(
+    annotation_id INTEGER PRIMARY KEY,
+    kind          TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    call_id       INTEGER
+);
+CREATE INDEX annotation_links_by_call ON annotation_links(call_id);
+
+-- state: one row, written by every successful run in the same transaction
+-- as the data. No row means the index is missing or incomplete. The
+-- annotation high-water mark (largest id, count) tells the next run whether
+-- lifecycle.db's annotations changed since the links were computed.
+CREATE TABLE state(
+    id                 INTEGER PRIMARY KEY CHECK (id = 1),
+    indexed_at         TEXT NOT NULL,
+    calls              INTEGER NOT NULL,
+    annotations_max_id INTEGER NOT NULL,
+    annotations_count  INTEGER NOT NULL
+);
+
+-- call_annotations: each (call, kind) once, however often it was annotated.
+CREATE VIEW call_annotations AS
+    SELECT DISTINCT call_id, kind FROM annotation_links WHERE status = 'linked';
+
+-- false_success_calls: ok capture calls with a linked false-success
+-- annotation, each call once: the false-success groups' evidence.
+CREATE VIEW false_success_calls AS
+    SELECT c.* FROM calls c
+    WHERE c.origin = 'capture' AND c.outcome = 'ok'
+      AND c.id IN (SELECT call_id FROM call_annotations WHERE kind = 'false-success');
+
+-- group_blast: per error group, its windows and blast radius.
+CREATE VIEW group_blast AS
+    SELECT w.server, w.tool, w.template_id,
+           count(DISTINCT w.id) AS windows,
+           count(DISTINCT t.tool) AS blast_radius
+    FROM windows w JOIN window_tools t ON t.window_id = w.id
+    GROUP BY w.server, w.tool, w.template_id;
+";
+
+/// What the last complete indexing run recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct State {
+    /// When it committed, RFC 3339 UTC.
+    pub indexed_at: String,
+    /// Calls the index holds.
+    pub calls: i64,
+    /// `(largest id, count)` of lifecycle.db's annotations when linked.
+    pub annotations: (i64, i64),
+}
+
+/// The `state` row; `None` when no indexing run ever completed.
+pub fn state(conn: &Connection, path: &Path) -> Result<Option<State>> {
+    conn.query_row(
+        "SELECT indexed_at, calls, annotations_max_id, annotations_count FROM state WHERE id = 1",
+        [],
+        |row| {
+            Ok(State {
+                indexed_at: row.get(0)?,
+                calls: row.get(1)?,
+                annotations: (row.get(2)?, row.get(3)?),
+            })
+        },
+    )
+    .optional()
+    .map_err(|e| db::sql_error(path, e))
+}
+
+/// Opens a complete index for reading. A missing, damaged, foreign or
+/// incomplete `index.db` is "evidence unavailable" (status 3), with what to
+/// run next.
+pub fn open_complete(home: &Home) -> Result<Connection> {
+    let path = home.index_db();
+    let rebuild = "index.db is derived from the journals: `mcpeval index --rebuild` recreates it";
+    let conn = match db::open_existing(&path, &SCHEMA) {
+        Ok(Some(conn)) => conn,
+        Ok(None) => {
+            return Err(Error::unavailable(format!(
+                "no index yet: {} does not exist",
+                path.display()
+            ))
+            .with_hint("run `mcpeval index` first"));
+        }
+        Err(err) if err.status() == crate::exit::UNAVAILABLE => return Err(err.with_hint(rebuild)),
+        Err(err) => return Err(err),
+    };
+    match state(&conn, &path) {
+        Ok(Some(_)) => Ok(conn),
+        Ok(None) => Err(Error::unavailable(format!(
+            "{} is incomplete: no indexing run has finished",
+            path.display()
+        ))
+        .with_hint("run `mcpeval index`")),
+        Err(err) => Err(err.with_hint(rebuild)),
+    }
+}
+
+/// How an annotation's target resolves against the indexed calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// Exactly one call has the target: its `calls.id`.
+    Linked(i64),
+    /// No indexed call has it (yet).
+    Unknown,
+    /// Several calls share the legacy coordinates; they never link.
+    Ambiguous,
+}
+
+impl Link {
+    /// The `annotation_links.status` text.
+    pub fn status(self) -> &'static str {
+        match self {
+            Link::Linked(_) => "linked",
+            Link::Unknown => "unknown",
+            Link::Ambiguous => "ambiguous",
+        }
+    }
+}
+
+/// Resolves `target`: an event id links when exactly one call has it;
+/// legacy coordinates (session, seq) only when exactly one indexed call,
+/// across every server and capture, has them.
+pub fn resolve(conn: &Connection, path: &Path, target: &Target) -> Result<Link> {
+    let fail = |e| db::sql_error(path, e);
+    let ids = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<Vec<i64>> {
+        let mut stmt = conn.prepare_cached(sql).map_err(fail)?;
+        let rows = stmt.query_map(params, |row| row.get(0)).map_err(fail)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(fail)
+    };
+    let found = match target {
+        Target::EventId(id) => ids("SELECT id FROM calls WHERE event_id = ?1 LIMIT 2", &[id])?,
+        Target::Coordinates { session, seq } => ids(
+            "SELECT id FROM calls WHERE session = ?1 AND seq = ?2 LIMIT 2",
+            &[session, &i64::try_from(*seq).unwrap_or(i64::MAX)],
+        )?,
+    };
+    Ok(match found[..] {
+        [] => Link::Unknown,
+        [id] => Link::Linked(id),
+        _ => Link::Ambiguous,
+    })
+}

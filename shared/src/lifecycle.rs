@@ -1,0 +1,355 @@
+//! `lifecycle.db`: the store's durable, authoritative database.
+//!
+//! It holds what cannot be derived from the journals again: today the
+//! annotations people add to calls; later migrations add lifecycle state
+//! and verification history. Unlike `index.db` it is never deleted or
+//! rebuilt, so migrations here only ever add, and nothing in this module may
+//! drop or rewrite a stored row.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use rusqlite::{Connection, params};
+
+use crate::db::{self, Schema};
+use crate::error::{Error, Result};
+use crate::home::Home;
+
+/// The lifecycle database's migrations. Migration 1 holds annotations only;
+/// append new steps, never edit a released one.
+pub const SCHEMA: Schema = Schema {
+    name: "lifecycle.db",
+    migrations: &[MIGRATION_1],
+};
+
+/// Annotations: human observations about one call each.
+///
+/// A row targets a call either by `event_id` (records `mcpeval.call/1`) or
+/// by the legacy coordinates (`session`, `seq`), never both. `id` is never
+/// reused (AUTOINCREMENT), so the largest id and the row count together tell
+/// a reader whether the set changed since it last looked.
+const MIGRATION_1: &str = "
+CREATE TABLE annotations(
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at TEXT NOT NULL,
+    kind       TEXT NOT NULL CHECK (kind IN
+                   ('false-success', 'workaround', 'misleading-error', 'slow', 'other')),
+    note       TEXT NOT NULL CHECK (length(note) <= 240),
+    event_id   TEXT,
+    session    TEXT,
+    seq        INTEGER,
+    CHECK ((event_id IS NOT NULL AND session IS NULL AND seq IS NULL)
+        OR (event_id IS NULL AND session IS NOT NULL AND seq >= 1))
+);
+";
+
+/// The longest note, in characters (not bytes).
+pub const MAX_NOTE_CHARS: usize = 240;
+
+/// Opens `lifecycle.db`, creating the store and the database if needed.
+pub fn open(home: &Home) -> Result<Connection> {
+    home.ensure()?;
+    db::open(&home.lifecycle_db(), &SCHEMA)
+}
+
+/// Opens `lifecycle.db` when it exists (migrating it forward); `Ok(None)`
+/// when the store has none yet. Readers use this so they never create it.
+pub fn open_if_present(home: &Home) -> Result<Option<Connection>> {
+    let path = home.lifecycle_db();
+    if !path.exists() {
+        return Ok(None);
+    }
+    db::open(&path, &SCHEMA).map(Some)
+}
+
+/// What an annotation says about its call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Kind {
+    /// The call reported success but did not do what was asked.
+    FalseSuccess,
+    /// The agent had to work around the tool.
+    Workaround,
+    /// The error text pointed the agent the wrong way.
+    MisleadingError,
+    /// The call took too long.
+    Slow,
+    /// Anything else worth a note.
+    Other,
+}
+
+impl Kind {
+    /// Every kind, in the order help texts list them.
+    pub const ALL: [Kind; 5] = [
+        Kind::FalseSuccess,
+        Kind::Workaround,
+        Kind::MisleadingError,
+        Kind::Slow,
+        Kind::Other,
+    ];
+
+    /// The name stored and accepted on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::FalseSuccess => "false-success",
+            Kind::Workaround => "workaround",
+            Kind::MisleadingError => "misleading-error",
+            Kind::Slow => "slow",
+            Kind::Other => "other",
+        }
+    }
+
+    /// The kind named `name`, if any.
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The call an annotation is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A call's `identity.event_id`, as a lower-case hyphenated UUID.
+    EventId(String),
+    /// Legacy coordinates; they may match several calls across servers.
+    Coordinates {
+        /// Session token, `s-` and 16 hex digits.
+        session: String,
+        /// Turn within the session, 1 or more.
+        seq: u64,
+    },
+}
+
+impl Target {
+    /// An event-id target; the UUID is stored in its canonical form so it
+    /// matches the index whatever case the user typed.
+    pub fn event_id(text: &str) -> Result<Target, String> {
+        uuid::Uuid::parse_str(text)
+            .map(|u| Target::EventId(u.hyphenated().to_string()))
+            .map_err(|_| {
+                format!("event id '{text}' is not a UUID; copy identity.event_id from the journal")
+            })
+    }
+
+    /// A legacy-coordinates target, checked like a journal record's fields.
+    pub fn coordinates(session: &str, seq: u64) -> Result<Target, String> {
+        let hex = session.strip_prefix("s-").unwrap_or("");
+        if hex.len() != 16
+            || !hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Err(format!(
+                "session '{session}' is not \"s-\" followed by 16 lower-case hex digits; copy it from the journal"
+            ));
+        }
+        if seq == 0 {
+            return Err("seq must be 1 or more".into());
+        }
+        Ok(Target::Coordinates {
+            session: session.to_owned(),
+            seq,
+        })
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::EventId(id) => write!(f, "event id {id}"),
+            Target::Coordinates { session, seq } => write!(f, "session {session} seq {seq}"),
+        }
+    }
+}
+
+/// Checks a note: at most [`MAX_NOTE_CHARS`] characters, no control
+/// characters. The note is prose and is not redacted; these checks only
+/// bound it.
+pub fn check_note(note: &str) -> Result<(), String> {
+    let chars = note.chars().count();
+    if chars > MAX_NOTE_CHARS {
+        return Err(format!(
+            "the note has {chars} characters; the limit is {MAX_NOTE_CHARS}"
+        ));
+    }
+    if let Some((at, c)) = note.chars().enumerate().find(|(_, c)| c.is_control()) {
+        return Err(format!(
+            "the note contains the control character U+{:04X} at character {}; use plain text on one line",
+            u32::from(c),
+            at + 1
+        ));
+    }
+    Ok(())
+}
+
+/// A stored annotation (without its note, which only its author reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotation {
+    /// Never-reused row id.
+    pub id: i64,
+    /// When it was recorded, RFC 3339 UTC.
+    pub created_at: String,
+    /// What it says about the call.
+    pub kind: Kind,
+    /// The call it is about.
+    pub target: Target,
+}
+
+/// Stores an annotation in one `BEGIN IMMEDIATE` transaction and returns
+/// its id. The note is checked again here so no caller can skip the check.
+pub fn insert(conn: &mut Connection, kind: Kind, target: &Target, note: &str) -> Result<i64> {
+    check_note(note).map_err(Error::usage)?;
+    let (event_id, session, seq) = match target {
+        Target::EventId(id) => (Some(id.as_str()), None, None),
+        Target::Coordinates { session, seq } => (None, Some(session.as_str()), Some(*seq as i64)),
+    };
+    let path = path_of(conn);
+    db::write(conn, |tx| {
+        tx.execute(
+            "INSERT INTO annotations(created_at, kind, note, event_id, session, seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                crate::time::now_rfc3339(),
+                kind.as_str(),
+                note,
+                event_id,
+                session,
+                seq
+            ],
+        )
+        .map_err(|e| db::sql_error(&path, e))?;
+        Ok(tx.last_insert_rowid())
+    })
+}
+
+/// Every annotation, oldest first.
+pub fn list(conn: &Connection) -> Result<Vec<Annotation>> {
+    let path = path_of(conn);
+    let fail = |e| db::sql_error(&path, e);
+    let mut stmt = conn
+        .prepare("SELECT id, created_at, kind, event_id, session, seq FROM annotations ORDER BY id")
+        .map_err(fail)?;
+    let mut rows = stmt.query([]).map_err(fail)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(fail)? {
+        let id: i64 = row.get(0).map_err(fail)?;
+        let kind: String = row.get(2).map_err(fail)?;
+        let event_id: Option<String> = row.get(3).map_err(fail)?;
+        let session: Option<String> = row.get(4).map_err(fail)?;
+        let seq: Option<i64> = row.get(5).map_err(fail)?;
+        let damaged =
+            || Error::unavailable(format!("{}: annotation {id} is damaged", path.display()));
+        let target = match (event_id, session, seq) {
+            (Some(event_id), None, None) => Target::EventId(event_id),
+            (None, Some(session), Some(seq)) if seq > 0 => Target::Coordinates {
+                session,
+                seq: seq as u64,
+            },
+            _ => return Err(damaged()),
+        };
+        out.push(Annotation {
+            id,
+            created_at: row.get(1).map_err(fail)?,
+            kind: Kind::parse(&kind).ok_or_else(damaged)?,
+            target,
+        });
+    }
+    Ok(out)
+}
+
+/// `(largest id, row count)` of the annotations: a reader that remembers
+/// this pair knows the set is unchanged while the pair is.
+pub fn high_water(conn: &Connection) -> Result<(i64, i64)> {
+    let path = path_of(conn);
+    conn.query_row(
+        "SELECT coalesce(max(id), 0), count(*) FROM annotations",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
+    .map_err(|e| db::sql_error(&path, e))
+}
+
+/// The database's file, for messages.
+fn path_of(conn: &Connection) -> PathBuf {
+    conn.path().map(PathBuf::from).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Home) {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(&dir.path().join("home"));
+        (dir, home)
+    }
+
+    #[test]
+    fn stores_and_lists_both_target_forms() {
+        let (_dir, home) = store();
+        let mut conn = open(&home).unwrap();
+        let by_event = Target::event_id("6F1C2A3B-4D5E-4F60-8A7B-9C8D7E6F5A4B").unwrap();
+        assert_eq!(
+            by_event,
+            Target::EventId("6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b".into())
+        );
+        let by_coords = Target::coordinates("s-0123456789abcdef", 4).unwrap();
+        let a = insert(
+            &mut conn,
+            Kind::FalseSuccess,
+            &by_event,
+            "said done, was not",
+        )
+        .unwrap();
+        let b = insert(&mut conn, Kind::Slow, &by_coords, "").unwrap();
+        assert!(b > a);
+        let all = list(&conn).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(
+            (all[0].kind, &all[0].target),
+            (Kind::FalseSuccess, &by_event)
+        );
+        assert_eq!((all[1].kind, &all[1].target), (Kind::Slow, &by_coords));
+        assert_eq!(high_water(&conn).unwrap(), (b, 2));
+    }
+
+    #[test]
+    fn notes_are_bounded_in_characters() {
+        assert!(check_note(&"é".repeat(240)).is_ok());
+        let long = check_note(&"é".repeat(241)).unwrap_err();
+        assert!(long.contains("241 characters"), "{long}");
+        let ctl = check_note("line\nbreak").unwrap_err();
+        assert!(ctl.contains("U+000A at character 5"), "{ctl}");
+        assert!(check_note("tab\there").is_err());
+    }
+
+    #[test]
+    fn refuses_bad_targets() {
+        assert!(Target::event_id("not-a-uuid").is_err());
+        assert!(Target::coordinates("s-0123", 1).is_err());
+        assert!(Target::coordinates("s-0123456789ABCDEF", 1).is_err());
+        assert!(Target::coordinates("s-0123456789abcdef", 0).is_err());
+    }
+
+    #[test]
+    fn the_database_enforces_the_bounds_too() {
+        let (_dir, home) = store();
+        let conn = open(&home).unwrap();
+        let long = "x".repeat(241);
+        let err = conn.execute(
+            "INSERT INTO annotations(created_at, kind, note, event_id) VALUES ('t', 'slow', ?1, 'e')",
+            [long],
+        );
+        assert!(err.is_err());
+        let both = conn.execute(
+            "INSERT INTO annotations(created_at, kind, note, event_id, session, seq)
+             VALUES ('t', 'slow', 'n', 'e', 's', 1)",
+            [],
+        );
+        assert!(both.is_err());
+    }
+}

@@ -1,0 +1,939 @@
+//! `mcpeval-index` on journals written by the tests: incremental refresh,
+//! every reason for a full rebuild, rejection that leaves index.db byte for
+//! byte as it was, failure windows against hand-computed values, and the
+//! index under concurrent writers and SIGKILL.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use rusqlite::Connection;
+
+use crate::records::{self, Rec, append, journal, journal_name, lines, write};
+use crate::support::{Store, text};
+
+/// Runs `mcpeval-index ARGS` in `store`.
+pub fn index(store: &Store, args: &[&str]) -> Output {
+    store.cmd("mcpeval-index").args(args).output().unwrap()
+}
+
+/// The one summary line of a successful run, its seconds replaced by `S`.
+pub fn summary(out: &Output) -> String {
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "status {:?}: {err}", out.status);
+    let line = err
+        .strip_suffix('\n')
+        .unwrap_or_else(|| panic!("no line: {err:?}"));
+    assert!(!line.contains('\n'), "more than one line: {err}");
+    let (head, rest) = line.split_once(" in ").unwrap();
+    let (seconds, tail) = rest.split_once(" s").unwrap();
+    assert!(
+        seconds.parse::<f64>().is_ok() && seconds.split_once('.').unwrap().1.len() == 2,
+        "{line}"
+    );
+    format!("{head} in S s{tail}")
+}
+
+/// Indexes and returns the summary.
+pub fn indexed(store: &Store) -> String {
+    summary(&index(store, &[]))
+}
+
+pub fn db(store: &Store) -> Connection {
+    Connection::open(store.home().join("index.db")).unwrap()
+}
+
+pub fn number(store: &Store, sql: &str) -> i64 {
+    db(store).query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+fn calls(n: u64, session: u64) -> Vec<Rec> {
+    (1..=n)
+        .map(|i| Rec::ok(session * 1000 + i, session, i, "get_forecast"))
+        .collect()
+}
+
+#[test]
+fn appending_to_the_last_journal_reads_only_the_new_lines() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(3, 1)));
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (3 new) from 1 journals in S s; full rebuild: no previous index"
+    );
+    append(&store, 1, &lines(&calls(5, 1)[3..]));
+    assert_eq!(
+        indexed(&store),
+        "indexed 5 calls (2 new) from 1 journals in S s"
+    );
+    write(&store, 2, &lines(&calls(2, 2)));
+    assert_eq!(
+        indexed(&store),
+        "indexed 7 calls (2 new) from 2 journals in S s"
+    );
+    assert_eq!(
+        indexed(&store),
+        "indexed 7 calls (0 new) from 2 journals in S s"
+    );
+    // Appended lines keep their line numbers in the file.
+    let placed: Vec<(String, i64, i64)> = db(&store)
+        .prepare("SELECT j.name, c.line, c.seq FROM calls c JOIN journals j ON j.id = c.journal_id ORDER BY c.id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let want: Vec<(String, i64, i64)> = (1..=5)
+        .map(|i| (journal_name(1), i, i))
+        .chain((1..=2).map(|i| (journal_name(2), i, i)))
+        .collect();
+    assert_eq!(placed, want);
+    let mode = fs::metadata(store.home().join("index.db"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[test]
+fn a_changed_byte_in_an_indexed_region_rebuilds() {
+    let store = Store::new();
+    let path = write(&store, 1, &lines(&calls(3, 1)));
+    write(&store, 2, &lines(&calls(1, 2)));
+    indexed(&store);
+    // get_forecast -> get_forecasT in the second record: still valid.
+    let mut bytes = fs::read(&path).unwrap();
+    let second = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let at = second + text(&bytes[second..]).find("get_forecast").unwrap() + 11;
+    bytes[at] = b'T';
+    fs::write(&path, bytes).unwrap();
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 4 calls (0 new) from 2 journals in S s; full rebuild: bytes changed in {}",
+            journal_name(1)
+        )
+    );
+    assert_eq!(
+        number(
+            &store,
+            "SELECT count(*) FROM calls WHERE tool = 'get_forecasT'"
+        ),
+        1
+    );
+}
+
+#[test]
+fn a_truncated_journal_rebuilds() {
+    let store = Store::new();
+    let text = lines(&calls(3, 1));
+    let path = write(&store, 1, &text);
+    indexed(&store);
+    let cut = text.trim_end().rfind('\n').unwrap() + 1;
+    fs::write(&path, &text[..cut]).unwrap();
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 2 calls (0 new) from 1 journals in S s; full rebuild: {} truncated",
+            journal_name(1)
+        )
+    );
+}
+
+#[test]
+fn a_removed_journal_rebuilds() {
+    let store = Store::new();
+    let first = write(&store, 1, &lines(&calls(2, 1)));
+    write(&store, 2, &lines(&calls(3, 2)));
+    indexed(&store);
+    fs::remove_file(first).unwrap();
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 3 calls (0 new) from 1 journals in S s; full rebuild: {} removed",
+            journal_name(1)
+        )
+    );
+}
+
+#[test]
+fn a_journal_sorting_before_indexed_ones_rebuilds() {
+    let store = Store::new();
+    write(&store, 2, &lines(&calls(2, 2)));
+    write(&store, 4, &lines(&calls(2, 4)));
+    indexed(&store);
+    write(&store, 3, &lines(&calls(1, 3)));
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 5 calls (1 new) from 3 journals in S s; full rebuild: {} sorts before indexed files",
+            journal_name(3)
+        )
+    );
+    write(&store, 1, &lines(&calls(1, 1)));
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 6 calls (1 new) from 4 journals in S s; full rebuild: {} sorts before indexed files",
+            journal_name(1)
+        )
+    );
+}
+
+#[test]
+fn an_append_to_an_earlier_journal_rebuilds() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(2, 1)));
+    write(&store, 2, &lines(&calls(2, 2)));
+    indexed(&store);
+    append(&store, 1, &lines(&calls(3, 1)[2..]));
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 5 calls (1 new) from 2 journals in S s; full rebuild: {} grew after later journals were indexed",
+            journal_name(1)
+        )
+    );
+}
+
+#[test]
+fn identical_replacement_bytes_reuse_the_index() {
+    let store = Store::new();
+    let path = write(&store, 1, &lines(&calls(3, 1)));
+    indexed(&store);
+    let before = fs::metadata(&path).unwrap();
+    // A new file (new inode) with the same bytes and a later time stamp.
+    let copy = path.with_extension("tmp");
+    fs::copy(&path, &copy).unwrap();
+    fs::rename(&copy, &path).unwrap();
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let after = fs::metadata(&path).unwrap();
+    assert_ne!(
+        std::os::unix::fs::MetadataExt::ino(&before),
+        std::os::unix::fs::MetadataExt::ino(&after)
+    );
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (0 new) from 1 journals in S s"
+    );
+}
+
+#[test]
+fn an_unfinished_last_line_waits_for_its_newline() {
+    let store = Store::new();
+    let third = Rec::ok(3, 1, 3, "get_forecast").line();
+    let (head, tail) = third.split_at(40);
+    write(&store, 1, &(lines(&calls(2, 1)) + head));
+    assert_eq!(
+        indexed(&store),
+        "indexed 2 calls (2 new) from 1 journals in S s; full rebuild: no previous index"
+    );
+    assert_eq!(
+        indexed(&store),
+        "indexed 2 calls (0 new) from 1 journals in S s"
+    );
+    append(&store, 1, tail);
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (1 new) from 1 journals in S s"
+    );
+    assert_eq!(number(&store, "SELECT max(line) FROM calls"), 3);
+}
+
+/// index.db's bytes and what a reader sees in it.
+fn snapshot(store: &Store) -> (Vec<u8>, Vec<(String, i64)>) {
+    let bytes = fs::read(store.home().join("index.db")).unwrap();
+    let rows = db(store)
+        .prepare("SELECT coalesce(event_id, ''), line FROM calls ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    (bytes, rows)
+}
+
+#[test]
+fn a_bad_line_rejects_the_whole_run_and_changes_nothing() {
+    let good = Rec::ok(900, 9, 1, "get_forecast").line();
+    let oversized = {
+        let mut rec = Rec::ok(901, 9, 2, "get_forecast");
+        rec.0["args_shape"] = serde_json::json!({"k": "x".repeat(70_000)});
+        rec.line()
+    };
+    let unknown_field = Rec::ok(902, 9, 2, "get_forecast").line().replacen(
+        "\"origin\"",
+        "\"colour\":\"red\",\"origin\"",
+        1,
+    );
+    let colour_ends = unknown_field.find("\"colour\"").unwrap() + "\"colour\"".len();
+    let mismatched = Rec::ok(903, 9, 2, "get_forecast")
+        .line()
+        .replace("\"outcome\":\"ok\"", "\"outcome\":\"error\"");
+    let cases = [
+        ("{\"schema\":\"mcpeval.call/1\",\n".to_owned(), "not valid JSON: EOF while parsing a value (column 27)".to_owned()),
+        ("\n".to_owned(), "blank line: every line must be one record".to_owned()),
+        (
+            oversized.clone(),
+            format!("oversized record: the line is {} bytes, over the limit of 65536", oversized.len() - 1),
+        ),
+        (
+            unknown_field.clone(),
+            format!(
+                "invalid mcpeval.call/1 record: unknown field `colour`, expected one of `schema`, `identity`, \
+                 `origin`, `transport`, `server`, `tool`, `started_at`, `duration_ms`, `advertised`, \
+                 `args_shape`, `outcome`, `unknown`, `error` (column {colour_ends})"
+            ),
+        ),
+        (
+            mismatched,
+            "invalid mcpeval.call/1 record: outcome Error does not match the presence of \"error\" and \"unknown\"".to_owned(),
+        ),
+        ("{\"schema\":\"mcpeval.call/2\"}\n".to_owned(), "unknown schema \"mcpeval.call/2\"; expected \"mcpeval.call/1\" or \"mcpeval.call/0\"".to_owned()),
+    ];
+    for (bad, reason) in cases {
+        let store = Store::new();
+        let path = write(&store, 1, &lines(&calls(3, 1)));
+        indexed(&store);
+        let before = snapshot(&store);
+        // One good line, the bad one (line 5), and another good one.
+        append(
+            &store,
+            1,
+            &format!("{good}{bad}{}", Rec::ok(904, 9, 3, "get_forecast").line()),
+        );
+        let out = index(&store, &[]);
+        assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "mcpeval-index: error: {}:5: {reason}\n  hint: index.db was left unchanged; repair that line \
+                 (or move the journal out of journals/), then run `mcpeval index` again\n",
+                path.display()
+            )
+        );
+        assert!(out.stdout.is_empty());
+        assert!(
+            before == snapshot(&store),
+            "index.db changed after rejecting {reason}"
+        );
+    }
+}
+
+#[test]
+fn a_rejected_rebuild_keeps_the_previous_index_and_its_checkpoints() {
+    let store = Store::new();
+    let original = lines(&calls(3, 1));
+    let path = write(&store, 1, &original);
+    indexed(&store);
+    let before = snapshot(&store);
+    // Damage the first record: the bytes changed, so the run rebuilds, and
+    // the rebuild meets the bad line.
+    fs::write(&path, original.replacen("{", "[", 1)).unwrap();
+    for _ in 0..2 {
+        let out = index(&store, &[]);
+        assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(&format!("{}:1: not valid JSON", path.display())));
+        assert!(before == snapshot(&store), "index.db changed");
+    }
+    // Restored bytes match the kept checkpoint: no rebuild is needed.
+    fs::write(&path, &original).unwrap();
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (0 new) from 1 journals in S s"
+    );
+}
+
+#[test]
+fn a_rejected_run_does_not_even_checkpoint_an_earlier_runs_wal() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(3, 1)));
+    indexed(&store);
+    // Leave committed frames in the WAL, as a run killed after its commit
+    // would: closing this connection must not checkpoint them.
+    let conn = db(&store);
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
+    .unwrap();
+    conn.execute("UPDATE state SET indexed_at = 'earlier'", [])
+        .unwrap();
+    drop(conn);
+    let wal = store.home().join("index.db-wal");
+    assert!(fs::metadata(&wal).unwrap().len() > 0);
+    let main = fs::read(store.home().join("index.db")).unwrap();
+    append(&store, 1, "{}\n");
+    assert_eq!(index(&store, &[]).status.code(), Some(4));
+    assert!(
+        main == fs::read(store.home().join("index.db")).unwrap(),
+        "index.db changed"
+    );
+    assert_eq!(
+        db(&store)
+            .query_row("SELECT indexed_at FROM state", [], |r| r
+                .get::<_, String>(0))
+            .unwrap(),
+        "earlier"
+    );
+}
+
+#[test]
+fn a_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
+    use std::os::unix::fs::FileExt;
+    let store = Store::new();
+    let version = |tool: &str| {
+        lines(
+            &(1..=2000)
+                .map(|i| Rec::ok(i, 1, i, tool))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (alpha, beta) = (version("alpha"), version("beta_"));
+    assert_eq!(alpha.len(), beta.len());
+    let path = write(&store, 1, &alpha);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let file = fs::File::options().write(true).open(&path).unwrap();
+            for turn in 0.. {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let bytes = if turn % 2 == 0 { &beta } else { &alpha };
+                file.write_all_at(bytes.as_bytes(), 0).unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let mut gave_up = 0;
+        for _ in 0..12 {
+            let out = index(&store, &[]);
+            match out.status.code() {
+                Some(0) => {}
+                Some(3) => gave_up += 1,
+                other => panic!("status {other:?}: {}", text(&out.stderr)),
+            }
+            if out.status.code() == Some(3) {
+                assert_eq!(
+                    text(&out.stderr),
+                    format!(
+                        "mcpeval-index: error: {} changed while it was being indexed, 3 times in a row; \
+                         index.db was left unchanged\n  hint: run `mcpeval index` again once the program \
+                         rewriting it has stopped, or index a stable copy\n",
+                        path.display()
+                    )
+                );
+            }
+            if store.home().join("index.db").exists() {
+                let tools = number(&store, "SELECT count(DISTINCT tool) FROM calls");
+                assert!(tools <= 1, "a mix of two versions was committed");
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+        eprintln!("{gave_up} of 12 runs gave up on the changing journal");
+    });
+    // Once the writer stops, the index settles on the file's bytes.
+    let settled = indexed(&store);
+    assert!(settled.starts_with("indexed 2000 calls ("), "{settled}");
+    assert_eq!(number(&store, "SELECT count(DISTINCT tool) FROM calls"), 1);
+}
+
+#[test]
+fn a_rejected_first_run_leaves_no_index() {
+    let store = Store::new();
+    write(&store, 1, &format!("{}not json\n", lines(&calls(2, 1))));
+    let out = index(&store, &[]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(text(&out.stderr).contains(&format!("{}:3: not valid JSON", journal_name(1))));
+    // The schema may exist, but no run completed: readers see no index.
+    assert_eq!(number(&store, "SELECT count(*) FROM state"), 0);
+    assert_eq!(number(&store, "SELECT count(*) FROM calls"), 0);
+}
+
+#[test]
+fn a_known_event_id_with_different_content_rejects() {
+    // Incremental (row by row) and rebuilt (bulk, resolved after the load).
+    for rebuild in [false, true] {
+        let store = Store::new();
+        let first = write(&store, 1, &lines(&calls(3, 1)));
+        if !rebuild {
+            indexed(&store);
+        }
+        let changed = Rec::ok(1002, 1, 2, "get_forecast").server("other");
+        let second = write(
+            &store,
+            2,
+            &format!("{}{}", Rec::ok(7, 7, 1, "x").line(), changed.line()),
+        );
+        let out = index(&store, &[]);
+        assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+        let want = format!(
+            "mcpeval-index: error: {}:2: event id {} was already indexed from {}:2 with different content\n",
+            second.display(),
+            records::event(1002),
+            journal_name(1)
+        );
+        assert!(
+            text(&out.stderr).starts_with(&want),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(first.exists());
+    }
+}
+
+#[test]
+fn an_exact_repeat_of_a_call_is_indexed_once() {
+    for rebuild in [false, true] {
+        let store = Store::new();
+        write(&store, 1, &lines(&calls(3, 1)));
+        if !rebuild {
+            indexed(&store);
+        }
+        // A copied journal: every record repeated, plus one new call.
+        write(
+            &store,
+            2,
+            &(lines(&calls(3, 1)) + &Rec::ok(5, 5, 1, "x").line()),
+        );
+        let want = if rebuild {
+            "indexed 4 calls (4 new) from 2 journals in S s; full rebuild: no previous index"
+        } else {
+            "indexed 4 calls (1 new) from 2 journals in S s"
+        };
+        assert_eq!(indexed(&store), want);
+        assert_eq!(
+            number(&store, "SELECT count(DISTINCT event_id) FROM calls"),
+            4
+        );
+    }
+}
+
+#[test]
+fn legacy_records_are_read() {
+    let store = Store::new();
+    write(
+        &store,
+        1,
+        &(records::legacy(1, 1, "files", "read", "error", Some(-32602))
+            + &records::legacy(1, 2, "files", "read", "ok", None)),
+    );
+    assert_eq!(
+        indexed(&store),
+        "indexed 2 calls (2 new) from 1 journals in S s; full rebuild: no previous index"
+    );
+    let row: (i64, Option<String>, String, Option<String>, i64, String, String) = db(&store)
+        .query_row(
+            "SELECT schema, event_id, origin, transport, code, started_at, args_shape FROM calls WHERE seq = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        row,
+        (
+            0,
+            None,
+            "capture".into(),
+            None,
+            -32602,
+            "2026-11-30T07:00:00.000Z".into(),
+            "{\"q\":\"string\"}".into()
+        )
+    );
+    assert_eq!(number(&store, "SELECT turns FROM windows"), 1);
+}
+
+type WindowRow = (i64, String, Option<String>, i64, i64, bool, i64, i64);
+
+fn windows(store: &Store) -> Vec<WindowRow> {
+    db(store)
+        .prepare(
+            "SELECT CAST(substr(session, 3) AS INTEGER), tool, template_id, open_seq, close_seq, recovered,
+                    turns, failures FROM windows ORDER BY session, open_seq, tool",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn blast(store: &Store) -> Vec<(String, Option<String>, i64, i64)> {
+    db(store)
+        .prepare("SELECT tool, template_id, windows, blast_radius FROM group_blast ORDER BY tool")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn failure_windows_turns_and_blast_radius_match_hand_computed_values() {
+    let store = Store::new();
+    let t = |n| Some(records::template(n));
+    // Session 1:
+    //  1 search error t1   opens A
+    //  2 fetch  error t2   opens B; A sees fetch fail
+    //  3 search error t1   extends A; A and B see search fail
+    //  4 fetch  ok         closes B: turns 4-2 = 2, tools {fetch, search}
+    //  5 lookup error t3   opens C; A sees lookup fail
+    //  6 search ok         closes A: turns 6-1 = 5, 2 failures, tools {search, fetch, lookup}
+    //  7 lookup unanswered neither fails nor recovers
+    //  8 other  ok
+    //  end: C unrecovered: turns 8-5+1 = 4
+    // Session 2: search error t1, then search ok: turns 1.
+    let session1 = [
+        Rec::error(1, 1, 1, "search", Some(1)),
+        Rec::error(2, 1, 2, "fetch", Some(2)),
+        Rec::error(3, 1, 3, "search", Some(1)),
+        Rec::ok(4, 1, 4, "fetch"),
+        Rec::error(5, 1, 5, "lookup", Some(3)),
+        Rec::ok(6, 1, 6, "search"),
+        Rec::unanswered(7, 1, 7, "lookup"),
+        Rec::ok(8, 1, 8, "other"),
+    ];
+    // Session 2 is split across two journals, and its records arrive out of
+    // seq order, as two rotated files of one capture never would: windows
+    // follow seq, not file order.
+    write(
+        &store,
+        1,
+        &(lines(&session1[..5]) + &Rec::ok(22, 2, 2, "search").line()),
+    );
+    write(
+        &store,
+        2,
+        &(lines(&session1[5..]) + &Rec::error(21, 2, 1, "search", Some(1)).line()),
+    );
+    indexed(&store);
+    let want: Vec<WindowRow> = vec![
+        (1, "search".into(), t(1), 1, 6, true, 5, 2),
+        (1, "fetch".into(), t(2), 2, 4, true, 2, 1),
+        (1, "lookup".into(), t(3), 5, 8, false, 4, 1),
+        (2, "search".into(), t(1), 1, 2, true, 1, 1),
+    ];
+    assert_eq!(windows(&store), want);
+    assert_eq!(
+        blast(&store),
+        vec![
+            ("fetch".into(), t(2), 1, 2),
+            ("lookup".into(), t(3), 1, 1),
+            ("search".into(), t(1), 2, 3),
+        ]
+    );
+    // A later call to session 1 recovers C: only that session is redone.
+    append(&store, 2, &Rec::ok(9, 1, 9, "lookup").line());
+    assert_eq!(
+        indexed(&store),
+        "indexed 11 calls (1 new) from 2 journals in S s"
+    );
+    let redone = windows(&store);
+    assert_eq!(redone[2], (1, "lookup".into(), t(3), 5, 9, true, 4, 1));
+    assert_eq!(redone.len(), 4);
+}
+
+#[test]
+fn probe_calls_never_open_extend_or_close_a_window() {
+    let store = Store::new();
+    write(
+        &store,
+        1,
+        &lines(&[
+            Rec::error(1, 1, 1, "search", Some(1)),
+            Rec::ok(2, 1, 2, "search").probe(),
+            Rec::error(3, 1, 3, "fetch", Some(2)).probe(),
+            Rec::ok(4, 1, 4, "search"),
+            Rec::error(5, 2, 1, "search", Some(1)).probe(),
+        ]),
+    );
+    indexed(&store);
+    assert_eq!(
+        windows(&store),
+        vec![(
+            1,
+            "search".into(),
+            Some(records::template(1)),
+            1,
+            4,
+            true,
+            3,
+            1
+        )]
+    );
+    assert_eq!(
+        blast(&store),
+        vec![("search".into(), Some(records::template(1)), 1, 1)]
+    );
+}
+
+#[test]
+fn an_empty_store_indexes_to_an_empty_complete_index() {
+    let store = Store::new();
+    assert_eq!(
+        indexed(&store),
+        "indexed 0 calls (0 new) from 0 journals in S s; full rebuild: no previous index"
+    );
+    assert_eq!(
+        indexed(&store),
+        "indexed 0 calls (0 new) from 0 journals in S s"
+    );
+    assert_eq!(number(&store, "SELECT count(*) FROM state"), 1);
+}
+
+#[test]
+fn json_format_reports_the_same_facts_on_stdout() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(2, 1)));
+    let out = index(&store, &["--format", "json"]);
+    assert!(out.status.success());
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["seconds"].as_f64().unwrap() >= 0.0);
+    let mut v = v;
+    v["seconds"] = serde_json::json!(0);
+    assert_eq!(
+        v,
+        serde_json::json!({"calls": 2, "new": 2, "journals": 1, "seconds": 0, "rebuild": "no previous index"})
+    );
+    let again: serde_json::Value =
+        serde_json::from_slice(&index(&store, &["--format", "json"]).stdout).unwrap();
+    assert_eq!(
+        (again["new"].as_i64(), again["rebuild"].is_null()),
+        (Some(0), true)
+    );
+}
+
+#[test]
+fn a_corrupt_or_foreign_index_db_is_reported_and_rebuild_recreates_it() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(3, 1)));
+    indexed(&store);
+    let path = store.home().join("index.db");
+    fs::write(&path, vec![7u8; 8192]).unwrap();
+    let out = index(&store, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with(&format!("mcpeval-index: error: {}", path.display())),
+        "{err}"
+    );
+    assert!(err.contains("hint: index.db is derived from the journals: `mcpeval index --rebuild` deletes and recreates it"), "{err}");
+    assert_eq!(
+        summary(&index(&store, &["--rebuild"])),
+        "indexed 3 calls (3 new) from 1 journals in S s; full rebuild: --rebuild"
+    );
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (0 new) from 1 journals in S s"
+    );
+
+    fs::remove_file(&path).unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE other(x);")
+        .unwrap();
+    let out = index(&store, &[]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("is not an mcpeval index.db"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        summary(&index(&store, &["--rebuild"])),
+        "indexed 3 calls (3 new) from 1 journals in S s; full rebuild: --rebuild"
+    );
+    // A healthy index is rebuilt in place and knows its calls.
+    assert_eq!(
+        summary(&index(&store, &["--rebuild"])),
+        "indexed 3 calls (0 new) from 1 journals in S s; full rebuild: --rebuild"
+    );
+}
+
+/// A deterministic pseudo-random sequence (the seed is printed on failure).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % below
+    }
+}
+
+fn seed() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+#[test]
+fn writers_appending_during_indexing_never_get_a_torn_record_committed() {
+    let store = Store::new();
+    let lock = store.home().join("journals/.lock");
+    journal(&store, 0);
+    const PER_WRITER: u64 = 300;
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let writers: Vec<_> = (1..=2u32)
+            .map(|w| {
+                let path = journal(&store, w);
+                let lock = shared::lock::LockFile::open(&lock).unwrap();
+                scope.spawn(move || {
+                    for seq in 1..=PER_WRITER {
+                        let mut rec =
+                            Rec::ok(u64::from(w) * 100_000 + seq, u64::from(w), seq, "search");
+                        if seq % 7 == 0 {
+                            // Lines spanning many pages make a torn read likely.
+                            let keys: serde_json::Map<_, _> = (0..1500)
+                                .map(|k| (format!("key{k:05}"), "string".into()))
+                                .collect();
+                            rec.0["args_shape"] = keys.into();
+                        }
+                        let guard = lock.shared().unwrap();
+                        records::append_to(&path, &rec.line());
+                        drop(guard);
+                        std::thread::sleep(Duration::from_micros(500));
+                    }
+                })
+            })
+            .collect();
+        let checker = scope.spawn(|| {
+            let mut runs = 0;
+            while !done.load(Ordering::SeqCst) || runs < 3 {
+                let out = index(&store, &[]);
+                assert!(out.status.success(), "run {runs}: {}", text(&out.stderr));
+                // Every committed call is exactly one of the written ones.
+                let wrong = number(
+                    &store,
+                    "SELECT count(*) FROM calls WHERE event_id <> printf('6f1c2a3b-4d5e-4f60-8a7b-%012x', \
+                     CAST(substr(session, 3) AS INTEGER) * 100000 + seq)",
+                );
+                assert_eq!(wrong, 0);
+                runs += 1;
+            }
+            runs
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, Ordering::SeqCst);
+        assert!(checker.join().unwrap() >= 3);
+    });
+    let last = indexed(&store);
+    assert!(
+        last.starts_with(&format!("indexed {} calls (", 2 * PER_WRITER)),
+        "{last}"
+    );
+    assert_eq!(
+        number(&store, "SELECT count(*) FROM calls"),
+        2 * PER_WRITER as i64
+    );
+}
+
+fn kill_after(store: &Store, args: &[&str], delay: Duration) -> bool {
+    let mut child = store
+        .cmd("mcpeval-index")
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(delay);
+    let finished = child.try_wait().unwrap().is_some();
+    let _ = child.kill();
+    child.wait().unwrap();
+    finished
+}
+
+#[test]
+fn sigkill_during_a_large_refresh_never_damages_the_index() {
+    let store = Store::new();
+    let seed = seed();
+    let mut rng = Lcg(seed);
+    let mut total = 0u64;
+    let mut batch = |store: &Store, journal_no: u32, sessions: std::ops::Range<u64>| {
+        let mut text = String::new();
+        for s in sessions {
+            for seq in 1..=50 {
+                let rec = if seq % 5 == 0 {
+                    Rec::error(s * 100 + seq, s, seq, "search", Some(seq % 3))
+                } else {
+                    Rec::ok(s * 100 + seq, s, seq, "search")
+                };
+                text.push_str(&rec.line());
+                total += 1;
+            }
+        }
+        append(store, journal_no, &text);
+    };
+    batch(&store, 1, 0..2000);
+    batch(&store, 2, 2000..4000);
+    let mut finished = 0;
+    for round in 0..6 {
+        let delay = Duration::from_millis(20 + rng.next(1500));
+        let args: &[&str] = if round == 3 { &["--rebuild"] } else { &[] };
+        if kill_after(&store, args, delay) {
+            finished += 1;
+        }
+        if round % 2 == 1 {
+            batch(
+                &store,
+                2,
+                (10_000 + round * 1000)..(10_000 + round * 1000 + 400),
+            );
+        }
+    }
+    let out = index(&store, &[]);
+    let line = summary(&out);
+    assert!(
+        line.starts_with(&format!("indexed {total} calls (")),
+        "seed {seed}: {line}"
+    );
+    assert_eq!(
+        number(&store, "SELECT count(*) FROM calls") as u64,
+        total,
+        "seed {seed}"
+    );
+    let check: String = db(&store)
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok", "seed {seed}");
+    // Only capture calls of failing sessions open windows: 10 per session.
+    assert_eq!(
+        number(&store, "SELECT count(*) FROM windows") as u64,
+        total / 5,
+        "seed {seed}"
+    );
+    eprintln!("seed {seed}: {finished} of 6 killed runs had already finished");
+}
+
+#[test]
+fn help_teaches_the_command() {
+    let out = Command::new(crate::support::bin("mcpeval-index"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = text(&out.stdout);
+    for needle in [
+        "--rebuild",
+        "--format",
+        "full rebuild: REASON",
+        "Exit status:",
+        "mcpeval index --rebuild",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle:?}");
+    }
+}
