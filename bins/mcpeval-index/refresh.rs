@@ -237,6 +237,9 @@ impl Run<'_> {
         }
         if links_stale {
             links::relink(&tx, db, &self.annotations.list)?;
+            // Findings were derived from the evidence that just changed:
+            // drop them so no reader sees findings of calls that are gone.
+            shared::catalog::clear(&tx, db)?;
         }
         let (calls, new) = match rebuild {
             Some(_) => {

@@ -7,7 +7,7 @@
 use crate::salt::Salt;
 
 /// What kind of group a finding stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// Errors sharing (server, tool, template).
     Error,

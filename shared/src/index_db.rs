@@ -20,7 +20,7 @@ use crate::lifecycle::Target;
 /// The migrations of `index.db`; append new steps, never edit a released one.
 pub const SCHEMA: Schema = Schema {
     name: "index.db",
-    migrations: &[MIGRATION_1],
+    migrations: &[MIGRATION_1, crate::catalog::INDEX_MIGRATION],
 };
 
 /// Tables of the index (each documented in its SQL comment): the journal

@@ -7,9 +7,9 @@
 //! drop or rewrite a stored row.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::{self, Schema};
 use crate::error::{Error, Result};
@@ -19,7 +19,7 @@ use crate::home::Home;
 /// append new steps, never edit a released one.
 pub const SCHEMA: Schema = Schema {
     name: "lifecycle.db",
-    migrations: &[MIGRATION_1],
+    migrations: &[MIGRATION_1, MIGRATION_2],
 };
 
 /// Annotations: human observations about one call each.
@@ -352,4 +352,257 @@ mod tests {
         );
         assert!(both.is_err());
     }
+}
+
+/// Lifecycle state, verification history, re-keys and imports: what makes
+/// a finding's progress towards closed durable. Rows are only added or
+/// updated in place, never deleted; a re-keyed state row is retired, not
+/// removed.
+const MIGRATION_2: &str = "
+-- finding_state: the lifecycle of each finding id. `streak` counts
+-- consecutive green runs under `binding` (a fresh binding starts a fresh
+-- streak); `probe_attached` is set once a manifest case was verified
+-- against the finding; `reopened` counts red runs that reopened it;
+-- `retired_for` names the id a legacy row was re-keyed to.
+CREATE TABLE finding_state(
+    finding_id     TEXT PRIMARY KEY,
+    state          TEXT NOT NULL CHECK (state IN ('open', 'fix-claimed', 'verifying', 'closed')),
+    streak         INTEGER NOT NULL DEFAULT 0,
+    binding        TEXT,
+    probe_attached INTEGER NOT NULL DEFAULT 0,
+    reopened       INTEGER NOT NULL DEFAULT 0,
+    retired_for    TEXT,
+    updated_at     TEXT NOT NULL
+);
+
+-- verifications: every recorded run, green or red, never deleted.
+-- `run_id` is unique (NULL for legacy imports, which have no binding and
+-- never count towards a streak); `digest` is the SHA-256 of the run's
+-- canonical result, to tell a replay from a conflicting result.
+CREATE TABLE verifications(
+    id          INTEGER PRIMARY KEY,
+    run_id      TEXT UNIQUE,
+    finding_id  TEXT NOT NULL,
+    case_id     TEXT NOT NULL,
+    binding     TEXT,
+    result      TEXT NOT NULL,
+    reason      TEXT,
+    started_at  TEXT,
+    finished_at TEXT,
+    recorded_at TEXT NOT NULL,
+    legacy      INTEGER NOT NULL DEFAULT 0,
+    digest      TEXT
+);
+CREATE INDEX verifications_by_finding ON verifications(finding_id, id);
+
+-- history: every state change, manual closure and re-key, in order.
+CREATE TABLE history(
+    id         INTEGER PRIMARY KEY,
+    finding_id TEXT NOT NULL,
+    at         TEXT NOT NULL,
+    event      TEXT NOT NULL,
+    from_state TEXT,
+    to_state   TEXT,
+    detail     TEXT
+);
+CREATE INDEX history_by_finding ON history(finding_id, id);
+
+-- imports: one-time imports already done (e.g. index-only evidence).
+CREATE TABLE imports(
+    name  TEXT PRIMARY KEY,
+    at    TEXT NOT NULL,
+    rows  INTEGER NOT NULL
+);
+";
+
+/// A finding's place in the lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum State {
+    /// Promoted and not (yet) claimed fixed.
+    #[default]
+    Open,
+    /// A verification ran and was red: a fix is claimed but not shown.
+    FixClaimed,
+    /// At least one green run, fewer than three in a row.
+    Verifying,
+    /// Three consecutive green runs, or closed by hand.
+    Closed,
+}
+
+impl State {
+    /// The stored and printed name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Open => "open",
+            State::FixClaimed => "fix-claimed",
+            State::Verifying => "verifying",
+            State::Closed => "closed",
+        }
+    }
+
+    /// The state named `name`, if any.
+    pub fn parse(name: &str) -> Option<State> {
+        [
+            State::Open,
+            State::FixClaimed,
+            State::Verifying,
+            State::Closed,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+}
+
+/// The durable lifecycle facts of one finding.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FindingState {
+    /// Where it is.
+    pub state: State,
+    /// Consecutive green runs under `binding`.
+    pub streak: u32,
+    /// The binding fingerprint of the current streak.
+    pub binding: Option<String>,
+    /// Whether a manifest case was verified against it at least once.
+    pub probe_attached: bool,
+    /// Red runs that reopened it.
+    pub reopened: u32,
+    /// When it last changed, RFC 3339.
+    pub updated_at: String,
+}
+
+/// Every current (not retired) finding state, by finding id.
+pub fn states(
+    conn: &Connection,
+    path: &Path,
+) -> Result<std::collections::HashMap<String, FindingState>> {
+    let fail = |e| db::sql_error(path, e);
+    let mut stmt = conn
+        .prepare(
+            "SELECT finding_id, state, streak, binding, probe_attached, reopened, updated_at
+             FROM finding_state WHERE retired_for IS NULL",
+        )
+        .map_err(fail)?;
+    let rows = stmt
+        .query_map([], |r| {
+            let state: String = r.get(1)?;
+            Ok((
+                r.get::<_, String>(0)?,
+                FindingState {
+                    state: State::parse(&state).unwrap_or_default(),
+                    streak: r.get(2)?,
+                    binding: r.get(3)?,
+                    probe_attached: r.get(4)?,
+                    reopened: r.get(5)?,
+                    updated_at: r.get(6)?,
+                },
+            ))
+        })
+        .map_err(fail)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(fail)
+}
+
+/// Gives `finding_id` an `open` state unless it already has one.
+pub fn ensure(conn: &Connection, path: &Path, finding_id: &str, now: &str) -> Result<()> {
+    let inserted = conn
+        .execute(
+            "INSERT OR IGNORE INTO finding_state(finding_id, state, updated_at) VALUES (?1, 'open', ?2)",
+            params![finding_id, now],
+        )
+        .map_err(|e| db::sql_error(path, e))?;
+    if inserted > 0 {
+        record_history(
+            conn,
+            path,
+            finding_id,
+            now,
+            "promoted",
+            None,
+            Some(State::Open),
+            None,
+        )?;
+    }
+    Ok(())
+}
+
+/// Moves the most recently updated state among `legacy` ids (and `current`
+/// itself, if it has one) to `current`, and retires the legacy rows.
+/// Verifications keep their original ids. Nothing to move: no change.
+pub fn rekey(
+    conn: &Connection,
+    path: &Path,
+    legacy: &[String],
+    current: &str,
+    now: &str,
+) -> Result<()> {
+    let fail = |e| db::sql_error(path, e);
+    let mut found: Vec<(String, String)> = Vec::new();
+    for id in legacy.iter().filter(|id| id.as_str() != current) {
+        let row: Option<String> = conn
+            .query_row(
+                "SELECT updated_at FROM finding_state WHERE finding_id = ?1 AND retired_for IS NULL",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(fail)?;
+        if let Some(updated) = row {
+            found.push((updated, id.clone()));
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    let current_updated: Option<String> = conn
+        .query_row(
+            "SELECT updated_at FROM finding_state WHERE finding_id = ?1 AND retired_for IS NULL",
+            [current],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(fail)?;
+    found.sort();
+    let (newest_at, newest) = found.last().cloned().expect("non-empty");
+    if current_updated
+        .as_deref()
+        .is_none_or(|at| at < newest_at.as_str())
+    {
+        conn.execute("DELETE FROM finding_state WHERE finding_id = ?1", [current])
+            .map_err(fail)?;
+        conn.execute(
+            "INSERT INTO finding_state(finding_id, state, streak, binding, probe_attached, reopened, updated_at)
+             SELECT ?1, state, streak, binding, probe_attached, reopened, updated_at
+             FROM finding_state WHERE finding_id = ?2",
+            params![current, newest],
+        )
+        .map_err(fail)?;
+    }
+    for (_, id) in &found {
+        conn.execute(
+            "UPDATE finding_state SET retired_for = ?1 WHERE finding_id = ?2",
+            params![current, id],
+        )
+        .map_err(fail)?;
+        record_history(conn, path, id, now, "rekeyed", None, None, Some(current))?;
+    }
+    Ok(())
+}
+
+/// Appends one line of a finding's history.
+#[allow(clippy::too_many_arguments)]
+pub fn record_history(
+    conn: &Connection,
+    path: &Path,
+    finding_id: &str,
+    at: &str,
+    event: &str,
+    from: Option<State>,
+    to: Option<State>,
+    detail: Option<&str>,
+) -> Result<()> {
+    conn.execute(
+        "INSERT INTO history(finding_id, at, event, from_state, to_state, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![finding_id, at, event, from.map(State::as_str), to.map(State::as_str), detail],
+    )
+    .map_err(|e| db::sql_error(path, e))?;
+    Ok(())
 }

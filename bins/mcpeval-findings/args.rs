@@ -1,0 +1,75 @@
+//! Command-line flags of `mcpeval-findings`.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// Read the promoted findings.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpeval-findings",
+    version,
+    about = "Read the promoted findings: for people, agents and scripts",
+    long_about = "Read the promoted findings: for people (md), for an agent fixing the \
+server (agent), and for scripts (json).\n\n\
+Every format holds sanitized identifiers, aggregate figures, the defect class \
+and its fix hint, argument shapes and the lifecycle state: never an error \
+template, an annotation note, a session token, the salt or a raw value.\n\n\
+With a valid index and no findings, a one-line explanation goes to stderr and \
+the status is 0. A missing, damaged or incomplete index is unavailable \
+evidence (status 3).",
+    after_help = shared::cli::footer(
+        "Examples:\n  \
+mcpeval findings\n  \
+mcpeval findings --format agent --state open\n  \
+mcpeval findings --format json | jq '.findings[] | {id, defect_class, score}'"
+    )
+)]
+pub struct Args {
+    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Md)]
+    pub format: Format,
+
+    /// Only findings in this lifecycle state (repeatable)
+    #[arg(long, value_enum, value_name = "STATE")]
+    pub state: Vec<StateFilter>,
+
+    /// Only findings of this server (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub server: Vec<String>,
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Instructions for an LLM agent fixing the server
+    Agent,
+    /// Markdown for people
+    Md,
+    /// One JSON object {"findings": [...]}
+    Json,
+}
+
+/// Lifecycle states to filter on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StateFilter {
+    Open,
+    FixClaimed,
+    Verifying,
+    Closed,
+}
+
+impl StateFilter {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StateFilter::Open => "open",
+            StateFilter::FixClaimed => "fix-claimed",
+            StateFilter::Verifying => "verifying",
+            StateFilter::Closed => "closed",
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! `mcpeval-findings`: the promoted findings in three formats.
+//!
+//! A reader only: it never creates the store or changes a database. What it
+//! prints comes from `shared::catalog`, which holds nothing raw.
+
+mod args;
+mod render;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use shared::Result;
+use shared::catalog::{self, Finding};
+use shared::home::Home;
+
+use crate::args::{Args, Format};
+
+const PROGRAM: &str = "mcpeval-findings";
+
+fn main() -> ExitCode {
+    shared::cli::main(run)
+}
+
+fn run(args: Args) -> Result<()> {
+    let home = Home::resolve(args.home.as_deref())?;
+    let catalog = catalog::load(&home)?;
+    let total = catalog.findings.len();
+    let findings: Vec<&Finding> = catalog
+        .findings
+        .iter()
+        .filter(|f| args.state.is_empty() || args.state.iter().any(|s| s.as_str() == f.state))
+        .filter(|f| args.server.is_empty() || args.server.contains(&f.derived.server))
+        .collect();
+
+    if findings.is_empty() {
+        eprintln!("{PROGRAM}: {}", why_none(&catalog, total));
+    }
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        Format::Json => render::json(&mut out, &findings)?,
+        _ if findings.is_empty() => {}
+        Format::Md => render::markdown(&mut out, &findings, catalog.promotion.as_ref())?,
+        Format::Agent => render::agent(&mut out, &findings)?,
+    }
+    Ok(out.flush()?)
+}
+
+/// The one-line explanation for an empty answer.
+fn why_none(catalog: &catalog::Catalog, total: usize) -> String {
+    match &catalog.promotion {
+        None => {
+            "no findings: nothing was promoted since the index last changed; run `mcpeval promote`"
+                .into()
+        }
+        Some(p) if total == 0 => format!(
+            "no findings: promote found none of {} issues recurring in two sessions at threshold {} ({} seen in one session only, {} below threshold)",
+            p.issues, p.threshold, p.one_session, p.below_threshold
+        ),
+        Some(_) => format!("no findings match the filters ({total} findings in all)"),
+    }
+}

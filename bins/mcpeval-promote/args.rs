@@ -1,0 +1,111 @@
+//! Command-line flags of `mcpeval-promote`, checked into a [`Config`].
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use jiff::Timestamp;
+use shared::Result;
+use shared::config::{Config as StoreConfig, check_threshold};
+use shared::home::Home;
+
+/// The default promotion threshold: the one that maximizes F1 on the
+/// checked-in seed corpus (`corpus/seed/`). A test recomputes it.
+pub const DEFAULT_THRESHOLD: f64 = 0.06;
+
+/// Turn recurring failures into scored, classified findings.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpeval-promote",
+    version,
+    about = "Turn recurring tool failures into scored, classified findings",
+    long_about = "Turn recurring tool failures into scored, classified findings.\n\n\
+Groups the indexed failures of captured calls (never probe calls): errors by \
+server, tool and salted template id; malformed results by server and tool; \
+successful calls annotated false-success by server and tool. Each group is \
+scored in [0, 1]:\n\n  \
+score = W · R · (0.5 + 0.25·min(1, log2(1+T)/4) + 0.25·min(1, (B−1)/4))\n\n\
+where W is the 95% Wilson lower bound of failures over all calls to the tool, \
+R halves every 14 days since the group's last failure, T is the median length \
+of its failure windows in turns and B its blast radius in distinct tools. A \
+group becomes a finding when its score reaches the threshold and it occurred \
+in at least two sessions (even at threshold 0).\n\n\
+Findings are classified (false-success, malformed-result, unknown-tool, \
+invalid-arguments, error-honesty, transient, internal-error, tool-error: the \
+first that applies wins) and carry a one-line server-side fix hint. Derived \
+findings in index.db are replaced; lifecycle state in lifecycle.db is kept.",
+    after_help = shared::cli::footer(
+        "Examples:\n  \
+mcpeval index && mcpeval promote\n  \
+mcpeval promote --threshold 0.15\n  \
+mcpeval promote --format json | jq .promoted\n\n\
+Threshold precedence: --threshold, then promotion_threshold in\n\
+<MCPEVAL_HOME>/config.json, then the default calibrated on the seed corpus.\n\n\
+Prints: promoted F of I issues (S seen in one session only, L below threshold)"
+    )
+)]
+pub struct Args {
+    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    /// Minimum score for a finding, finite and ≥ 0 [default: config.json, else the calibrated default]
+    #[arg(long, value_name = "NUMBER", value_parser = parse_threshold)]
+    pub threshold: Option<f64>,
+
+    /// Score as of this RFC 3339 time instead of now, for reproducible reports
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub now: Option<Timestamp>,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// How the summary is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One line for people
+    Text,
+    /// One JSON object for scripts
+    Json,
+}
+
+/// A validated promote run.
+#[derive(Debug)]
+pub struct Config {
+    pub home: Home,
+    pub threshold: f64,
+    pub now: Timestamp,
+    pub format: Format,
+}
+
+impl Args {
+    pub fn into_config(self) -> Result<Config> {
+        let home = Home::resolve(self.home.as_deref())?;
+        let threshold = match self.threshold {
+            Some(t) => t,
+            None => StoreConfig::load(&home)?
+                .promotion_threshold
+                .unwrap_or(DEFAULT_THRESHOLD),
+        };
+        Ok(Config {
+            home,
+            threshold,
+            now: self.now.unwrap_or_else(Timestamp::now),
+            format: self.format,
+        })
+    }
+}
+
+fn parse_threshold(text: &str) -> Result<f64, String> {
+    let t: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    check_threshold(t)?;
+    Ok(t)
+}
+
+fn parse_time(text: &str) -> Result<Timestamp, String> {
+    text.parse()
+        .map_err(|e| format!("'{text}' is not an RFC 3339 time such as 2026-11-30T07:00:00Z: {e}"))
+}

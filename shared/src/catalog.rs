@@ -1,0 +1,328 @@
+//! The promoted findings, as `promote` stores them in `index.db` and every
+//! reader (`findings`, `generate`, `export-issues`, `serve`, `readiness`)
+//! sees them: derived figures from the index joined with the authoritative
+//! lifecycle state from `lifecycle.db`.
+//!
+//! A finding carries sanitized identifiers, aggregate figures, argument
+//! shapes and its class: never a template text, a note, a session token,
+//! the salt or a raw value.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::db::sql_error;
+use crate::error::Result;
+use crate::finding::{DefectClass, Kind};
+use crate::home::Home;
+use crate::index_db;
+use crate::lifecycle::{self, FindingState};
+use crate::score::Severity;
+
+/// What `promote` derives for one finding (the `findings` table of index.db).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Derived {
+    /// `finding-` and 16 hex digits.
+    pub id: String,
+    /// `error`, `malformed` or `false-success`.
+    pub kind: &'static str,
+    /// Server name.
+    pub server: String,
+    /// Tool name.
+    pub tool: String,
+    /// The group's salted template id (never output: it only joins).
+    #[serde(skip)]
+    pub template_id: Option<String>,
+    /// The defect class.
+    pub defect_class: &'static str,
+    /// The class's one-line fix hint.
+    pub fix_hint: &'static str,
+    /// The promotion score in [0, 1].
+    pub score: f64,
+    /// Failures of the group.
+    pub failures: u64,
+    /// Captured calls to (server, tool).
+    pub calls: u64,
+    /// failures / calls.
+    pub failure_rate: f64,
+    /// 95% Wilson lower bound of the failure rate.
+    pub wilson_lower: f64,
+    /// Distinct sessions with a failure.
+    pub sessions: u64,
+    /// First failure, RFC 3339.
+    pub first_seen: String,
+    /// Last failure, RFC 3339.
+    pub last_seen: String,
+    /// Median failure-window length in turns.
+    pub median_window_turns: f64,
+    /// Distinct tools failing inside the group's windows.
+    pub blast_radius: u64,
+    /// The most frequent error code.
+    pub err_code: Option<i64>,
+    /// Every distinct error code.
+    pub err_codes: Vec<i64>,
+    /// true: every failure retryable; false: none; null: mixed or unreported.
+    pub retryable: Option<bool>,
+    /// Argument shapes of failing calls, most frequent first.
+    pub args_shapes: Vec<Value>,
+}
+
+/// A finding as readers see it: derived figures plus lifecycle state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// The derived figures.
+    #[serde(flatten)]
+    pub derived: Derived,
+    /// `high`, `medium` or `low`; capped at medium without an attached probe.
+    pub severity: &'static str,
+    /// `open`, `fix-claimed`, `verifying` or `closed`.
+    pub state: &'static str,
+    /// Consecutive green runs towards closing (of 3).
+    pub streak: u32,
+    /// Whether a manifest case was verified against it at least once.
+    pub probe_attached: bool,
+    /// How often a red run reopened it.
+    pub reopened: u32,
+}
+
+/// The facts of the last promotion run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Promotion {
+    /// When it ran.
+    pub promoted_at: String,
+    /// The "now" scores were computed for.
+    pub scored_as_of: String,
+    /// The threshold used.
+    pub threshold: f64,
+    /// Groups considered.
+    pub issues: u64,
+    /// Findings promoted.
+    pub promoted: u64,
+    /// Groups seen in one session only.
+    pub one_session: u64,
+    /// Groups in two or more sessions below the threshold.
+    pub below_threshold: u64,
+}
+
+/// Everything a reader needs: whether promotion ran, and its findings.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    /// `None` when no promotion ran since the index last changed.
+    pub promotion: Option<Promotion>,
+    /// Findings, highest score first.
+    pub findings: Vec<Finding>,
+}
+
+/// Replaces the derived findings (inside the caller's transaction).
+pub fn replace(
+    tx: &Transaction,
+    home: &Home,
+    promotion: &Promotion,
+    findings: &[Derived],
+) -> Result<()> {
+    let path = home.index_db();
+    let fail = |e| sql_error(&path, e);
+    tx.execute("DELETE FROM findings", []).map_err(fail)?;
+    tx.execute("DELETE FROM promotion", []).map_err(fail)?;
+    let mut insert = tx
+        .prepare(
+            "INSERT INTO findings(id, kind, server, tool, template_id, defect_class, score, failures, calls,
+                failure_rate, wilson_lower, sessions, first_seen, last_seen, median_window_turns,
+                blast_radius, err_code, err_codes, retryable, args_shapes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+        )
+        .map_err(fail)?;
+    for f in findings {
+        insert
+            .execute(params![
+                f.id,
+                f.kind,
+                f.server,
+                f.tool,
+                f.template_id,
+                f.defect_class,
+                f.score,
+                f.failures,
+                f.calls,
+                f.failure_rate,
+                f.wilson_lower,
+                f.sessions,
+                f.first_seen,
+                f.last_seen,
+                f.median_window_turns,
+                f.blast_radius,
+                f.err_code,
+                serde_json::to_string(&f.err_codes).expect("codes serialize"),
+                f.retryable,
+                serde_json::to_string(&f.args_shapes).expect("shapes serialize"),
+            ])
+            .map_err(fail)?;
+    }
+    tx.execute(
+        "INSERT INTO promotion(id, promoted_at, scored_as_of, threshold, issues, promoted, one_session, below_threshold)
+         VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            promotion.promoted_at,
+            promotion.scored_as_of,
+            promotion.threshold,
+            promotion.issues,
+            promotion.promoted,
+            promotion.one_session,
+            promotion.below_threshold
+        ],
+    )
+    .map_err(fail)?;
+    Ok(())
+}
+
+/// Empties the findings and the promotion record: `index` calls it
+/// whenever calls or annotation links change, so `promote` must run again.
+pub fn clear(conn: &Connection, path: &std::path::Path) -> Result<()> {
+    conn.execute_batch("DELETE FROM findings; DELETE FROM promotion;")
+        .map_err(|e| sql_error(path, e))
+}
+
+/// Loads the catalog: the index must be complete (else status 3); a store
+/// with no lifecycle.db yet has every finding open.
+pub fn load(home: &Home) -> Result<Catalog> {
+    let index = index_db::open_complete(home)?;
+    let states = match lifecycle::open_if_present(home)? {
+        Some(conn) => lifecycle::states(&conn, &home.lifecycle_db())?,
+        None => HashMap::new(),
+    };
+    load_from(&index, home, &states)
+}
+
+fn load_from(
+    index: &Connection,
+    home: &Home,
+    states: &HashMap<String, FindingState>,
+) -> Result<Catalog> {
+    let path = home.index_db();
+    let fail = |e| sql_error(&path, e);
+    let promotion = index
+        .query_row(
+            "SELECT promoted_at, scored_as_of, threshold, issues, promoted, one_session, below_threshold
+             FROM promotion WHERE id = 1",
+            [],
+            |r| {
+                Ok(Promotion {
+                    promoted_at: r.get(0)?,
+                    scored_as_of: r.get(1)?,
+                    threshold: r.get(2)?,
+                    issues: r.get(3)?,
+                    promoted: r.get(4)?,
+                    one_session: r.get(5)?,
+                    below_threshold: r.get(6)?,
+                })
+            },
+        )
+        .optional()
+        .map_err(fail)?;
+    let mut stmt = index
+        .prepare(
+            "SELECT id, kind, server, tool, template_id, defect_class, score, failures, calls, failure_rate,
+                    wilson_lower, sessions, first_seen, last_seen, median_window_turns, blast_radius,
+                    err_code, err_codes, retryable, args_shapes
+             FROM findings ORDER BY score DESC, id",
+        )
+        .map_err(fail)?;
+    let rows = stmt
+        .query_map([], |r| {
+            let kind: String = r.get(1)?;
+            let class: String = r.get(5)?;
+            let codes: String = r.get(17)?;
+            let shapes: String = r.get(19)?;
+            let class = DefectClass::parse(&class).unwrap_or(DefectClass::ToolError);
+            Ok(Derived {
+                id: r.get(0)?,
+                kind: Kind::parse(&kind).unwrap_or(Kind::Error).as_str(),
+                server: r.get(2)?,
+                tool: r.get(3)?,
+                template_id: r.get(4)?,
+                defect_class: class.as_str(),
+                fix_hint: class.fix_hint(),
+                score: r.get(6)?,
+                failures: r.get(7)?,
+                calls: r.get(8)?,
+                failure_rate: r.get(9)?,
+                wilson_lower: r.get(10)?,
+                sessions: r.get(11)?,
+                first_seen: r.get(12)?,
+                last_seen: r.get(13)?,
+                median_window_turns: r.get(14)?,
+                blast_radius: r.get(15)?,
+                err_code: r.get(16)?,
+                err_codes: serde_json::from_str(&codes).unwrap_or_default(),
+                retryable: r.get(18)?,
+                args_shapes: serde_json::from_str(&shapes).unwrap_or_default(),
+            })
+        })
+        .map_err(fail)?;
+    let mut findings = Vec::new();
+    for derived in rows {
+        let derived = derived.map_err(fail)?;
+        let state = states.get(&derived.id).cloned().unwrap_or_default();
+        findings.push(Finding {
+            severity: Severity::of(derived.score, state.probe_attached).as_str(),
+            state: state.state.as_str(),
+            streak: state.streak,
+            probe_attached: state.probe_attached,
+            reopened: state.reopened,
+            derived,
+        });
+    }
+    Ok(Catalog {
+        promotion,
+        findings,
+    })
+}
+
+/// Looks one finding up by id.
+pub fn find<'a>(catalog: &'a Catalog, id: &str) -> Option<&'a Finding> {
+    catalog.findings.iter().find(|f| f.derived.id == id)
+}
+
+/// The `findings` and `promotion` tables, added to index.db as its second
+/// migration; `index` empties both whenever the calls change, so readers
+/// never see findings of evidence that is gone.
+pub const INDEX_MIGRATION: &str = "
+-- findings: one row per promoted finding of the last promote run.
+-- err_codes and args_shapes are JSON arrays; retryable is 1, 0 or NULL.
+CREATE TABLE findings(
+    id                  TEXT PRIMARY KEY,
+    kind                TEXT NOT NULL,
+    server              TEXT NOT NULL,
+    tool                TEXT NOT NULL,
+    template_id         TEXT,
+    defect_class        TEXT NOT NULL,
+    score               REAL NOT NULL,
+    failures            INTEGER NOT NULL,
+    calls               INTEGER NOT NULL,
+    failure_rate        REAL NOT NULL,
+    wilson_lower        REAL NOT NULL,
+    sessions            INTEGER NOT NULL,
+    first_seen          TEXT NOT NULL,
+    last_seen           TEXT NOT NULL,
+    median_window_turns REAL NOT NULL,
+    blast_radius        INTEGER NOT NULL,
+    err_code            INTEGER,
+    err_codes           TEXT NOT NULL,
+    retryable           INTEGER,
+    args_shapes         TEXT NOT NULL
+);
+-- promotion: one row describing the last promote run; none when no promote
+-- ran since the index last changed.
+CREATE TABLE promotion(
+    id              INTEGER PRIMARY KEY CHECK (id = 1),
+    promoted_at     TEXT NOT NULL,
+    scored_as_of    TEXT NOT NULL,
+    threshold       REAL NOT NULL,
+    issues          INTEGER NOT NULL,
+    promoted        INTEGER NOT NULL,
+    one_session     INTEGER NOT NULL,
+    below_threshold INTEGER NOT NULL
+);
+";
