@@ -5,5 +5,6 @@ mod capture;
 mod docs;
 mod front;
 mod index;
+mod promote;
 mod records;
 mod support;

@@ -1,0 +1,11 @@
+complete -c mcpeval-findings -l home -d 'Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]' -r -F
+complete -c mcpeval-findings -l format -d 'Output format' -r -f -a "agent\t'Instructions for an LLM agent fixing the server'
+md\t'Markdown for people'
+json\t'One JSON object {"findings": [...]}'"
+complete -c mcpeval-findings -l state -d 'Only findings in this lifecycle state (repeatable)' -r -f -a "open\t''
+fix-claimed\t''
+verifying\t''
+closed\t''"
+complete -c mcpeval-findings -l server -d 'Only findings of this server (repeatable)' -r
+complete -c mcpeval-findings -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpeval-findings -s V -l version -d 'Print version'
