@@ -6,6 +6,7 @@
 //! plumbing and the exit statuses. Logic that one binary alone needs lives in
 //! that binary, never here.
 
+pub mod canonical;
 pub mod cli;
 pub mod config;
 pub mod db;
@@ -16,6 +17,7 @@ pub mod hash;
 pub mod home;
 pub mod journal;
 pub mod lock;
+pub mod manifest;
 pub mod outcome;
 pub mod record;
 pub mod salt;
