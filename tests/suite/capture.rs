@@ -226,7 +226,8 @@ fn real_sdk_client_sees_the_same_session_through_capture() {
             .arg("--");
         if through_capture {
             // Through the front, as a client configuration would run it.
-            cmd.arg(crate::support::bin("mcpeval")).args(["capture", "--"]);
+            cmd.arg(crate::support::bin("mcpeval"))
+                .args(["capture", "--"]);
         }
         cmd.arg(&everything);
         let out = cmd.output().unwrap();
