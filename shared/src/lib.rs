@@ -19,6 +19,7 @@ pub mod journal;
 pub mod lock;
 pub mod manifest;
 pub mod outcome;
+pub mod probe_result;
 pub mod record;
 pub mod salt;
 pub mod sanitize;
