@@ -6,6 +6,7 @@
 //! plumbing and the exit statuses. Logic that one binary alone needs lives in
 //! that binary, never here.
 
+pub mod binding;
 pub mod canonical;
 pub mod cli;
 pub mod config;
