@@ -19,6 +19,7 @@ pub mod home;
 pub mod journal;
 pub mod lock;
 pub mod manifest;
+pub mod mcp;
 pub mod outcome;
 pub mod probe_result;
 pub mod record;
