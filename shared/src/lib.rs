@@ -21,6 +21,7 @@ pub mod lock;
 pub mod manifest;
 pub mod mcp;
 pub mod outcome;
+pub mod probe;
 pub mod probe_result;
 pub mod record;
 pub mod salt;
