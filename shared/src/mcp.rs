@@ -136,10 +136,12 @@ enum Incoming {
     Closed,
 }
 
-/// A started server process and its pipes.
+/// A started server process and its pipes. Lines for its stdin go
+/// through a writer thread, so a server that stops reading can never block
+/// the probe past its deadlines.
 struct Process {
     child: Child,
-    stdin: Option<ChildStdin>,
+    stdin: Option<mpsc::Sender<Vec<u8>>>,
     rx: Receiver<Incoming>,
     done: bool,
 }
@@ -197,14 +199,16 @@ impl Client {
                 launch.arg0.to_string_lossy()
             ))
         })?;
-        let stdin = child.stdin.take();
+        let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || read_lines(stdout, &tx));
+        let (to_server, lines) = mpsc::channel();
+        std::thread::spawn(move || write_lines(stdin, &lines));
         Ok(Client {
             process: Process {
                 child,
-                stdin,
+                stdin: Some(to_server),
                 rx,
                 done: false,
             },
@@ -424,11 +428,13 @@ impl Client {
     fn send(&mut self, message: &Value) -> Result<(), Broken> {
         let mut line = serde_json::to_vec(message).expect("messages serialize");
         line.push(b'\n');
-        let written = match self.process.stdin.as_mut() {
-            Some(stdin) => stdin.write_all(&line).and_then(|()| stdin.flush()),
-            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        // The writer thread ends at the first failed write (the server
+        // stopped reading); sending to it then fails.
+        let sent = match &self.process.stdin {
+            Some(stdin) => stdin.send(line).is_ok(),
+            None => false,
         };
-        written.map_err(|_| {
+        sent.then_some(()).ok_or_else(|| {
             Broken::Exited(format!(
                 "the server {} and stopped reading its stdin",
                 self.process.exit_description()
@@ -516,6 +522,16 @@ fn answer(method: &str, id: Value) -> Value {
         }
     };
     json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// Writes queued lines to the server's stdin until the queue closes (the
+/// client shut down: stdin closes with it) or a write fails.
+fn write_lines(mut stdin: ChildStdin, lines: &Receiver<Vec<u8>>) {
+    for line in lines {
+        if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
+            return;
+        }
+    }
 }
 
 /// Reads stdout line by line until it closes. Raw lines never leave this
