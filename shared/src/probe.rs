@@ -455,3 +455,106 @@ impl Session<'_, '_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Manifest;
+
+    fn case(probe: &str, extra: &str) -> Case {
+        let text = format!(
+            r#"{{"manifest_version":1,"cases":[{{"id":"c","finding":"finding-0123456789abcdef",
+               "probe":"{probe}","tool":"t"{extra}}}]}}"#
+        );
+        Manifest::parse(&text).unwrap().cases.remove(0)
+    }
+
+    #[test]
+    fn attempt_budgets() {
+        assert_eq!(
+            attempt_budget(&case("instruction-fidelity", ""), Some(0.3)),
+            1
+        );
+        assert_eq!(attempt_budget(&case("degradation", ""), Some(0.3)), 9);
+        assert_eq!(attempt_budget(&case("degradation", ""), None), 100);
+        assert_eq!(attempt_budget(&case("degradation", ""), Some(0.001)), 100);
+        assert_eq!(attempt_budget(&case("degradation", ""), Some(0.9)), 3);
+        assert_eq!(attempt_budget(&case("error-honesty", ""), Some(0.01)), 20);
+        assert_eq!(attempt_budget(&case("error-honesty", ""), None), 20);
+        assert_eq!(
+            attempt_budget(&case("degradation", r#","attempts":7"#), Some(0.3)),
+            7
+        );
+        let wf = Manifest::parse(
+            r#"{"manifest_version":1,"cases":[{"id":"w","finding":"finding-0123456789abcdef",
+               "probe":"workflow","steps":[{"tool":"a"},{"tool":"b"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(attempt_budget(&wf.cases[0], None), 2);
+    }
+
+    #[test]
+    fn finding_facts_from_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let id = "finding-0123456789abcdef";
+        assert_eq!(finding_facts(&home, id).unwrap(), None, "no index.db");
+        let conn = rusqlite::Connection::open(home.index_db()).unwrap();
+        conn.execute_batch("CREATE TABLE calls(x);").unwrap();
+        assert_eq!(finding_facts(&home, id).unwrap(), None, "no findings table");
+        conn.execute_batch(
+            "CREATE TABLE findings(id TEXT PRIMARY KEY, failure_rate REAL, defect_class TEXT);
+             INSERT INTO findings VALUES ('finding-0123456789abcdef', 0.25, 'false-success');
+             INSERT INTO findings VALUES ('finding-ffffffffffffffff', NULL, 'no-such-class');",
+        )
+        .unwrap();
+        assert_eq!(
+            finding_facts(&home, id).unwrap(),
+            Some(FindingFacts {
+                failure_rate: Some(0.25),
+                defect_class: Some(DefectClass::FalseSuccess)
+            })
+        );
+        assert_eq!(
+            finding_facts(&home, "finding-ffffffffffffffff").unwrap(),
+            Some(FindingFacts {
+                failure_rate: None,
+                defect_class: None
+            })
+        );
+        assert_eq!(
+            finding_facts(&home, "finding-0000000000000000").unwrap(),
+            None
+        );
+        drop(conn);
+        std::fs::write(home.index_db(), vec![7u8; 4096]).unwrap();
+        let err = finding_facts(&home, id).unwrap_err();
+        assert_eq!(err.status(), crate::exit::UNAVAILABLE);
+        assert!(
+            err.message().starts_with(&format!(
+                "{}: cannot read findings: ",
+                home.index_db().display()
+            )),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
+    fn a_findings_table_without_the_columns_is_no_evidence() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let conn = rusqlite::Connection::open(home.index_db()).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE findings(id TEXT); INSERT INTO findings VALUES ('finding-0123456789abcdef');",
+        )
+        .unwrap();
+        assert_eq!(
+            finding_facts(&home, "finding-0123456789abcdef").unwrap(),
+            Some(FindingFacts {
+                failure_rate: None,
+                defect_class: None
+            })
+        );
+    }
+}
