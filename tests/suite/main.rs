@@ -3,4 +3,5 @@
 mod capture;
 mod docs;
 mod front;
+mod probe;
 mod support;
