@@ -153,6 +153,12 @@ pub struct Verdicted {
 /// `journal`. Only a journal failure is an error; everything the server
 /// does is a verdict.
 pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdicted> {
+    let Some(first) = case.steps.first() else {
+        return Err(Error::rejected(format!(
+            "case \"{}\" has no call to make",
+            case.id
+        )));
+    };
     let timeout = Duration::from_millis(case.timeout_ms);
     let client = match Client::connect(&setup.launch, timeout) {
         Ok(client) => client,
@@ -166,9 +172,9 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
         timeout,
     };
     let verdict = match case.probe {
-        Probe::InstructionFidelity => session.fidelity(&case.steps[0]),
-        Probe::Degradation => session.degradation(&case.steps[0]),
-        Probe::ErrorHonesty => session.honesty(&case.steps[0]),
+        Probe::InstructionFidelity => session.fidelity(first),
+        Probe::Degradation => session.degradation(first),
+        Probe::ErrorHonesty => session.honesty(first),
         Probe::Workflow => session.workflow(&case.steps),
     };
     session.client.shutdown();

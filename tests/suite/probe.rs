@@ -2,7 +2,7 @@
 //! each probe green and red, the era fallback, protocol breaks, the signed
 //! result, the credit binding and the refusals, as users see them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
@@ -454,6 +454,10 @@ fn degradation_sized_from_the_index_catches_a_30_percent_failure_rate() {
     }
     assert_eq!(reds, expected.iter().filter(|f| f.is_some()).count());
     assert!(reds >= 38, "red in only {reds} of 40 runs");
+    assert_eq!(
+        reds, 39,
+        "Python's seeded random() is stable across releases"
+    );
 
     let repaired = b.run("flaky", &["--fail-rate", "0"]);
     green(&repaired, 9);
@@ -660,6 +664,26 @@ fn a_server_that_stops_reading_cannot_stall_the_probe() {
         started.elapsed() < std::time::Duration::from_secs(15),
         "took {:?}",
         started.elapsed()
+    );
+}
+
+#[test]
+fn a_server_ignoring_stdin_and_sigterm_is_killed() {
+    let b = Bench::new();
+    b.cases(json!([case("deaf", "instruction-fidelity", "deaf")]));
+    let started = std::time::Instant::now();
+    let run = b.run("deaf", &["--sleep", "60", "--ignore-term"]);
+    green(&run, 1);
+    // Two grace periods of 2 s: after closing stdin, then after SIGTERM.
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_secs(4) && took < std::time::Duration::from_secs(15),
+        "took {took:?}"
+    );
+    let pid = b.log_lines()[0]["pid"].as_u64().unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the server outlived the probe"
     );
 }
 
