@@ -18,8 +18,10 @@ mcpeval-probe starts the server command given after --, completes a handshake, m
 tool calls and judges them. It changes no lifecycle state: pipe the result into \
 `mcpeval verify --record -` to earn credit. Every tools/call is journaled with origin probe.\n\n\
 Handshake: server/discover (2026-07-28) first; on any other answer (an error of any code, another \
-version, garbage, an exit, or silence for timeout_ms) the server is started afresh for the legacy \
-initialize (2025-11-25), since a legacy server is in an undefined state after an unknown request. \
+version, garbage, an exit, or silence) the server is started afresh for the legacy initialize \
+(2025-11-25), since a legacy server is in an undefined state after an unknown request. Each \
+handshake request waits --handshake-timeout (default 10000 ms, server start-up included), so a \
+server that ignores server/discover costs that long once per run. \
 Server requests (ping, roots/list) are answered. The server's stderr is discarded unless \
 --server-stderr is given; at the end its stdin is closed, then SIGTERM and SIGKILL follow, 2 s apart.\n\n\
 Probes. instruction-fidelity: one call, judged against the case's expect (default outcome ok). \
@@ -92,6 +94,10 @@ pub struct Args {
     #[arg(long)]
     pub require_oracle: bool,
 
+    /// How long each handshake request (server/discover, initialize) waits, start-up included
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub handshake_timeout: u64,
+
     /// Pass the server's stderr through (it may contain raw values)
     #[arg(long)]
     pub server_stderr: bool,
@@ -120,6 +126,7 @@ pub struct Config {
     pub format: Format,
     pub require_oracle: bool,
     pub server_stderr: bool,
+    pub handshake_timeout: std::time::Duration,
     pub command: Vec<OsString>,
 }
 
@@ -143,6 +150,7 @@ impl Args {
             format: self.format,
             require_oracle: self.require_oracle,
             server_stderr: self.server_stderr,
+            handshake_timeout: std::time::Duration::from_millis(self.handshake_timeout),
             command: self.command,
         })
     }

@@ -68,6 +68,7 @@ pub fn run(config: Config) -> Result<u8> {
     };
     let setup = Setup {
         launch,
+        handshake_timeout: config.handshake_timeout,
         attempts,
         salt: &salt,
         session: format!("s-{}", salt.id16(&[run_id.as_bytes()])),

@@ -48,6 +48,10 @@ const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
 const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
+/// How long each handshake request waits unless told otherwise. Server
+/// start-up (an interpreter, `npx`) happens inside it, and a silent legacy
+/// server costs one of these before the fallback.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A stdout line longer than this (64 MiB) breaks the protocol.
 pub const MAX_LINE: u64 = 64 * 1024 * 1024;
 /// How long a server may take to exit after its stdin closes, and again

@@ -126,6 +126,8 @@ pub fn attempt_budget(case: &Case, failure_rate: Option<f64>) -> u32 {
 pub struct Setup<'a> {
     /// The server to start.
     pub launch: Launch,
+    /// How long each handshake request waits (see [`crate::mcp::HANDSHAKE_TIMEOUT`]).
+    pub handshake_timeout: Duration,
     /// Attempts for degradation and error-honesty (see [`attempt_budget`]).
     pub attempts: u32,
     /// Keys template ids in the journal.
@@ -160,7 +162,7 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
         )));
     };
     let timeout = Duration::from_millis(case.timeout_ms);
-    let client = match Client::connect(&setup.launch, timeout) {
+    let client = match Client::connect(&setup.launch, setup.handshake_timeout) {
         Ok(client) => client,
         Err(broken) => return Ok(transport(&broken, 0)),
     };
