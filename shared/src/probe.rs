@@ -508,6 +508,8 @@ mod tests {
         let id = "finding-0123456789abcdef";
         assert_eq!(finding_facts(&home, id).unwrap(), None, "no index.db");
         let conn = rusqlite::Connection::open(home.index_db()).unwrap();
+        // As the store keeps it: WAL, and read while a writer has it open.
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
         conn.execute_batch("CREATE TABLE calls(x);").unwrap();
         assert_eq!(finding_facts(&home, id).unwrap(), None, "no findings table");
         conn.execute_batch(
@@ -535,6 +537,12 @@ mod tests {
             None
         );
         drop(conn);
+        // Closed cleanly: no -wal left, and still readable.
+        assert!(!dir.path().join("index.db-wal").exists());
+        assert_eq!(
+            finding_facts(&home, id).unwrap().unwrap().failure_rate,
+            Some(0.25)
+        );
         std::fs::write(home.index_db(), vec![7u8; 4096]).unwrap();
         let err = finding_facts(&home, id).unwrap_err();
         assert_eq!(err.status(), crate::exit::UNAVAILABLE);
