@@ -17,6 +17,13 @@ use crate::exit;
 /// Parses `A` from the process arguments, runs `work`, and maps the outcome
 /// to an exit status.
 pub fn main<A: Parser>(work: impl FnOnce(A) -> Result<()>) -> ExitCode {
+    main_status(|args: A| work(args).map(|()| exit::SUCCESS))
+}
+
+/// Like [`main`], for commands that can end well with more than one
+/// status: a probe that ran and was red exits 1 with its result printed,
+/// not with an error message.
+pub fn main_status<A: Parser>(work: impl FnOnce(A) -> Result<u8>) -> ExitCode {
     let program = A::command().get_name().to_owned();
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "--generate") {
@@ -36,7 +43,10 @@ pub fn main<A: Parser>(work: impl FnOnce(A) -> Result<()>) -> ExitCode {
             return ExitCode::from(status);
         }
     };
-    finish(&program, work(parsed))
+    match work(parsed) {
+        Ok(status) => ExitCode::from(status),
+        Err(err) => finish(&program, Err(err)),
+    }
 }
 
 /// Reports `outcome` the way every binary does and returns its exit status.

@@ -6,6 +6,8 @@
 //! plumbing and the exit statuses. Logic that one binary alone needs lives in
 //! that binary, never here.
 
+pub mod binding;
+pub mod canonical;
 pub mod catalog;
 pub mod cli;
 pub mod config;
@@ -19,7 +21,11 @@ pub mod index_db;
 pub mod journal;
 pub mod lifecycle;
 pub mod lock;
+pub mod manifest;
+pub mod mcp;
 pub mod outcome;
+pub mod probe;
+pub mod probe_result;
 pub mod record;
 pub mod salt;
 pub mod sanitize;

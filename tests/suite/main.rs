@@ -5,6 +5,7 @@ mod capture;
 mod docs;
 mod front;
 mod index;
+mod probe;
 mod promote;
 mod records;
 mod support;

@@ -1,0 +1,157 @@
+//! Command-line flags of `mcpeval-probe`, checked into a [`Config`].
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use shared::home::Home;
+use shared::{Error, Result};
+
+/// Run one manifest case against an MCP server and print the signed result.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpeval-probe",
+    version,
+    about = "Run one manifest case against an MCP server (stdio) and print the signed result",
+    long_about = "Run one manifest case against an MCP server (stdio) and print the signed result.\n\n\
+mcpeval-probe starts the server command given after --, completes a handshake, makes the case's \
+tool calls and judges them. It changes no lifecycle state: pipe the result into \
+`mcpeval verify --record -` to earn credit. Every tools/call is journaled with origin probe.\n\n\
+Handshake: server/discover (2026-07-28) first; on any other answer (an error of any code, another \
+version, garbage, an exit, or silence) the server is started afresh for the legacy initialize \
+(2025-11-25), since a legacy server is in an undefined state after an unknown request. Each \
+handshake request waits --handshake-timeout (default 10000 ms, server start-up included), so a \
+server that ignores server/discover costs that long once per run. \
+Server requests (ping, roots/list) are answered. The server's stderr is discarded unless \
+--server-stderr is given; at the end its stdin is closed, then SIGTERM and SIGKILL follow, 2 s apart.\n\n\
+Probes. instruction-fidelity: one call, judged against the case's expect (default outcome ok). \
+degradation: N calls, green when none fails (an error or a timeout). error-honesty: N calls; every \
+error must report a boolean retryable, a retryable error must be followed by a success within the \
+attempts, and a non-retryable error must repeat on the next attempt, the second ending the run \
+green; an error on the last attempt whose rule needs a next attempt gets one follow-up attempt. \
+workflow: the steps in order, each against its own expect, stopping at the first red step. N is \
+the case's attempts, else ceil(ln 0.05 / ln(1 - p)) for the finding's failure rate p in index.db, \
+at least 3, capped at 100 (degradation) or 20 (error-honesty); the cap when p is unknown. A call \
+without an answer within timeout_ms is cancelled (notifications/cancelled) and is red (timeout).\n\n\
+Result: one JSON object with schema (mcpeval.probe/1), run_id, finding, case, probe, binding, \
+result (green, red or transport-error), reason, detail, attempts, started_at, finished_at and mac, \
+an HMAC-SHA256 keyed by the store's salt over the canonical JSON (sorted keys, no whitespace) of \
+the other fields. It judges the server and never echoes it: detail holds manifest pointers, attempt \
+numbers and error codes only. Red reasons: expected-ok-got-error, expected-error-got-ok, \
+error-code, missing-path, not-equal, timeout, attempt-failed, retryable-unreported, \
+retryable-not-recovered, non-retryable-not-repeated. Transport reasons (no evidence either way): \
+server-start, handshake, server-exited, non-json-line, id-mismatch, invalid-message, \
+malformed-result (a result that is not an object, or a non-boolean isError).\n\n\
+Binding: a salted fingerprint of the case definition (canonical, defaults filled in) and manifest \
+version, the timeout, the sandbox declaration, the command line, this executable, and the bytes of \
+the server executable (found along PATH, symlinks followed; a #! script and the interpreter it \
+names, env's program looked up along PATH) and of every argument naming a regular file. Those \
+files are hashed before launch and again after the run; if one changed, no result is printed \
+(status 6), so pass files the server writes through a --flag=path form or the environment. Raw \
+arguments, paths and sandbox prose are never printed.\n\n\
+Manifest (mcp-eval.manifest.json, at most 1 MiB): unknown properties are rejected at every level; \
+errors name the file, the JSON Pointer of the value and the rule. Case ids and successful string \
+equality values must be identifiers (1 to 128 characters from A-Z a-z 0-9 _ . : -); equality \
+values must be scalars; numbers compare by value. Result paths are JSON Pointers starting \
+/structuredContent or /content (~0 for ~, ~1 for /); a path holding null is present, and an \
+equality with null needs it present and null.\n\n\
+Refusals, before any server starts: a case that does not exist or names another finding than \
+--finding (status 2); one still holding \"<fill:TYPE>\" placeholders, listed by JSON Pointer, or \
+one lacking the oracle a false-success finding needs, a result assertion or an expected error \
+(status 4). The finding counts as false-success when index.db classes it so or --require-oracle \
+is given.",
+    after_help = shared::cli::footer(
+        "Examples:\n  \
+mcpeval probe --manifest mcp-eval.manifest.json --case literal-status -- my-server --flag\n  \
+mcpeval probe --manifest m.json --case flaky-search --format text -- python3 server.py\n  \
+mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval verify --record -\n\n\
+Manifests are limited to 1 MiB. Timeouts are per call (timeout_ms, default 10000);\n\
+an expired call is cancelled with notifications/cancelled and is red with reason timeout."
+    )
+)]
+pub struct Args {
+    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    /// The manifest file (mcp-eval.manifest.json)
+    #[arg(long, value_name = "FILE")]
+    pub manifest: PathBuf,
+
+    /// The id of the case to run
+    #[arg(long, value_name = "ID")]
+    pub case: String,
+
+    /// Refuse unless the case names this finding
+    #[arg(long, value_name = "ID")]
+    pub finding: Option<String>,
+
+    /// Output: one JSON object, or one line for people
+    #[arg(long, value_enum, default_value_t = Format::Json, value_name = "FORMAT")]
+    pub format: Format,
+
+    /// Require the false-success oracle even when the index does not class the finding so
+    #[arg(long)]
+    pub require_oracle: bool,
+
+    /// How long each handshake request (server/discover, initialize) waits, start-up included
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub handshake_timeout: u64,
+
+    /// Pass the server's stderr through (it may contain raw values)
+    #[arg(long)]
+    pub server_stderr: bool,
+
+    /// The server command and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// How the result is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One JSON object (mcpeval.probe/1)
+    Json,
+    /// One line: finding, case, probe, result, attempts, binding, run, reason, detail
+    Text,
+}
+
+/// What a probe run needs, validated.
+#[derive(Debug)]
+pub struct Config {
+    pub home: Home,
+    pub manifest: PathBuf,
+    pub case: String,
+    pub finding: Option<String>,
+    pub format: Format,
+    pub require_oracle: bool,
+    pub server_stderr: bool,
+    pub handshake_timeout: std::time::Duration,
+    pub command: Vec<OsString>,
+}
+
+impl Args {
+    pub fn into_config(self) -> Result<Config> {
+        if let Some(id) = &self.finding
+            && !shared::finding::is_finding_id(id)
+        {
+            return Err(Error::usage(format!(
+                "invalid --finding {id:?}: a finding id is \"finding-\" and 16 lower-case hex digits"
+            )));
+        }
+        if self.command.first().is_none_or(|p| p.is_empty()) {
+            return Err(Error::usage("missing the server command after --"));
+        }
+        Ok(Config {
+            home: Home::resolve(self.home.as_deref())?,
+            manifest: self.manifest,
+            case: self.case,
+            finding: self.finding,
+            format: self.format,
+            require_oracle: self.require_oracle,
+            server_stderr: self.server_stderr,
+            handshake_timeout: std::time::Duration::from_millis(self.handshake_timeout),
+            command: self.command,
+        })
+    }
+}

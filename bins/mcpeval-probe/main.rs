@@ -1,0 +1,20 @@
+//! `mcpeval-probe`: run one manifest case against an MCP server over stdio
+//! and print the signed result.
+//!
+//! It changes no lifecycle state; it only journals its own calls (origin
+//! `probe`). stdout carries the result and nothing else; the server's
+//! output is judged, never echoed.
+
+mod args;
+mod output;
+mod run;
+
+use std::process::ExitCode;
+
+use crate::args::Args;
+
+const PROGRAM: &str = "mcpeval-probe";
+
+fn main() -> ExitCode {
+    shared::cli::main_status(|args: Args| run::run(args.into_config()?))
+}

@@ -1,0 +1,172 @@
+//! One probe run: refuse what cannot be judged, pin the binding, run the
+//! case, check the binding again, sign and print the result.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use shared::binding;
+use shared::finding::{DefectClass, Probe};
+use shared::journal::Writer;
+use shared::manifest::{Case, Manifest};
+use shared::mcp::Launch;
+use shared::probe::{self, Setup};
+use shared::probe_result::{ProbeResult, SCHEMA, Verdict};
+use shared::salt::Salt;
+use shared::{Error, Result};
+
+use crate::PROGRAM;
+use crate::args::Config;
+use crate::output;
+
+/// Runs the configured case; returns the exit status of its verdict.
+pub fn run(config: Config) -> Result<u8> {
+    let manifest = Manifest::load(&config.manifest)?;
+    let case = select(&manifest, &config)?;
+    refuse_placeholders(case, &config.manifest)?;
+
+    let facts = probe::finding_facts(&config.home, &case.finding)?;
+    let false_success =
+        facts.as_ref().and_then(|f| f.defect_class) == Some(DefectClass::FalseSuccess);
+    if (config.require_oracle || false_success) && !case.has_oracle() {
+        return Err(Error::rejected(format!(
+            "{}: case \"{}\" cannot prove a false-success repair: it needs an instruction-fidelity \
+             expectation, or a workflow step, with a result assertion or an expected error; nothing was run",
+            config.manifest.display(),
+            case.id
+        ))
+        .with_hint(
+            "add required_result_paths or equals_paths that tell the bug from the repair, or expect an error",
+        ));
+    }
+    let rate = facts.and_then(|f| f.failure_rate);
+    let attempts = probe::attempt_budget(case, rate);
+    if matches!(case.probe, Probe::Degradation | Probe::ErrorHonesty)
+        && case.attempts.is_none()
+        && rate.is_none()
+    {
+        note(format_args!(
+            "no failure rate for {} in the index; running the cap of {attempts} attempts",
+            case.finding
+        ));
+    }
+
+    let salt = Salt::load_or_create(&config.home)?;
+    let mut journal = Writer::new(&config.home)?;
+    let evaluator = binding::evaluator()?;
+    let pinned = binding::pin(&salt, &manifest, case, &config.command, &evaluator)?;
+    let run_id = uuid::Uuid::new_v4();
+    let arg0 = config.command[0].clone();
+    let launch = Launch {
+        program: pinned
+            .program
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(&arg0)),
+        arg0: arg0.clone(),
+        args: config.command[1..].to_vec(),
+        inherit_stderr: config.server_stderr,
+        client: (PROGRAM.to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
+    };
+    let setup = Setup {
+        launch,
+        handshake_timeout: config.handshake_timeout,
+        attempts,
+        salt: &salt,
+        session: format!("s-{}", salt.id16(&[run_id.as_bytes()])),
+        fallback_server: Path::new(&arg0)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "server".to_owned()),
+    };
+
+    let started_at = shared::time::now_rfc3339();
+    let verdicted = probe::run(case, setup, &mut journal)?;
+    let finished_at = shared::time::now_rfc3339();
+    pinned.recheck().map_err(binding::Changed::into_error)?;
+
+    let mut result = ProbeResult {
+        schema: SCHEMA.to_owned(),
+        run_id: run_id.to_string(),
+        finding: case.finding.clone(),
+        case: case.id.clone(),
+        probe: case.probe.as_str().to_owned(),
+        binding: pinned.fingerprint.clone(),
+        result: verdicted.verdict,
+        reason: verdicted.reason,
+        detail: verdicted.detail,
+        attempts: verdicted.attempts,
+        started_at,
+        finished_at,
+        mac: String::new(),
+    };
+    result.sign(&salt);
+    output::print(&result, config.format)?;
+    explain(&result);
+    Ok(result.result.exit_status())
+}
+
+/// The case the flags ask for, refused (status 2) when absent or when it
+/// names another finding than `--finding`.
+fn select<'m>(manifest: &'m Manifest, config: &Config) -> Result<&'m Case> {
+    let file = config.manifest.display();
+    let Some(case) = manifest.case(&config.case) else {
+        let ids: Vec<&str> = manifest.cases.iter().map(|c| c.id.as_str()).collect();
+        let known = if ids.is_empty() {
+            "it has no cases".to_owned()
+        } else {
+            format!("its cases are: {}", ids.join(", "))
+        };
+        return Err(Error::usage(format!(
+            "{file} has no case {:?}; {known}",
+            config.case
+        )));
+    };
+    if let Some(finding) = &config.finding
+        && *finding != case.finding
+    {
+        return Err(Error::usage(format!(
+            "{file}: case \"{}\" proves {}, not {finding}; nothing was run",
+            case.id, case.finding
+        ))
+        .with_hint("pick the case written for that finding, or drop --finding"));
+    }
+    Ok(case)
+}
+
+fn refuse_placeholders(case: &Case, file: &Path) -> Result<()> {
+    let holes = case.placeholders();
+    if holes.is_empty() {
+        return Ok(());
+    }
+    Err(Error::rejected(format!(
+        "{}: case \"{}\" still has {} placeholder(s) to fill: {}; nothing was run",
+        file.display(),
+        case.id,
+        holes.len(),
+        holes.join(", ")
+    ))
+    .with_hint("replace each \"<fill:TYPE>\" with a real value of that type"))
+}
+
+/// Says on stderr why a run was not green, with the remediation hint.
+fn explain(result: &ProbeResult) {
+    let Some(reason) = result.reason else {
+        return;
+    };
+    let detail = result.detail.as_deref().unwrap_or("");
+    let lead = match result.result {
+        Verdict::TransportError => "error: transport failure",
+        _ => "red",
+    };
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "{PROGRAM}: {lead}: case {} {}: {detail}\n  hint: {}",
+        result.case,
+        reason.as_str(),
+        reason.hint()
+    );
+}
+
+fn note(message: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr().lock(), "{PROGRAM}: note: {message}");
+}

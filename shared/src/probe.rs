@@ -1,0 +1,576 @@
+//! Running one manifest case against a server: the four probes.
+//!
+//! - instruction-fidelity: one call, judged against the case's `expect`;
+//! - degradation: N calls, green when none fails (an error or a timeout);
+//! - error-honesty: N calls; every error must report a boolean
+//!   `retryable`; a retryable error must be followed by a success within
+//!   the attempts; a non-retryable error must repeat on the next attempt,
+//!   and that second error ends the run green; all-success is green. An
+//!   error on the last attempt whose rule needs a next attempt gets exactly
+//!   one follow-up attempt, so the count can be N + 1;
+//! - workflow: the steps in order, each judged against its own `expect`,
+//!   stopping at the first red step.
+//!
+//! A malformed result (not an object, or a non-boolean `isError`) ends the
+//! run as a transport error, as does a server that breaks the protocol.
+//! Every `tools/call` is journaled as an `mcpeval.call/1` record with origin
+//! `probe` through the same classifier capture uses. Results are judged,
+//! never echoed: a detail holds manifest pointers, attempt numbers and
+//! error codes, nothing the server wrote.
+
+use std::time::{Duration, Instant};
+
+use rusqlite::{OpenFlags, OptionalExtension};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::finding::{DefectClass, Probe};
+use crate::home::Home;
+use crate::journal::Writer;
+use crate::manifest::{Case, Expect, Outcome as Expected, Step, Unmet};
+use crate::mcp::{Broken, Client, Launch, Reply};
+use crate::outcome;
+use crate::probe_result::{Reason, Verdict, clean_detail};
+use crate::record::{Call, Channel, Identity, Origin, Outcome, SCHEMA_V1, Transport};
+use crate::salt::Salt;
+use crate::sanitize;
+use crate::score;
+
+/// Attempts cap for degradation when the failure rate is unknown or low.
+pub const DEGRADATION_CAP: u32 = 100;
+/// Attempts cap for error-honesty.
+pub const ERROR_HONESTY_CAP: u32 = 20;
+
+/// What the store knows about a finding that a probe needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FindingFacts {
+    /// Failures over calls of the finding's (server, tool).
+    pub failure_rate: Option<f64>,
+    /// The finding's class, when it is one this release knows.
+    pub defect_class: Option<DefectClass>,
+}
+
+/// Reads the finding's row from `index.db`'s `findings` table, if both exist.
+/// The index is derived and may predate promotion: a missing file, table
+/// or row is `None`; a damaged database is an error (status 3).
+pub fn finding_facts(home: &Home, finding: &str) -> Result<Option<FindingFacts>> {
+    let path = home.index_db();
+    if !path.exists() {
+        return Ok(None);
+    }
+    let fail = |e: rusqlite::Error| {
+        Error::unavailable(format!("{}: cannot read findings: {e}", path.display()))
+            .with_hint("rebuild the index with `mcpeval index --rebuild` and `mcpeval promote`")
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = rusqlite::Connection::open_with_flags(&path, flags).map_err(fail)?;
+    conn.busy_timeout(crate::db::BUSY_TIMEOUT).map_err(fail)?;
+    let mut columns = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare("SELECT name FROM pragma_table_info('findings')")
+            .map_err(fail)?;
+        let rows = stmt
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(fail)?;
+        for name in rows {
+            columns.push(name.map_err(fail)?);
+        }
+    }
+    if !columns.iter().any(|c| c == "id") {
+        return Ok(None);
+    }
+    let pick = |name: &str| {
+        if columns.iter().any(|c| c == name) {
+            name.to_owned()
+        } else {
+            "NULL".to_owned()
+        }
+    };
+    let sql = format!(
+        "SELECT {}, {} FROM findings WHERE id = ?1",
+        pick("failure_rate"),
+        pick("defect_class")
+    );
+    let row = conn
+        .query_row(&sql, [finding], |row| {
+            Ok((
+                row.get::<_, Option<f64>>(0)?,
+                row.get::<_, Option<String>>(1)?,
+            ))
+        })
+        .optional()
+        .map_err(fail)?;
+    Ok(row.map(|(failure_rate, class)| FindingFacts {
+        failure_rate: failure_rate.filter(|p| p.is_finite()),
+        defect_class: class.as_deref().and_then(DefectClass::parse),
+    }))
+}
+
+/// The attempt budget of a case: its own `attempts`, else sized from the
+/// failure rate (`score::attempts`, capped at 100 for degradation and 20
+/// for error-honesty; the cap when the rate is unknown). One for
+/// instruction-fidelity, the step count for a workflow.
+pub fn attempt_budget(case: &Case, failure_rate: Option<f64>) -> u32 {
+    let sized = |cap| failure_rate.map_or(cap, |p| score::attempts(p, cap));
+    match case.probe {
+        Probe::InstructionFidelity => 1,
+        Probe::Workflow => case.steps.len() as u32,
+        Probe::Degradation => case.attempts.unwrap_or_else(|| sized(DEGRADATION_CAP)),
+        Probe::ErrorHonesty => case.attempts.unwrap_or_else(|| sized(ERROR_HONESTY_CAP)),
+    }
+}
+
+/// Everything a run needs besides the case.
+#[derive(Debug)]
+pub struct Setup<'a> {
+    /// The server to start.
+    pub launch: Launch,
+    /// How long each handshake request waits (see [`crate::mcp::HANDSHAKE_TIMEOUT`]).
+    pub handshake_timeout: Duration,
+    /// Attempts for degradation and error-honesty (see [`attempt_budget`]).
+    pub attempts: u32,
+    /// Keys template ids in the journal.
+    pub salt: &'a Salt,
+    /// The session token of this run's journal records.
+    pub session: String,
+    /// Server name when the handshake reports none.
+    pub fallback_server: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdicted {
+    /// green, red or transport-error.
+    pub verdict: Verdict,
+    /// Why not green.
+    pub reason: Option<Reason>,
+    /// Where or when, sanitized.
+    pub detail: Option<String>,
+    /// `tools/call` requests made.
+    pub attempts: u32,
+}
+
+/// Runs `case` against the server of `setup`, journaling every call to
+/// `journal`. Only a journal failure is an error; everything the server
+/// does is a verdict.
+pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdicted> {
+    let Some(first) = case.steps.first() else {
+        return Err(Error::rejected(format!(
+            "case \"{}\" has no call to make",
+            case.id
+        )));
+    };
+    let timeout = Duration::from_millis(case.timeout_ms);
+    let client = match Client::connect(&setup.launch, setup.handshake_timeout) {
+        Ok(client) => client,
+        Err(broken) => return Ok(transport(&broken, 0)),
+    };
+    let mut session = Session {
+        client,
+        setup: &setup,
+        journal,
+        seq: 0,
+        timeout,
+    };
+    let verdict = match case.probe {
+        Probe::InstructionFidelity => session.fidelity(first),
+        Probe::Degradation => session.degradation(first),
+        Probe::ErrorHonesty => session.honesty(first),
+        Probe::Workflow => session.workflow(&case.steps),
+    };
+    session.client.shutdown();
+    let attempts = session.seq;
+    match verdict {
+        Ok(None) => Ok(Verdicted {
+            verdict: Verdict::Green,
+            reason: None,
+            detail: None,
+            attempts,
+        }),
+        Ok(Some((reason, detail))) => Ok(Verdicted {
+            verdict: reason.verdict(),
+            reason: Some(reason),
+            detail: Some(clean_detail(&detail)),
+            attempts,
+        }),
+        Err(Stop::Broken(broken)) => Ok(transport(&broken, attempts)),
+        Err(Stop::Malformed(detail)) => Ok(Verdicted {
+            verdict: Verdict::TransportError,
+            reason: Some(Reason::MalformedResult),
+            detail: Some(clean_detail(&detail)),
+            attempts,
+        }),
+        Err(Stop::Journal(err)) => Err(err),
+    }
+}
+
+fn transport(broken: &Broken, attempts: u32) -> Verdicted {
+    Verdicted {
+        verdict: Verdict::TransportError,
+        reason: Some(broken.reason()),
+        detail: Some(clean_detail(&broken.describe())),
+        attempts,
+    }
+}
+
+/// One call's outcome, as the probes judge it.
+enum Called {
+    Ok(Value),
+    Error {
+        what: String,
+        code: Option<i64>,
+        retryable: Option<bool>,
+    },
+    Timeout,
+}
+
+/// Why a run stopped before its probe could judge it.
+enum Stop {
+    Broken(Broken),
+    Malformed(String),
+    Journal(Error),
+}
+
+/// A red reason with its detail; `None` is green.
+type Judged = std::result::Result<Option<(Reason, String)>, Stop>;
+
+struct Session<'s, 'a> {
+    client: Client,
+    setup: &'s Setup<'a>,
+    journal: &'s mut Writer,
+    seq: u32,
+    timeout: Duration,
+}
+
+impl Session<'_, '_> {
+    fn fidelity(&mut self, step: &Step) -> Judged {
+        let called = self.call(step)?;
+        Ok(self.judge(&step.expect, &called))
+    }
+
+    fn degradation(&mut self, step: &Step) -> Judged {
+        let n = self.setup.attempts;
+        for i in 1..=n {
+            match self.call(step)? {
+                Called::Ok(_) => {}
+                Called::Error { what, .. } => {
+                    return Ok(Some((
+                        Reason::AttemptFailed,
+                        format!("attempt {i} of {n}: {what}"),
+                    )));
+                }
+                Called::Timeout => {
+                    return Ok(Some((
+                        Reason::Timeout,
+                        format!("attempt {i} of {n}: {}", self.no_response()),
+                    )));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn honesty(&mut self, step: &Step) -> Judged {
+        let n = self.setup.attempts;
+        let mut limit = n;
+        // The attempt of a retryable error still waiting for a success.
+        let mut unrecovered: Option<u32> = None;
+        // Whether the previous attempt was a non-retryable error.
+        let mut after_final = false;
+        let mut i = 0;
+        loop {
+            if i == limit {
+                if limit == n && (unrecovered.is_some() || after_final) {
+                    limit += 1;
+                } else {
+                    break;
+                }
+            }
+            i += 1;
+            match self.call(step)? {
+                Called::Timeout => {
+                    return Ok(Some((
+                        Reason::Timeout,
+                        format!("attempt {i}: {}", self.no_response()),
+                    )));
+                }
+                Called::Ok(_) if after_final => {
+                    return Ok(Some((
+                        Reason::NonRetryableNotRepeated,
+                        format!("attempt {i} succeeded right after a non-retryable error"),
+                    )));
+                }
+                Called::Ok(_) => unrecovered = None,
+                Called::Error {
+                    what,
+                    retryable: None,
+                    ..
+                } => {
+                    return Ok(Some((
+                        Reason::RetryableUnreported,
+                        format!("attempt {i}: {what} without a boolean retryable"),
+                    )));
+                }
+                Called::Error {
+                    retryable: Some(true),
+                    ..
+                } => {
+                    if after_final {
+                        return Ok(Some((
+                            Reason::NonRetryableNotRepeated,
+                            format!(
+                                "attempt {i} was a retryable error right after a non-retryable one"
+                            ),
+                        )));
+                    }
+                    unrecovered.get_or_insert(i);
+                }
+                Called::Error {
+                    retryable: Some(false),
+                    ..
+                } => {
+                    if after_final {
+                        return Ok(None);
+                    }
+                    after_final = true;
+                }
+            }
+        }
+        Ok(unrecovered.map(|at| {
+            (
+                Reason::RetryableNotRecovered,
+                format!("the retryable error of attempt {at} was not followed by a success within {i} attempts"),
+            )
+        }))
+    }
+
+    fn workflow(&mut self, steps: &[Step]) -> Judged {
+        for (k, step) in steps.iter().enumerate() {
+            let called = self.call(step)?;
+            if let Some((reason, detail)) = self.judge(&step.expect, &called) {
+                return Ok(Some((reason, format!("step {}: {detail}", k + 1))));
+            }
+        }
+        Ok(None)
+    }
+
+    fn no_response(&self) -> String {
+        format!("no response within {} ms", self.timeout.as_millis())
+    }
+
+    fn judge(&self, expect: &Expect, called: &Called) -> Option<(Reason, String)> {
+        match (called, expect.outcome) {
+            (Called::Timeout, _) => Some((Reason::Timeout, self.no_response())),
+            (Called::Ok(result), Expected::Ok) => {
+                expect.first_unmet(result).map(|unmet| match unmet {
+                    Unmet::Missing(pointer) => (Reason::MissingPath, pointer),
+                    Unmet::NotEqual(pointer) => (Reason::NotEqual, pointer),
+                })
+            }
+            (Called::Ok(_), Expected::Error) => {
+                Some((Reason::ExpectedErrorGotOk, "the call succeeded".into()))
+            }
+            (Called::Error { what, .. }, Expected::Ok) => {
+                Some((Reason::ExpectedOkGotError, what.clone()))
+            }
+            (Called::Error { code, .. }, Expected::Error) => match expect.error_code {
+                Some(want) if *code != Some(want) => Some((
+                    Reason::ErrorCode,
+                    format!(
+                        "expected error code {want}, got {}",
+                        code.map_or_else(|| "none".to_owned(), |c| c.to_string())
+                    ),
+                )),
+                _ => None,
+            },
+        }
+    }
+
+    /// Makes one `tools/call`, journals it, and reduces the answer to what
+    /// the probes judge.
+    fn call(&mut self, step: &Step) -> std::result::Result<Called, Stop> {
+        self.seq += 1;
+        let started_at = jiff::Timestamp::now();
+        let started = Instant::now();
+        let reply = self
+            .client
+            .call_tool(&step.tool, &step.arguments, self.timeout);
+        let (classified, response, duration) = match &reply {
+            Ok(Reply::Response(response)) => (
+                outcome::classify(response, self.setup.salt),
+                Some(response),
+                Some(started.elapsed().as_millis() as u64),
+            ),
+            Ok(Reply::Timeout) | Err(_) => (outcome::Classified::unanswered(), None, None),
+        };
+        let record = Call {
+            schema: SCHEMA_V1.to_owned(),
+            identity: Identity {
+                event_id: uuid::Uuid::new_v4().to_string(),
+                session: self.setup.session.clone(),
+                seq: u64::from(self.seq),
+            },
+            origin: Origin::Probe,
+            transport: Transport::Stdio,
+            server: self
+                .client
+                .server_name()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(&self.setup.fallback_server)
+                .to_owned(),
+            tool: step.tool.clone(),
+            started_at: crate::time::rfc3339(started_at),
+            duration_ms: duration,
+            advertised: None,
+            args_shape: sanitize::args_shape(&Value::Object(step.arguments.clone())),
+            outcome: classified.outcome,
+            unknown: classified.unknown,
+            error: classified.error.clone(),
+        };
+        self.journal.append(&record).map_err(Stop::Journal)?;
+        let response = match reply {
+            Err(broken) => return Err(Stop::Broken(broken)),
+            Ok(Reply::Timeout) => return Ok(Called::Timeout),
+            Ok(Reply::Response(_)) => response.expect("a response"),
+        };
+        match (classified.outcome, classified.unknown) {
+            (Outcome::Ok, _) => Ok(Called::Ok(response["result"].clone())),
+            (Outcome::Error, _) => {
+                let error = classified.error.expect("errors carry facts");
+                let what = match (error.channel, error.code) {
+                    (Channel::Jsonrpc, Some(code)) => {
+                        format!("JSON-RPC error {code}")
+                    }
+                    (Channel::Jsonrpc, None) => "JSON-RPC error".into(),
+                    (Channel::Tool, Some(code)) => format!("tool error {code}"),
+                    (Channel::Tool, None) => "tool error".into(),
+                };
+                Ok(Called::Error {
+                    what,
+                    code: error.code,
+                    retryable: error.retryable,
+                })
+            }
+            (Outcome::Unknown, _) => {
+                let what = if response.get("result").is_some_and(Value::is_object) {
+                    "isError is not a boolean"
+                } else {
+                    "the result is not an object"
+                };
+                Err(Stop::Malformed(format!("call {}: {what}", self.seq)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Manifest;
+
+    fn case(probe: &str, extra: &str) -> Case {
+        let text = format!(
+            r#"{{"manifest_version":1,"cases":[{{"id":"c","finding":"finding-0123456789abcdef",
+               "probe":"{probe}","tool":"t"{extra}}}]}}"#
+        );
+        Manifest::parse(&text).unwrap().cases.remove(0)
+    }
+
+    #[test]
+    fn attempt_budgets() {
+        assert_eq!(
+            attempt_budget(&case("instruction-fidelity", ""), Some(0.3)),
+            1
+        );
+        assert_eq!(attempt_budget(&case("degradation", ""), Some(0.3)), 9);
+        assert_eq!(attempt_budget(&case("degradation", ""), None), 100);
+        assert_eq!(attempt_budget(&case("degradation", ""), Some(0.001)), 100);
+        assert_eq!(attempt_budget(&case("degradation", ""), Some(0.9)), 3);
+        assert_eq!(attempt_budget(&case("error-honesty", ""), Some(0.01)), 20);
+        assert_eq!(attempt_budget(&case("error-honesty", ""), None), 20);
+        assert_eq!(
+            attempt_budget(&case("degradation", r#","attempts":7"#), Some(0.3)),
+            7
+        );
+        let wf = Manifest::parse(
+            r#"{"manifest_version":1,"cases":[{"id":"w","finding":"finding-0123456789abcdef",
+               "probe":"workflow","steps":[{"tool":"a"},{"tool":"b"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(attempt_budget(&wf.cases[0], None), 2);
+    }
+
+    #[test]
+    fn finding_facts_from_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let id = "finding-0123456789abcdef";
+        assert_eq!(finding_facts(&home, id).unwrap(), None, "no index.db");
+        let conn = rusqlite::Connection::open(home.index_db()).unwrap();
+        // As the store keeps it: WAL, and read while a writer has it open.
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch("CREATE TABLE calls(x);").unwrap();
+        assert_eq!(finding_facts(&home, id).unwrap(), None, "no findings table");
+        conn.execute_batch(
+            "CREATE TABLE findings(id TEXT PRIMARY KEY, failure_rate REAL, defect_class TEXT);
+             INSERT INTO findings VALUES ('finding-0123456789abcdef', 0.25, 'false-success');
+             INSERT INTO findings VALUES ('finding-ffffffffffffffff', NULL, 'no-such-class');",
+        )
+        .unwrap();
+        assert_eq!(
+            finding_facts(&home, id).unwrap(),
+            Some(FindingFacts {
+                failure_rate: Some(0.25),
+                defect_class: Some(DefectClass::FalseSuccess)
+            })
+        );
+        assert_eq!(
+            finding_facts(&home, "finding-ffffffffffffffff").unwrap(),
+            Some(FindingFacts {
+                failure_rate: None,
+                defect_class: None
+            })
+        );
+        assert_eq!(
+            finding_facts(&home, "finding-0000000000000000").unwrap(),
+            None
+        );
+        drop(conn);
+        // Closed cleanly: no -wal left, and still readable.
+        assert!(!dir.path().join("index.db-wal").exists());
+        assert_eq!(
+            finding_facts(&home, id).unwrap().unwrap().failure_rate,
+            Some(0.25)
+        );
+        std::fs::write(home.index_db(), vec![7u8; 4096]).unwrap();
+        let err = finding_facts(&home, id).unwrap_err();
+        assert_eq!(err.status(), crate::exit::UNAVAILABLE);
+        assert!(
+            err.message().starts_with(&format!(
+                "{}: cannot read findings: ",
+                home.index_db().display()
+            )),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
+    fn a_findings_table_without_the_columns_is_no_evidence() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let conn = rusqlite::Connection::open(home.index_db()).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE findings(id TEXT); INSERT INTO findings VALUES ('finding-0123456789abcdef');",
+        )
+        .unwrap();
+        assert_eq!(
+            finding_facts(&home, "finding-0123456789abcdef").unwrap(),
+            Some(FindingFacts {
+                failure_rate: None,
+                defect_class: None
+            })
+        );
+    }
+}

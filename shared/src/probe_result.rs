@@ -1,0 +1,543 @@
+//! The result of one probe run, signed with the store's salt.
+//!
+//! `mcpeval-probe` prints it; `mcpeval-verify --record` reads it back,
+//! checks its MAC and records it, so runs compose through files and pipes.
+//! The MAC is HMAC-SHA256 keyed by the salt over the canonical JSON of
+//! every other field: an edited result, or one made by another store,
+//! does not verify. A result judges the server and never echoes it: its
+//! `detail` holds only manifest pointers, attempt counts and error codes.
+
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::Sha256;
+
+use crate::canonical;
+use crate::finding::{Probe, is_finding_id};
+use crate::hash;
+use crate::manifest::is_identifier;
+use crate::salt::Salt;
+
+/// The schema tag of probe results.
+pub const SCHEMA: &str = "mcpeval.probe/1";
+
+/// The longest `detail`, in bytes.
+pub const MAX_DETAIL: usize = 256;
+
+/// Every field of a result, in the order they are printed.
+pub const FIELDS: [&str; 13] = [
+    "schema",
+    "run_id",
+    "finding",
+    "case",
+    "probe",
+    "binding",
+    "result",
+    "reason",
+    "detail",
+    "attempts",
+    "started_at",
+    "finished_at",
+    "mac",
+];
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The case's contract held.
+    Green,
+    /// The server answered and broke the case's contract.
+    Red,
+    /// The server could not be started, failed the handshake, broke the
+    /// protocol or returned a malformed result: no evidence either way.
+    TransportError,
+}
+
+impl Verdict {
+    /// `green`, `red` or `transport-error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Green => "green",
+            Verdict::Red => "red",
+            Verdict::TransportError => "transport-error",
+        }
+    }
+
+    /// The exit status a probe run ends with (0, 1 or 5).
+    pub fn exit_status(self) -> u8 {
+        match self {
+            Verdict::Green => crate::exit::SUCCESS,
+            Verdict::Red => crate::exit::RED,
+            Verdict::TransportError => crate::exit::TRANSPORT,
+        }
+    }
+}
+
+/// Why a run was not green: a closed set, each with a remediation hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// Red: the case expects success; the call failed.
+    ExpectedOkGotError,
+    /// Red: the case expects an error; the call succeeded.
+    ExpectedErrorGotOk,
+    /// Red: the error's code differs from `expect.error_code`.
+    ErrorCode,
+    /// Red: a required result path (or field) is absent.
+    MissingPath,
+    /// Red: a result path (or field) holds another value.
+    NotEqual,
+    /// Red: no response within `timeout_ms`; the call was cancelled.
+    Timeout,
+    /// Red: a degradation attempt failed.
+    AttemptFailed,
+    /// Red: an error did not report a boolean `retryable`.
+    RetryableUnreported,
+    /// Red: a retryable error was not followed by a success.
+    RetryableNotRecovered,
+    /// Red: a non-retryable error did not repeat on the next attempt.
+    NonRetryableNotRepeated,
+    /// Transport: the server command could not be started.
+    ServerStart,
+    /// Transport: neither `server/discover` nor `initialize` succeeded.
+    Handshake,
+    /// Transport: the server exited or closed stdout mid-run.
+    ServerExited,
+    /// Transport: a line on stdout was not JSON.
+    NonJsonLine,
+    /// Transport: a response carried an id the probe was not waiting for.
+    IdMismatch,
+    /// Transport: JSON that is not a JSON-RPC message.
+    InvalidMessage,
+    /// Transport: a `tools/call` result that is not an object, or whose
+    /// `isError` is not a boolean.
+    MalformedResult,
+}
+
+impl Reason {
+    /// Every reason, red ones first.
+    pub const ALL: [Reason; 17] = [
+        Reason::ExpectedOkGotError,
+        Reason::ExpectedErrorGotOk,
+        Reason::ErrorCode,
+        Reason::MissingPath,
+        Reason::NotEqual,
+        Reason::Timeout,
+        Reason::AttemptFailed,
+        Reason::RetryableUnreported,
+        Reason::RetryableNotRecovered,
+        Reason::NonRetryableNotRepeated,
+        Reason::ServerStart,
+        Reason::Handshake,
+        Reason::ServerExited,
+        Reason::NonJsonLine,
+        Reason::IdMismatch,
+        Reason::InvalidMessage,
+        Reason::MalformedResult,
+    ];
+
+    /// The reason code as printed (`not-equal`, `malformed-result`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::ExpectedOkGotError => "expected-ok-got-error",
+            Reason::ExpectedErrorGotOk => "expected-error-got-ok",
+            Reason::ErrorCode => "error-code",
+            Reason::MissingPath => "missing-path",
+            Reason::NotEqual => "not-equal",
+            Reason::Timeout => "timeout",
+            Reason::AttemptFailed => "attempt-failed",
+            Reason::RetryableUnreported => "retryable-unreported",
+            Reason::RetryableNotRecovered => "retryable-not-recovered",
+            Reason::NonRetryableNotRepeated => "non-retryable-not-repeated",
+            Reason::ServerStart => "server-start",
+            Reason::Handshake => "handshake",
+            Reason::ServerExited => "server-exited",
+            Reason::NonJsonLine => "non-json-line",
+            Reason::IdMismatch => "id-mismatch",
+            Reason::InvalidMessage => "invalid-message",
+            Reason::MalformedResult => "malformed-result",
+        }
+    }
+
+    /// Parses [`Reason::as_str`].
+    pub fn parse(s: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// Whether this reason makes a run red or a transport error.
+    pub fn verdict(self) -> Verdict {
+        match self {
+            Reason::ServerStart
+            | Reason::Handshake
+            | Reason::ServerExited
+            | Reason::NonJsonLine
+            | Reason::IdMismatch
+            | Reason::InvalidMessage
+            | Reason::MalformedResult => Verdict::TransportError,
+            _ => Verdict::Red,
+        }
+    }
+
+    /// One line telling the server's author (or the case's) what to do.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Reason::ExpectedOkGotError => {
+                "The call failed where the case expects success: fix the failing path, or change the case if this error is the contract."
+            }
+            Reason::ExpectedErrorGotOk => {
+                "The call succeeded where the case expects an error: return an error when the request cannot be met."
+            }
+            Reason::ErrorCode => {
+                "The error carries another code than expect.error_code: return the documented code."
+            }
+            Reason::MissingPath => {
+                "A result field the case requires is absent: return it in structuredContent or content."
+            }
+            Reason::NotEqual => {
+                "A result field differs from the value the case expects: return what the contract promises."
+            }
+            Reason::Timeout => {
+                "No response within timeout_ms (the call was cancelled): bound the tool's latency, or raise timeout_ms."
+            }
+            Reason::AttemptFailed => {
+                "A repeated call failed: recover without restart, bound latency, and mark transient errors retryable."
+            }
+            Reason::RetryableUnreported => {
+                "An error did not say whether to retry: report a boolean retryable with every error."
+            }
+            Reason::RetryableNotRecovered => {
+                "An error marked retryable never gave way to a success: mark it retryable only when a retry can succeed."
+            }
+            Reason::NonRetryableNotRepeated => {
+                "An error marked non-retryable did not repeat on the next attempt: mark transient errors retryable."
+            }
+            Reason::ServerStart => {
+                "The server command could not be started: check the command after --."
+            }
+            Reason::Handshake => {
+                "The server completed neither server/discover nor initialize: check that it speaks MCP on stdio."
+            }
+            Reason::ServerExited => {
+                "The server exited or closed stdout mid-run: keep serving until stdin closes."
+            }
+            Reason::NonJsonLine => {
+                "The server wrote a line that is not JSON on stdout: send logs to stderr."
+            }
+            Reason::IdMismatch => {
+                "The server answered with an id no pending request had: echo each request's id once."
+            }
+            Reason::InvalidMessage => {
+                "The server sent JSON that is not a JSON-RPC message: answer with result or error."
+            }
+            Reason::MalformedResult => "Return a CallToolResult object with a boolean isError.",
+        }
+    }
+}
+
+/// One probe run's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeResult {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// UUID v4, unique per run: replaying it earns no second credit.
+    pub run_id: String,
+    /// The finding the case proves.
+    pub finding: String,
+    /// The case id.
+    pub case: String,
+    /// The probe that ran (`instruction-fidelity`, …).
+    pub probe: String,
+    /// The credit binding, `b-` and 16 hex digits (see [`crate::binding`]).
+    pub binding: String,
+    /// The verdict.
+    pub result: Verdict,
+    /// Why it was not green; null when green.
+    pub reason: Option<Reason>,
+    /// Where or when it went wrong: a pointer, an attempt, an error code.
+    pub detail: Option<String>,
+    /// `tools/call` requests made.
+    pub attempts: u32,
+    /// RFC 3339 UTC, milliseconds.
+    pub started_at: String,
+    /// RFC 3339 UTC, milliseconds.
+    pub finished_at: String,
+    /// Lower-case hex HMAC-SHA256 over the other fields' canonical JSON.
+    pub mac: String,
+}
+
+impl ProbeResult {
+    /// The canonical JSON of every field but `mac`: what the MAC covers.
+    pub fn canonical_unsigned(&self) -> String {
+        let mut value = serde_json::to_value(self).expect("results serialize");
+        if let Value::Object(map) = &mut value {
+            map.remove("mac");
+        }
+        canonical::to_string(&value)
+    }
+
+    /// Sets `mac` for `salt`.
+    pub fn sign(&mut self, salt: &Salt) {
+        let mac = keyed(salt).chain_update(self.canonical_unsigned().as_bytes());
+        self.mac = hash::hex(&mac.finalize().into_bytes());
+    }
+
+    /// Whether `mac` was made with `salt` over exactly these fields
+    /// (compared in constant time).
+    pub fn verify(&self, salt: &Salt) -> bool {
+        let Some(given) = unhex(&self.mac) else {
+            return false;
+        };
+        keyed(salt)
+            .chain_update(self.canonical_unsigned().as_bytes())
+            .verify_slice(&given)
+            .is_ok()
+    }
+
+    /// The result as one line of JSON, fields in [`FIELDS`] order.
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).expect("results serialize")
+    }
+
+    /// Parses a result and checks every field's form; the MAC is checked
+    /// separately with [`ProbeResult::verify`]. The error names the field.
+    pub fn parse(text: &str) -> Result<ProbeResult, String> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| format!("not a JSON object: {e}"))?;
+        let Value::Object(map) = &value else {
+            return Err("not a JSON object".into());
+        };
+        if let Some(missing) = FIELDS.iter().find(|f| !map.contains_key(**f)) {
+            return Err(format!("the field \"{missing}\" is missing"));
+        }
+        let result: ProbeResult = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        result.validate()?;
+        Ok(result)
+    }
+
+    /// Checks what serde cannot: tags, id forms, time stamps, and that the
+    /// reason fits the verdict.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.schema != SCHEMA {
+            return Err(format!("schema is not \"{SCHEMA}\""));
+        }
+        match uuid::Uuid::parse_str(&self.run_id) {
+            Ok(id) if id.get_version_num() == 4 => {}
+            _ => return Err("run_id is not a UUID v4".into()),
+        }
+        if !is_finding_id(&self.finding) {
+            return Err("finding is not a finding id".into());
+        }
+        if !is_identifier(&self.case) {
+            return Err("case is not an identifier".into());
+        }
+        if Probe::parse(&self.probe).is_none() {
+            return Err("probe is not a probe name".into());
+        }
+        if !is_binding(&self.binding) {
+            return Err("binding is not \"b-\" and 16 lower-case hex digits".into());
+        }
+        match (self.result, self.reason) {
+            (Verdict::Green, None) if self.detail.is_none() => {}
+            (Verdict::Green, _) => return Err("a green result has no reason or detail".into()),
+            (verdict, Some(reason)) if reason.verdict() == verdict => {}
+            (verdict, _) => {
+                return Err(format!(
+                    "a {} result needs one of its own reasons",
+                    verdict.as_str()
+                ));
+            }
+        }
+        if let Some(detail) = &self.detail
+            && (detail.len() > MAX_DETAIL || detail.chars().any(char::is_control))
+        {
+            return Err(format!(
+                "detail is longer than {MAX_DETAIL} bytes or holds control characters"
+            ));
+        }
+        let started = crate::time::parse(&self.started_at)
+            .ok_or("started_at is not an RFC 3339 time stamp")?;
+        let finished = crate::time::parse(&self.finished_at)
+            .ok_or("finished_at is not an RFC 3339 time stamp")?;
+        if finished < started {
+            return Err("finished_at is before started_at".into());
+        }
+        if unhex(&self.mac).is_none_or(|m| m.len() != 32) {
+            return Err("mac is not 64 lower-case hex digits".into());
+        }
+        Ok(())
+    }
+}
+
+/// Whether `s` is a binding fingerprint: `b-` and 16 lower-case hex digits.
+pub fn is_binding(s: &str) -> bool {
+    s.strip_prefix("b-")
+        .is_some_and(|h| h.len() == 16 && unhex(h).is_some())
+}
+
+/// A detail text made safe to carry: control characters dropped, at most
+/// [`MAX_DETAIL`] bytes.
+pub fn clean_detail(text: &str) -> String {
+    let clean: String = text.chars().filter(|c| !c.is_control()).collect();
+    crate::sanitize::truncate(&clean, MAX_DETAIL).to_owned()
+}
+
+fn keyed(salt: &Salt) -> Hmac<Sha256> {
+    Hmac::<Sha256>::new_from_slice(salt.expose()).expect("HMAC takes any key length")
+}
+
+/// Bytes of lower-case hex; `None` for anything else.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    };
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ProbeResult {
+        let mut r = ProbeResult {
+            schema: SCHEMA.into(),
+            run_id: "0f8fad5b-d9cb-469f-a165-70867728950e".into(),
+            finding: "finding-0123456789abcdef".into(),
+            case: "literal-status".into(),
+            probe: "instruction-fidelity".into(),
+            binding: "b-0011223344556677".into(),
+            result: Verdict::Red,
+            reason: Some(Reason::NotEqual),
+            detail: Some("/structuredContent/status".into()),
+            attempts: 1,
+            started_at: "2026-11-30T07:00:00.123Z".into(),
+            finished_at: "2026-11-30T07:00:00.456Z".into(),
+            mac: String::new(),
+        };
+        r.sign(&Salt::from_bytes([7; 32]));
+        r
+    }
+
+    #[test]
+    fn field_order_and_canonical_form() {
+        let r = sample();
+        let line = r.to_json_line();
+        let positions: Vec<usize> = FIELDS
+            .iter()
+            .map(|f| line.find(&format!("\"{f}\":")).unwrap())
+            .collect();
+        assert!(positions.is_sorted(), "{line}");
+        assert!(
+            line.starts_with(r#"{"schema":"mcpeval.probe/1","run_id":"#),
+            "{line}"
+        );
+        assert_eq!(
+            r.canonical_unsigned(),
+            r#"{"attempts":1,"binding":"b-0011223344556677","case":"literal-status","detail":"/structuredContent/status","finding":"finding-0123456789abcdef","finished_at":"2026-11-30T07:00:00.456Z","probe":"instruction-fidelity","reason":"not-equal","result":"red","run_id":"0f8fad5b-d9cb-469f-a165-70867728950e","schema":"mcpeval.probe/1","started_at":"2026-11-30T07:00:00.123Z"}"#
+        );
+    }
+
+    #[test]
+    fn mac_is_hmac_sha256_of_the_canonical_fields() {
+        let r = sample();
+        // RFC 2104 by hand: H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ m)), K padded to 64 bytes.
+        let mut key = [0u8; 64];
+        key[..32].copy_from_slice(&[7; 32]);
+        let pad = |byte: u8| key.map(|k| k ^ byte);
+        let mut inner = pad(0x36).to_vec();
+        inner.extend_from_slice(r.canonical_unsigned().as_bytes());
+        let mut outer = pad(0x5c).to_vec();
+        outer.extend_from_slice(&hash::sha256(&inner));
+        assert_eq!(r.mac, hash::hex(&hash::sha256(&outer)));
+        assert!(r.verify(&Salt::from_bytes([7; 32])));
+    }
+
+    #[test]
+    fn any_edit_or_another_salt_fails() {
+        let salt = Salt::from_bytes([7; 32]);
+        assert!(!sample().verify(&Salt::from_bytes([8; 32])));
+        let edits: [fn(&mut ProbeResult); 8] = [
+            |r| r.result = Verdict::Green,
+            |r| r.reason = Some(Reason::MissingPath),
+            |r| r.detail = None,
+            |r| r.attempts = 2,
+            |r| r.case = "other".into(),
+            |r| r.binding = "b-0011223344556678".into(),
+            |r| r.finished_at = "2026-11-30T07:00:00.457Z".into(),
+            |r| r.mac = r.mac.replace(|c| c != '0', "0"),
+        ];
+        for (i, edit) in edits.iter().enumerate() {
+            let mut r = sample();
+            edit(&mut r);
+            assert!(!r.verify(&salt), "edit {i} still verifies");
+        }
+    }
+
+    #[test]
+    fn parse_round_trips_and_checks_fields() {
+        let r = sample();
+        assert_eq!(ProbeResult::parse(&r.to_json_line()).unwrap(), r);
+        let mut v: Value = serde_json::from_str(&r.to_json_line()).unwrap();
+        v.as_object_mut().unwrap().remove("reason");
+        assert_eq!(
+            ProbeResult::parse(&v.to_string()).unwrap_err(),
+            "the field \"reason\" is missing"
+        );
+        let mut extra: Value = serde_json::from_str(&r.to_json_line()).unwrap();
+        extra["note"] = Value::from(1);
+        assert!(
+            ProbeResult::parse(&extra.to_string())
+                .unwrap_err()
+                .starts_with("unknown field `note`")
+        );
+        let mut green = r.clone();
+        green.result = Verdict::Green;
+        assert_eq!(
+            green.validate().unwrap_err(),
+            "a green result has no reason or detail"
+        );
+        let mut transport = r.clone();
+        transport.result = Verdict::TransportError;
+        assert_eq!(
+            transport.validate().unwrap_err(),
+            "a transport-error result needs one of its own reasons"
+        );
+        let mut v1 = r.clone();
+        v1.run_id = "0f8fad5b-d9cb-169f-a165-70867728950e".into();
+        assert_eq!(v1.validate().unwrap_err(), "run_id is not a UUID v4");
+    }
+
+    #[test]
+    fn reasons_are_a_closed_set_with_hints() {
+        for reason in Reason::ALL {
+            assert_eq!(Reason::parse(reason.as_str()), Some(reason));
+            let json = serde_json::to_value(reason).unwrap();
+            assert_eq!(json, reason.as_str());
+            assert!(reason.hint().ends_with('.'), "{reason:?}");
+        }
+        let red = Reason::ALL
+            .iter()
+            .filter(|r| r.verdict() == Verdict::Red)
+            .count();
+        assert_eq!(red, 10);
+        assert_eq!(
+            Reason::MalformedResult.hint(),
+            crate::finding::DefectClass::MalformedResult.fix_hint()
+        );
+    }
+
+    #[test]
+    fn details_are_cleaned() {
+        assert_eq!(clean_detail("a\nb\u{7}c"), "abc");
+        assert_eq!(clean_detail(&"é".repeat(200)).len(), 256);
+    }
+}
