@@ -106,7 +106,9 @@ impl Proxy {
             .headers
             .get(&MCP_SESSION_ID)
             .map(|v| v.as_bytes().to_vec());
-        let had_session = sent_session.is_some();
+        // A 404 for a session id: the server has forgotten the session and
+        // did not process the request.
+        let forgotten = sent_session.is_some() && parts.status == StatusCode::NOT_FOUND;
         let key = match (sent_session.or(issued), header_key) {
             (Some(id), _) => Key::McpSession(id),
             (None, Some(value)) => Key::Header(value),
@@ -115,13 +117,11 @@ impl Proxy {
         // Observed only now, when the session it belongs to is known (an
         // `initialize` joins the session its response opens) and the
         // upstream has taken it: a request it never got is not a call.
-        if !body.is_empty() {
+        // Only POST carries JSON-RPC messages.
+        if method == Method::POST && !body.is_empty() && !forgotten {
             self.observer.message(&key, Side::Client, body, at, now);
         }
-        // A DELETE the server accepted ends the session, and so does a 404
-        // for a session id: the server has forgotten it.
-        let ends = (method == Method::DELETE && parts.status.is_success())
-            || (had_session && parts.status == StatusCode::NOT_FOUND);
+        let ends = forgotten || (method == Method::DELETE && parts.status.is_success());
         strip_hop_by_hop(&mut parts.headers);
         let (watch, unobservable) = Watch::for_headers(&parts.headers);
         if unobservable {
