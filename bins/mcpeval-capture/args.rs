@@ -37,7 +37,9 @@ connection, or the value of the request header named by --session-header. A \
 session ends on DELETE, when its connection closes (connection sessions), or \
 when mcpeval-capture stops on SIGINT or SIGTERM, which ends every session and \
 exits 0. When the upstream cannot be reached the client gets 502 with a \
-JSON-RPC error and the call is not recorded at all.\n\n\
+JSON-RPC error and the call is not recorded at all. An https upstream's \
+certificate is checked against the system's trusted roots (SSL_CERT_FILE or \
+SSL_CERT_DIR name others).\n\n\
 Each tools/call is paired with its response and appended as one \
 mcpeval.call/1 record to a journal under <MCPEVAL_HOME>/journals/. Records \
 hold argument shapes, error codes and salted template ids: never an argument \
@@ -48,13 +50,15 @@ recorded with outcome unknown.",
 mcpeval capture -- npx -y @modelcontextprotocol/server-everything\n  \
 mcpeval capture --server weather -- python -m weather_server --port 0\n  \
 mcpeval capture --listen 127.0.0.1:8931 --upstream http://127.0.0.1:3001/mcp\n  \
-mcpeval capture --listen 8931 --upstream http://10.0.0.5/mcp --session-header X-Agent-Session\n\n\
+mcpeval capture --listen 8931 --upstream https://mcp.example.com/mcp --session-header X-Agent-Session\n\n\
 In a client configuration, replace \"command\": \"my-server\" with\n  \
 \"command\": \"mcpeval-capture\", \"args\": [\"--\", \"my-server\", ...]\n\
 or replace the server's URL http://HOST:PORT/mcp with http://127.0.0.1:8931/mcp.\n\n\
 Records go to <MCPEVAL_HOME>/journals/YYYYMMDDTHHMMSS.fffZ-XXXXXXXX.jsonl, one\n\
 file per capture, rotated at 64 MiB or when the UTC day changes."
     ),
+    override_usage = "mcpeval-capture [OPTIONS] -- <CMD>...\n       \
+mcpeval-capture [OPTIONS] --listen <ADDR> --upstream <URL> [--session-header <NAME>]",
     group(ArgGroup::new("mode").required(true).args(["command", "listen"]))
 )]
 pub struct Args {
@@ -75,7 +79,7 @@ pub struct Args {
     )]
     pub listen: Option<String>,
 
-    /// The MCP server's Streamable HTTP endpoint, e.g. http://127.0.0.1:3001/mcp
+    /// The MCP server's Streamable HTTP endpoint (http or https), e.g. http://127.0.0.1:3001/mcp
     #[arg(long, value_name = "URL", requires = "listen")]
     pub upstream: Option<String>,
 

@@ -115,7 +115,17 @@ struct Capture {
 
 impl Capture {
     fn start(store: &Store, upstream: &str, extra: &[&str]) -> Capture {
+        Capture::start_with(store, upstream, extra, &[])
+    }
+
+    fn start_with(
+        store: &Store,
+        upstream: &str,
+        extra: &[&str],
+        env: &[(&str, &std::path::Path)],
+    ) -> Capture {
         let mut cmd = store.cmd("mcpeval-capture");
+        cmd.envs(env.iter().copied());
         cmd.args(["--listen", "127.0.0.1:0", "--upstream", upstream])
             .args(extra)
             .stdin(Stdio::null())
@@ -834,4 +844,123 @@ fn modern_sessions_follow_the_session_header_or_the_connection() {
             .iter()
             .all(|r| r["server"] == fallback.as_str())
     );
+}
+
+/// Makes a CA (`NAME.pem`) and, when `leaf` is true, a certificate for
+/// 127.0.0.1 signed by it (`NAME-leaf.pem`, `NAME-leaf.key`) with openssl.
+fn certificates(dir: &std::path::Path, name: &str, leaf: bool) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            text(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let (ca, ca_key) = (format!("{name}.pem"), format!("{name}.key"));
+    let subject = format!("/CN=mcpeval test CA {name}");
+    let mut args = vec!["req", "-x509", "-days", "2", "-subj", &subject];
+    args.extend(ec);
+    args.extend(["-keyout", &ca_key, "-out", &ca]);
+    args.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
+    args.extend(["-addext", "keyUsage=critical,keyCertSign"]);
+    run(&args);
+    if !leaf {
+        return;
+    }
+    let (key, csr, pem) = (
+        format!("{name}-leaf.key"),
+        format!("{name}-leaf.csr"),
+        format!("{name}-leaf.pem"),
+    );
+    let mut args = vec!["req", "-subj", "/CN=127.0.0.1"];
+    args.extend(ec);
+    args.extend(["-keyout", &key, "-out", &csr]);
+    run(&args);
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-days",
+        "2",
+        "-in",
+        &csr,
+        "-CA",
+        &ca,
+        "-CAkey",
+        &ca_key,
+        "-CAcreateserial",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        &pem,
+    ]);
+}
+
+#[test]
+fn https_upstreams_are_verified_against_the_trusted_roots() {
+    let store = Store::new();
+    let dir = store.scratch();
+    certificates(dir, "ca", true);
+    certificates(dir, "other", false);
+    let (pem, key) = (dir.join("ca-leaf.pem"), dir.join("ca-leaf.key"));
+    let upstream = Upstream::start(
+        &store,
+        &["--tls", pem.to_str().unwrap(), key.to_str().unwrap()],
+    );
+    let url = format!("https://127.0.0.1:{}/mcp", upstream.port);
+
+    let trusted = Capture::start_with(&store, &url, &[], &[("SSL_CERT_FILE", &dir.join("ca.pem"))]);
+    let reply = trusted
+        .connect()
+        .post(&[], &call(1, "echo", json!({"text": "over tls"})));
+    assert_eq!(reply.status, 200, "{}", text(&reply.body));
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "over tls");
+    let (status, said) = trusted.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let records = store.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["outcome"], "ok");
+    let host = &upstream.exchanges(1)[0]["headers"];
+    assert!(
+        host.as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h[0] == "host" && h[1] == format!("127.0.0.1:{}", upstream.port).as_str()),
+        "{host}"
+    );
+
+    // A certificate from a CA the store of roots does not hold is refused.
+    let untrusted = Capture::start_with(
+        &store,
+        &url,
+        &[],
+        &[("SSL_CERT_FILE", &dir.join("other.pem"))],
+    );
+    let reply = untrusted
+        .connect()
+        .post(&[], &call(2, "echo", json!({"text": "x"})));
+    assert_eq!(reply.status, 502);
+    let message = reply.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("certificate"), "{message}");
+    untrusted.stop();
+    assert_eq!(store.records().len(), 1, "the refused call is not recorded");
 }

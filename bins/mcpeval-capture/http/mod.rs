@@ -58,6 +58,12 @@ pub fn run(home: &Home, server: Option<String>, http: Http) -> Result<()> {
 }
 
 async fn serve(http: Http, observer: Observer) -> Result<()> {
+    let upstream = http.upstream.to_string();
+    let proxy = Arc::new(Proxy::new(
+        http.upstream,
+        http.session_header,
+        observer.clone(),
+    )?);
     let listener = TcpListener::bind(http.listen).await.map_err(|err| {
         Error::io(format_args!("cannot listen on {}", http.listen), err)
             .with_hint("choose another address, or port 0 for any free port")
@@ -73,20 +79,12 @@ async fn serve(http: Http, observer: Observer) -> Result<()> {
             ),
         );
     }
-    eprintln!(
-        "{PROGRAM}: listening on http://{} (upstream {})",
-        local, http.upstream
-    );
+    eprintln!("{PROGRAM}: listening on http://{local} (upstream {upstream})");
 
     let mut interrupt = signal(SignalKind::interrupt())
         .map_err(|err| Error::io("cannot install signal handlers", err))?;
     let mut terminate = signal(SignalKind::terminate())
         .map_err(|err| Error::io("cannot install signal handlers", err))?;
-    let proxy = Arc::new(Proxy::new(
-        http.upstream,
-        http.session_header,
-        observer.clone(),
-    ));
     let mut connections = 0u64;
     loop {
         tokio::select! {

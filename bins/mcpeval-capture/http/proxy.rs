@@ -15,11 +15,13 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use jiff::Timestamp;
 use serde_json::{Value, json};
+use shared::{Error, Result};
 
 use crate::http::body::{Observed, Watch};
 use crate::http::sessions::{Key, Observer};
@@ -35,7 +37,7 @@ pub type ProxyBody = Either<Observed, Full<Bytes>>;
 
 /// Shared by every connection.
 pub struct Proxy {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     upstream: Upstream,
     host: HeaderValue,
     session_header: Option<HeaderName>,
@@ -47,10 +49,32 @@ impl Proxy {
         upstream: Upstream,
         session_header: Option<HeaderName>,
         observer: Observer,
-    ) -> Proxy {
+    ) -> Result<Proxy> {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(Duration::from_secs(10)));
+        connector.enforce_http(false);
+        let tls =
+            if upstream.is_https() {
+                // The system's trusted roots (SSL_CERT_FILE / SSL_CERT_DIR
+                // override them, as for OpenSSL).
+                HttpsConnectorBuilder::new()
+                    .with_native_roots()
+                    .map_err(|err| {
+                        Error::new(
+                    shared::exit::TRANSPORT,
+                    format!("cannot load the system's trusted certificates for {upstream}: {err}"),
+                )
+                .with_hint("install the CA certificates, or name a PEM file in SSL_CERT_FILE")
+                    })?
+            } else {
+                // Plain http: never reads the certificate store.
+                let none = rustls::ClientConfig::builder()
+                    .with_root_certificates(rustls::RootCertStore::empty())
+                    .with_no_client_auth();
+                HttpsConnectorBuilder::new().with_tls_config(none)
+            };
+        let connector = tls.https_or_http().enable_http1().wrap_connector(connector);
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(Duration::from_secs(30))
@@ -58,13 +82,13 @@ impl Proxy {
             .build(connector);
         let host = HeaderValue::from_str(upstream.authority().as_str())
             .expect("an authority is a valid header value");
-        Proxy {
+        Ok(Proxy {
             client,
             upstream,
             host,
             session_header,
             observer,
-        }
+        })
     }
 
     /// Relays one request that arrived on client connection `conn`.

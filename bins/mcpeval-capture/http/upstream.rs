@@ -16,12 +16,13 @@ use shared::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct Upstream {
     text: String,
+    scheme: Scheme,
     authority: Authority,
     path: PathAndQuery,
 }
 
 impl Upstream {
-    /// Parses `http://HOST[:PORT][/PATH]`.
+    /// Parses `http[s]://HOST[:PORT][/PATH]`.
     pub fn parse(text: &str) -> Result<Upstream> {
         let bad = |why: &str| {
             Error::usage(format!(
@@ -29,15 +30,10 @@ impl Upstream {
             ))
         };
         let uri: Uri = text.parse().map_err(|_| bad("not a URL"))?;
-        match uri.scheme() {
-            Some(s) if *s == Scheme::HTTP => {}
-            Some(s) if *s == Scheme::HTTPS => {
-                return Err(bad(
-                    "https upstreams are not supported yet; reach the server through a local TLS-terminating proxy",
-                ));
-            }
-            _ => return Err(bad("the scheme must be http")),
-        }
+        let scheme = match uri.scheme() {
+            Some(s) if *s == Scheme::HTTP || *s == Scheme::HTTPS => s.clone(),
+            _ => return Err(bad("the scheme must be http or https")),
+        };
         let authority = uri.authority().cloned().ok_or_else(|| bad("no host"))?;
         if authority.as_str().contains('@') {
             return Err(bad(
@@ -53,6 +49,7 @@ impl Upstream {
             .unwrap_or_else(|| PathAndQuery::from_static("/"));
         Ok(Upstream {
             text: text.to_owned(),
+            scheme,
             authority,
             path,
         })
@@ -69,11 +66,16 @@ impl Upstream {
             _ => self.path.clone(),
         };
         Uri::builder()
-            .scheme(Scheme::HTTP)
+            .scheme(self.scheme.clone())
             .authority(self.authority.clone())
             .path_and_query(path)
             .build()
             .expect("parts of a valid URI")
+    }
+
+    /// Whether the upstream speaks TLS.
+    pub fn is_https(&self) -> bool {
+        self.scheme == Scheme::HTTPS
     }
 
     /// The authority the upstream expects in `Host`.
@@ -83,7 +85,8 @@ impl Upstream {
 
     /// `host:port`, the server name when nothing else names it.
     pub fn host_port(&self) -> String {
-        let port = self.authority.port_u16().unwrap_or(80);
+        let default = if self.is_https() { 443 } else { 80 };
+        let port = self.authority.port_u16().unwrap_or(default);
         format!("{}:{port}", self.authority.host())
     }
 }
@@ -115,6 +118,8 @@ mod tests {
             "http://h:3001/mcp?x=1"
         );
         assert_eq!(target("http://h", "/other"), "http://h/other");
+        assert_eq!(target("https://h/mcp", "/"), "https://h/mcp");
+        assert_eq!(Upstream::parse("https://h").unwrap().host_port(), "h:443");
         assert_eq!(Upstream::parse("http://h").unwrap().host_port(), "h:80");
         assert_eq!(
             Upstream::parse("http://[::1]:9/x").unwrap().host_port(),
@@ -126,7 +131,6 @@ mod tests {
     fn refuses_what_it_cannot_reach() {
         for (url, why) in [
             ("ftp://h/x", "scheme"),
-            ("https://h/mcp", "https"),
             ("http://u:p@h/", "credentials"),
             ("/mcp", "scheme"),
         ] {
