@@ -846,6 +846,41 @@ fn modern_sessions_follow_the_session_header_or_the_connection() {
     );
 }
 
+#[test]
+fn calls_are_numbered_in_the_order_they_were_made() {
+    // The first call's JSON answer comes last: seq still follows requests.
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &[]);
+    let capture = Capture::start(&store, &upstream.url(), &["--session-header", "X-S"]);
+    let port = capture.port;
+    let late = std::thread::spawn(move || {
+        Client::connect(port).post(&[("X-S", "one")], &call(1, "late", json!({})))
+    });
+    std::thread::sleep(Duration::from_millis(150));
+    let quick = capture
+        .connect()
+        .post(&[("X-S", "one")], &call(2, "echo", json!({"text": "q"})));
+    assert_eq!(quick.status, 200);
+    assert_eq!(late.join().unwrap().status, 200);
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let records = store.records();
+    let order: Vec<(&str, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["tool"].as_str().unwrap(),
+                r["identity"]["seq"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [("echo", 2), ("late", 1)],
+        "journaled as answered, numbered as asked"
+    );
+}
+
 /// Makes a CA (`NAME.pem`) and, when `leaf` is true, a certificate for
 /// 127.0.0.1 signed by it (`NAME-leaf.pem`, `NAME-leaf.key`) with openssl.
 fn certificates(dir: &std::path::Path, name: &str, leaf: bool) {

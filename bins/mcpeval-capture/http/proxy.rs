@@ -114,6 +114,19 @@ impl Proxy {
             .and_then(|name| parts.headers.get(name))
             .map(|v| v.as_bytes().to_vec());
         let method = parts.method.clone();
+        let key = match (&sent_session, header_key) {
+            (Some(id), _) => Key::McpSession(id.clone()),
+            (None, Some(value)) => Key::Header(value),
+            (None, None) => Key::Connection(conn),
+        };
+        // Observed before it is forwarded, so calls in one session are
+        // numbered in the order the client made them, whenever their
+        // answers come. Only POST carries JSON-RPC messages.
+        let observed = method == Method::POST && !body.is_empty();
+        if observed {
+            self.observer
+                .message(&key, Side::Client, body.clone(), at, now);
+        }
 
         strip_hop_by_hop(&mut parts.headers);
         parts.headers.insert(header::HOST, self.host.clone());
@@ -122,37 +135,40 @@ impl Proxy {
         let forwarded = Request::from_parts(parts, Full::new(body.clone()));
         let response = match self.client.request(forwarded).await {
             Ok(response) => response,
-            Err(err) => return Ok(self.bad_gateway(&body, &err)),
+            Err(err) => {
+                // The server never got it: not a call.
+                if observed {
+                    self.observer.retract(&key, body.clone());
+                }
+                return Ok(self.bad_gateway(&body, &err));
+            }
         };
 
         let (mut parts, incoming) = response.into_parts();
-        let issued = parts
-            .headers
-            .get(&MCP_SESSION_ID)
-            .map(|v| v.as_bytes().to_vec());
         // A 404 for a session id: the server has forgotten the session and
         // did not process the request.
         let forgotten = sent_session.is_some() && parts.status == StatusCode::NOT_FOUND;
-        let key = match (sent_session.or(issued), header_key) {
-            (Some(id), _) => Key::McpSession(id),
-            (None, Some(value)) => Key::Header(value),
-            (None, None) => Key::Connection(conn),
-        };
-        // Observed only now, when the session it belongs to is known (an
-        // `initialize` joins the session its response opens) and the
-        // upstream has taken it: a request it never got is not a call.
-        // Only POST carries JSON-RPC messages.
-        if method == Method::POST && !body.is_empty() && !forgotten {
-            self.observer.message(&key, Side::Client, body, at, now);
+        if forgotten && observed {
+            self.observer.retract(&key, body);
         }
+        // A session id issued to a request that had none (an `initialize`):
+        // what was seen so far joins the session it opens.
+        let key = match parts.headers.get(&MCP_SESSION_ID) {
+            Some(issued) if sent_session.is_none() => {
+                let opened = Key::McpSession(issued.as_bytes().to_vec());
+                self.observer.adopt(key, opened.clone());
+                opened
+            }
+            _ => key,
+        };
         let ends = forgotten || (method == Method::DELETE && parts.status.is_success());
         strip_hop_by_hop(&mut parts.headers);
         let (watch, unobservable) = Watch::for_headers(&parts.headers);
         if unobservable {
             self.observer.unobserved();
         }
-        let observed = Observed::new(incoming, watch, key, self.observer.clone(), ends);
-        Ok(Response::from_parts(parts, Either::Left(observed)))
+        let streamed = Observed::new(incoming, watch, key, self.observer.clone(), ends);
+        Ok(Response::from_parts(parts, Either::Left(streamed)))
     }
 
     /// 502 with a JSON-RPC error naming the upstream and the cause.

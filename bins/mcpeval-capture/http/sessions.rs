@@ -44,6 +44,16 @@ enum Note {
         at: Timestamp,
         now: Instant,
     },
+    /// The upstream never got these request bytes.
+    Retract {
+        key: Key,
+        bytes: Bytes,
+    },
+    /// `from`'s session continues as `to`.
+    Adopt {
+        from: Key,
+        to: Key,
+    },
     /// A body or event capture could not read (too large, compressed).
     Unobserved,
     End(Key),
@@ -98,6 +108,21 @@ impl Observer {
         });
     }
 
+    /// Takes back a request observed in `key`'s session that the upstream
+    /// never received: its calls are forgotten, never recorded.
+    pub fn retract(&self, key: &Key, bytes: Bytes) {
+        let _ = self.tx.send(Note::Retract {
+            key: key.clone(),
+            bytes,
+        });
+    }
+
+    /// Moves the session observed as `from` to `to` (a session id the
+    /// server issued), unless `to` already has one.
+    pub fn adopt(&self, from: Key, to: Key) {
+        let _ = self.tx.send(Note::Adopt { from, to });
+    }
+
     /// A body or event that was relayed but could not be observed.
     pub fn unobserved(&self) {
         let _ = self.tx.send(Note::Unobserved);
@@ -145,6 +170,18 @@ impl State {
                     });
                     let calls = session.observe(side, &bytes, at, now);
                     self.append(calls);
+                }
+                Note::Retract { key, bytes } => {
+                    if let Some(session) = self.sessions.get_mut(&key) {
+                        session.retract(&bytes);
+                    }
+                }
+                Note::Adopt { from, to } => {
+                    if !self.sessions.contains_key(&to)
+                        && let Some(session) = self.sessions.remove(&from)
+                    {
+                        self.sessions.insert(to, session);
+                    }
                 }
                 Note::Unobserved => self.tally.unparsed += 1,
                 Note::End(key) => {
