@@ -881,6 +881,52 @@ fn calls_are_numbered_in_the_order_they_were_made() {
     );
 }
 
+/// Names of the threads of process `pid`.
+fn threads(pid: u32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).ok())
+        .map(|n| n.trim().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn only_http_mode_starts_the_async_runtime() {
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &[]);
+    let capture = Capture::start(&store, &upstream.url(), &[]);
+    capture.connect().post(&[], &call(1, "echo", json!({})));
+    let http = threads(capture.guard.0.id());
+    assert!(http.iter().any(|t| t == "capture-http"), "{http:?}");
+    capture.stop();
+
+    let mut cmd = store.cmd("mcpeval-capture");
+    cmd.arg("--")
+        .args([
+            "python3",
+            fixture("misbehaving_server.py").to_str().unwrap(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut to = child.stdin.take().unwrap();
+    let mut from = BufReader::new(child.stdout.take().unwrap());
+    let guard = Guard(child);
+    writeln!(to, "{}", call(1, "ok", json!({}))).unwrap();
+    let mut line = String::new();
+    from.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\": 1"), "{line}");
+    let stdio = threads(guard.0.id());
+    assert!(
+        stdio.len() <= 5 && !stdio.iter().any(|t| t == "capture-http"),
+        "the stdio relay runs on a few plain threads: {stdio:?}"
+    );
+    drop(to);
+}
+
 /// Makes a CA (`NAME.pem`) and, when `leaf` is true, a certificate for
 /// 127.0.0.1 signed by it (`NAME-leaf.pem`, `NAME-leaf.key`) with openssl.
 fn certificates(dir: &std::path::Path, name: &str, leaf: bool) {
