@@ -50,31 +50,7 @@ impl Proxy {
         session_header: Option<HeaderName>,
         observer: Observer,
     ) -> Result<Proxy> {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_secs(10)));
-        connector.enforce_http(false);
-        let tls =
-            if upstream.is_https() {
-                // The system's trusted roots (SSL_CERT_FILE / SSL_CERT_DIR
-                // override them, as for OpenSSL).
-                HttpsConnectorBuilder::new()
-                    .with_native_roots()
-                    .map_err(|err| {
-                        Error::new(
-                    shared::exit::TRANSPORT,
-                    format!("cannot load the system's trusted certificates for {upstream}: {err}"),
-                )
-                .with_hint("install the CA certificates, or name a PEM file in SSL_CERT_FILE")
-                    })?
-            } else {
-                // Plain http: never reads the certificate store.
-                let none = rustls::ClientConfig::builder()
-                    .with_root_certificates(rustls::RootCertStore::empty())
-                    .with_no_client_auth();
-                HttpsConnectorBuilder::new().with_tls_config(none)
-            };
-        let connector = tls.https_or_http().enable_http1().wrap_connector(connector);
+        let connector = connector(&upstream)?;
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(Duration::from_secs(30))
@@ -204,6 +180,31 @@ impl Proxy {
         );
         response
     }
+}
+
+/// TCP with no Nagle delay, and TLS for an https upstream, checked against
+/// the system's trusted roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` name
+/// others, as for OpenSSL). A plain http upstream never reads them.
+fn connector(upstream: &Upstream) -> Result<HttpsConnector<HttpConnector>> {
+    let mut tcp = HttpConnector::new();
+    tcp.set_nodelay(true);
+    tcp.set_connect_timeout(Some(Duration::from_secs(10)));
+    tcp.enforce_http(false);
+    let tls = if upstream.is_https() {
+        HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|err| {
+                let what = format!("cannot load the trusted certificates for {upstream}: {err}");
+                Error::new(shared::exit::TRANSPORT, what)
+                    .with_hint("install the CA certificates, or name a PEM file in SSL_CERT_FILE")
+            })?
+    } else {
+        let none = rustls::ClientConfig::builder()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        HttpsConnectorBuilder::new().with_tls_config(none)
+    };
+    Ok(tls.https_or_http().enable_http1().wrap_connector(tcp))
 }
 
 fn plain(status: StatusCode, body: Bytes) -> Response<ProxyBody> {
