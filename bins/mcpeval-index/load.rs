@@ -28,11 +28,12 @@ use crate::windows::Scope;
 /// than tracking them (and keeps memory bounded).
 const MAX_TOUCHED: usize = 10_000;
 
-/// Rows per message from the reading thread, and messages in flight.
+/// Rows per message from the reading thread.
 const BATCH: usize = 1024;
+/// Messages in flight between the two threads.
+const QUEUE: usize = 4;
 /// Rows per INSERT statement in a bulk load, where no row can conflict.
 const ROWS_PER_INSERT: usize = 16;
-const QUEUE: usize = 4;
 
 /// One journal to read.
 pub enum Source {
