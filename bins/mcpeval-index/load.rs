@@ -19,6 +19,7 @@ use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
 
 use crate::checkpoint::{self, Continuation, Observed, Stamp};
+use crate::feed::Feed;
 use crate::lines::{self, Lines};
 use crate::row::{self, Row};
 use crate::schema;
@@ -143,12 +144,21 @@ pub struct Loader<'a> {
     pub journals_added: u64,
     touched: Option<HashSet<(String, String)>>,
     last: Option<(String, String)>,
+    /// Every row inserted, for deriving windows off the database.
+    feed: Option<Feed>,
 }
 
 impl<'a> Loader<'a> {
     /// A loader; `bulk` when the indexes of `calls` were dropped (see
-    /// `bulk.rs`), so repeated event ids are resolved after the load.
-    pub fn new(conn: &'a Connection, db: &'a Path, bulk: bool) -> Result<Loader<'a>> {
+    /// `bulk.rs`), so repeated event ids are resolved after the load. A
+    /// `feed` sees every row in insertion order (rebuilds only: then every
+    /// session's windows are derived anew and none needs tracking).
+    pub fn new(
+        conn: &'a Connection,
+        db: &'a Path,
+        bulk: bool,
+        feed: Option<Feed>,
+    ) -> Result<Loader<'a>> {
         let fail = schema::fail(db);
         let insert = conn
             .prepare(&format!(
@@ -192,8 +202,9 @@ impl<'a> Loader<'a> {
             inserted: 0,
             consumed: 0,
             journals_added: 0,
-            touched: Some(HashSet::new()),
+            touched: feed.is_none().then(HashSet::new),
             last: None,
+            feed,
         })
     }
 
@@ -234,13 +245,22 @@ impl<'a> Loader<'a> {
         // Reading, hashing and parsing run on a second thread, inserting on
         // this one; a bounded channel keeps memory flat.
         let (batches, received) = mpsc::sync_channel::<Vec<(u64, Row)>>(QUEUE);
+        // The reading thread keeps the feed while it reads.
+        let mut feed = self.feed.take();
         let (consumed, inserted) = thread::scope(|scope| {
             let path = &path;
+            let feed = feed.as_mut();
             let reader = scope.spawn(move || {
+                let mut feed = feed;
                 let mut batch = Vec::with_capacity(BATCH);
                 let read = lines.read(&mut file, path, limit, first, &mut hasher, |n, line| {
                     let row =
                         row::parse(line).map_err(|reason| lines::rejected(path, n, reason))?;
+                    if let Some(feed) = feed.as_deref_mut() {
+                        feed.push(&row).map_err(|e| {
+                            Error::io("cannot set calls aside for deriving windows", e)
+                        })?;
+                    }
                     batch.push((n, row));
                     if batch.len() == BATCH {
                         let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
@@ -263,6 +283,7 @@ impl<'a> Loader<'a> {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (consumed, inserted)
         });
+        self.feed = feed;
         // Rows arrive in order, so an insert error is about an earlier line
         // than any error the reader met after it.
         inserted?;
@@ -368,6 +389,11 @@ impl<'a> Loader<'a> {
         if touched.len() > MAX_TOUCHED {
             self.touched = None;
         }
+    }
+
+    /// The feed of every row inserted, when there is one.
+    pub fn take_feed(&mut self) -> Option<Feed> {
+        self.feed.take()
     }
 
     /// The sessions whose windows the new calls may have changed.

@@ -8,6 +8,7 @@
 mod args;
 mod bulk;
 mod checkpoint;
+mod feed;
 mod lines;
 mod links;
 mod load;

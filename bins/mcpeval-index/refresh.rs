@@ -11,6 +11,8 @@
 //! never mixes two states of a file.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
 use std::time::Instant;
 
 use rusqlite::config::DbConfig;
@@ -24,6 +26,7 @@ use shared::lock::LockFile;
 
 use crate::args::Config;
 use crate::checkpoint::{self, Observed, Plan};
+use crate::feed::Feed;
 use crate::lines::Lines;
 use crate::load::{Loader, Source};
 use crate::progress::Progress;
@@ -37,6 +40,9 @@ const ATTEMPTS: u32 = 3;
 /// A load of at least this many bytes, and more than is already indexed,
 /// drops the indexes of `calls` and sorts them afterwards (see `bulk.rs`).
 const BULK_BYTES: u64 = 16 << 20;
+
+/// Batches of derived windows in flight to the database thread.
+const WINDOW_BATCHES: usize = 4;
 
 /// What a run did, for the summary.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,6 +103,15 @@ pub fn run(config: &Config) -> Result<Outcome> {
         seconds: started.elapsed().as_secs_f64(),
         ..o
     })
+}
+
+/// The id the next row inserted into `calls` gets: one more than the
+/// largest, as SQLite assigns them.
+fn next_call_id(conn: &Connection, db: &Path) -> Result<i64> {
+    conn.query_row("SELECT coalesce(max(id), 0) + 1 FROM calls", [], |row| {
+        row.get(0)
+    })
+    .map_err(schema::fail(db))
 }
 
 /// Runs attempts until one is not overtaken by a changing journal.
@@ -224,6 +239,39 @@ impl Run<'_> {
         }))
     }
 
+    /// Builds the dropped indexes again and resolves repeats; meanwhile a
+    /// second thread derives windows from the `feed`, which are stored when
+    /// they describe the table (no repeat was removed). Returns the repeats
+    /// removed and whether windows were stored.
+    fn finish_bulk(
+        &self,
+        tx: &Connection,
+        dropped: bulk::Dropped,
+        feed: Option<Feed>,
+    ) -> Result<(u64, bool)> {
+        let db = self.db;
+        thread::scope(|scope| {
+            let (send, derived) = mpsc::sync_channel(WINDOW_BATCHES);
+            let deriving = feed
+                .filter(Feed::usable)
+                .map(|feed| scope.spawn(move || feed.derive(&send)));
+            let repeats = bulk::finish(tx, db, self.journals, dropped);
+            let stored = match (&repeats, &deriving) {
+                (Ok(0), Some(_)) => windows::store(tx, db, &derived).map(|()| true),
+                _ => Ok(false),
+            };
+            // Hanging up stops a derivation whose windows are not wanted.
+            drop(derived);
+            if let Some(deriving) = deriving {
+                deriving
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    .map_err(|e| Error::io("cannot derive failure windows", e))?;
+            }
+            Ok((repeats?, stored?))
+        })
+    }
+
     /// Plans against the checkpoints and reads what the plan says into
     /// `calls`, bringing the checkpoints up to date.
     fn load(&self, tx: &Connection, previous: Option<&State>, lines: &mut Lines) -> Result<Loaded> {
@@ -274,14 +322,23 @@ impl Run<'_> {
         } else {
             None
         };
-        let mut loader = Loader::new(tx, db, bulk)?;
+        // A rebuild sets its calls aside in session order as it reads them.
+        let feed = match rebuild {
+            Some(_) => Some(Feed::new(
+                db.parent().unwrap_or(Path::new(".")),
+                next_call_id(tx, db)?,
+            )),
+            None => None,
+        };
+        let mut loader = Loader::new(tx, db, bulk, feed)?;
         for source in sources {
             observed.push(loader.load(source, lines)?);
         }
         lines.progress.phase("building indexes");
-        let repeats = match dropped {
-            Some(dropped) => bulk::finish(tx, db, self.journals, dropped)?,
-            None => 0,
+        let feed = loader.take_feed();
+        let (repeats, derived) = match dropped {
+            Some(dropped) => self.finish_bulk(tx, dropped, feed)?,
+            None => (0, false),
         };
 
         let kept = if rebuild.is_some() {
@@ -294,10 +351,10 @@ impl Run<'_> {
         let inserted = (loader.inserted - repeats) as i64;
         let touched = loader.scope();
         Ok(Loaded {
-            scope: if rebuild.is_some() {
-                Scope::All
-            } else {
-                touched
+            scope: match (&rebuild, derived) {
+                (_, true) => Scope::Derived,
+                (Some(_), false) => Scope::All,
+                (None, false) => touched,
             },
             rebuild,
             observed,

@@ -657,6 +657,87 @@ fn failure_windows_turns_and_blast_radius_match_hand_computed_values() {
     assert_eq!(redone.len(), 4);
 }
 
+/// A window: session, server, tool, template, open and close seq,
+/// recovered, turns, failures and its tools joined by commas.
+type WindowWithTools = (
+    String,
+    String,
+    String,
+    Option<String>,
+    i64,
+    i64,
+    bool,
+    i64,
+    i64,
+    String,
+);
+
+/// Every window with its tools, in a stable order.
+fn windows_with_tools(store: &Store) -> Vec<WindowWithTools> {
+    db(store)
+        .prepare(
+            "SELECT session, server, tool, template_id, open_seq, close_seq, recovered, turns, failures,
+                    (SELECT group_concat(tool, ',') FROM (SELECT tool FROM window_tools
+                        WHERE window_id = w.id ORDER BY tool))
+             FROM windows w ORDER BY session, server, open_seq, tool, template_id",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn windows_derived_while_reading_match_windows_read_back() {
+    // A rebuild derives windows from the calls as it reads them; when it
+    // removes an exact repeat it reads them back from index.db instead.
+    // Both must give the same windows on an irregular workload: sessions
+    // interleaved across journals, seqs out of order, several servers,
+    // probe and unanswered calls.
+    let mut state = 12345u64;
+    let mut next = |below: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % below
+    };
+    let mut records = Vec::new();
+    for n in 0..3000u64 {
+        let session = next(40);
+        let seq = 1 + next(120);
+        let tool = ["a", "b", "c", "d", "e"][next(5) as usize];
+        let rec = match next(10) {
+            0..=3 => Rec::error(
+                n,
+                session,
+                seq,
+                tool,
+                [None, Some(1), Some(2)][next(3) as usize],
+            ),
+            4 => Rec::unanswered(n, session, seq, tool),
+            _ => Rec::ok(n, session, seq, tool),
+        };
+        let rec = rec.server(["weather", "search"][next(2) as usize]);
+        records.push(if next(20) == 0 { rec.probe() } else { rec });
+    }
+    let read = Store::new();
+    let repeated = Store::new();
+    for (i, part) in records.chunks(1000).enumerate() {
+        write(&read, i as u32 + 1, &lines(part));
+        write(&repeated, i as u32 + 1, &lines(part));
+    }
+    append(&repeated, 3, &records[0].line());
+    indexed(&read);
+    indexed(&repeated);
+    let derived = windows_with_tools(&read);
+    assert!(derived.len() > 300, "{} windows", derived.len());
+    assert_eq!(derived, windows_with_tools(&repeated));
+    assert_eq!(blast(&read).len(), blast(&repeated).len());
+}
+
 #[test]
 fn probe_calls_never_open_extend_or_close_a_window() {
     let store = Store::new();
