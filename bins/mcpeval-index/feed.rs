@@ -142,21 +142,21 @@ impl Feed {
     }
 
     /// Takes the next row inserted into `calls`, in insertion order.
-    pub fn push(&mut self, row: &Row) -> io::Result<()> {
+    pub fn push(&mut self, row: &Row<'_>) -> io::Result<()> {
         let id = self.next_id;
         self.next_id += 1;
         if self.abandoned || row.origin != "capture" {
             return Ok(());
         }
         let (Some(session), Some(server), Some(tool)) = (
-            token(&row.session, "s-"),
-            self.names.id(&row.server),
-            self.names.id(&row.tool),
+            token(row.session, "s-"),
+            self.names.id(row.server),
+            self.names.id(row.tool),
         ) else {
             self.abandon();
             return Ok(());
         };
-        let template = match &row.template_id {
+        let template = match row.template_id {
             None => None,
             Some(t) => match token(t, "t-") {
                 Some(n) => Some(n),
@@ -362,27 +362,30 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
-    fn row(session: u64, seq: i64, tool: &str, outcome: &'static str, t: Option<u64>) -> Row {
-        Row {
+    /// Pushes a capture call of server `srv` with these facts.
+    fn push(feed: &mut Feed, session: &str, seq: i64, outcome: &'static str, t: Option<u64>) {
+        let template = t.map(|t| format!("t-{t:016x}"));
+        feed.push(&Row {
             schema: 1,
             event_id: None,
-            session: format!("s-{session:016x}"),
+            session,
             seq,
             origin: "capture",
             transport: None,
-            server: "srv".into(),
-            tool: tool.into(),
-            started_at: String::new(),
+            server: "srv",
+            tool: "a",
+            started_at: "",
             duration_ms: None,
             advertised: None,
-            args_shape: "{}".into(),
+            args_shape: "{}",
             outcome,
             unknown: None,
             channel: None,
             code: None,
-            template_id: t.map(|t| format!("t-{t:016x}")),
+            template_id: template.as_deref(),
             retryable: None,
-        }
+        })
+        .unwrap();
     }
 
     fn derive(feed: Feed) -> Vec<Derived> {
@@ -402,8 +405,13 @@ mod tests {
         for seq in (1..=per_session).rev() {
             for session in 0..2 {
                 let outcome = if seq % 2 == 1 { "error" } else { "ok" };
-                feed.push(&row(session, seq, "a", outcome, Some(7)))
-                    .unwrap();
+                push(
+                    &mut feed,
+                    &format!("s-{session:016x}"),
+                    seq,
+                    outcome,
+                    Some(7),
+                );
             }
         }
         assert!(feed.usable());
@@ -421,9 +429,7 @@ mod tests {
     fn gives_up_on_what_it_cannot_express() {
         let dir = tempfile::tempdir().unwrap();
         let mut feed = Feed::new(dir.path(), 1);
-        let mut odd = row(1, 1, "a", "error", None);
-        odd.session = "s-NOT-HEX".into();
-        feed.push(&odd).unwrap();
+        push(&mut feed, "s-NOT-HEX", 1, "error", None);
         assert!(!feed.usable());
     }
 

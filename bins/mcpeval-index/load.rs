@@ -21,7 +21,7 @@ use shared::hash::Hasher;
 use crate::checkpoint::{self, Continuation, Observed, Stamp};
 use crate::feed::Feed;
 use crate::lines::{self, Lines};
-use crate::row::{self, Row};
+use crate::row::{Batch, Row};
 use crate::schema;
 use crate::windows::Scope;
 
@@ -103,7 +103,7 @@ const INSERT: &str = "INSERT INTO calls(journal_id, line, schema, event_id, sess
 const COLUMNS: usize = 20;
 
 /// A row's values for [`INSERT`].
-fn columns<'r>(journal_id: &'r i64, line: &'r u64, r: &'r Row) -> [&'r dyn ToSql; COLUMNS] {
+fn columns<'r>(journal_id: &'r i64, line: &'r u64, r: &'r Row<'_>) -> [&'r dyn ToSql; COLUMNS] {
     [
         journal_id,
         line,
@@ -244,7 +244,7 @@ impl<'a> Loader<'a> {
         let first = lines_before + 1;
         // Reading, hashing and parsing run on a second thread, inserting on
         // this one; a bounded channel keeps memory flat.
-        let (batches, received) = mpsc::sync_channel::<Vec<(u64, Row)>>(QUEUE);
+        let (batches, received) = mpsc::sync_channel::<Batch>(QUEUE);
         // The reading thread keeps the feed while it reads.
         let mut feed = self.feed.take();
         let (consumed, inserted) = thread::scope(|scope| {
@@ -252,18 +252,18 @@ impl<'a> Loader<'a> {
             let feed = feed.as_mut();
             let reader = scope.spawn(move || {
                 let mut feed = feed;
-                let mut batch = Vec::with_capacity(BATCH);
+                let mut batch = Batch::with_capacity(BATCH);
                 let read = lines.read(&mut file, path, limit, first, &mut hasher, |n, line| {
-                    let row =
-                        row::parse(line).map_err(|reason| lines::rejected(path, n, reason))?;
+                    let row = batch
+                        .push(n, line)
+                        .map_err(|reason| lines::rejected(path, n, reason))?;
                     if let Some(feed) = feed.as_deref_mut() {
                         feed.push(&row).map_err(|e| {
                             Error::io("cannot set calls aside for deriving windows", e)
                         })?;
                     }
-                    batch.push((n, row));
                     if batch.len() == BATCH {
-                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        let full = std::mem::replace(&mut batch, Batch::with_capacity(BATCH));
                         // The inserter only hangs up after an error of its own.
                         batches.send(full).map_err(|_| Error::rejected("stopped"))?;
                     }
@@ -313,13 +313,14 @@ impl<'a> Loader<'a> {
 
     /// Inserts a batch of rows from `path`, several per statement when no
     /// conflict can arise.
-    fn add_batch(&mut self, journal_id: i64, path: &Path, batch: &[(u64, Row)]) -> Result<()> {
+    fn add_batch(&mut self, journal_id: i64, path: &Path, batch: &Batch) -> Result<()> {
         if self.insert_many.is_none() {
             return batch
-                .iter()
-                .try_for_each(|(n, row)| self.add(journal_id, path, *n, row));
+                .rows()
+                .try_for_each(|(n, row)| self.add(journal_id, path, n, &row));
         }
-        let mut chunks = batch.chunks_exact(ROWS_PER_INSERT);
+        let rows: Vec<(u64, Row<'_>)> = batch.rows().collect();
+        let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
         for chunk in &mut chunks {
             self.add_chunk(journal_id, chunk)?;
         }
@@ -330,7 +331,7 @@ impl<'a> Loader<'a> {
     }
 
     /// Inserts ROWS_PER_INSERT rows with one statement (bulk loads only).
-    fn add_chunk(&mut self, journal_id: i64, chunk: &[(u64, Row)]) -> Result<()> {
+    fn add_chunk(&mut self, journal_id: i64, chunk: &[(u64, Row<'_>)]) -> Result<()> {
         if let Some(many) = &mut self.insert_many {
             let values = chunk
                 .iter()
@@ -345,7 +346,7 @@ impl<'a> Loader<'a> {
         Ok(())
     }
 
-    fn add(&mut self, journal_id: i64, path: &Path, number: u64, row: &Row) -> Result<()> {
+    fn add(&mut self, journal_id: i64, path: &Path, number: u64, row: &Row<'_>) -> Result<()> {
         let fail = schema::fail(self.db);
         let values = columns(&journal_id, &number, row);
         if self.insert.execute(&values[..]).map_err(&fail)? == 0 {
@@ -356,7 +357,7 @@ impl<'a> Loader<'a> {
             if same {
                 return Ok(());
             }
-            let id = row.event_id.as_deref().unwrap_or_default();
+            let id = row.event_id.unwrap_or_default();
             return Err(lines::rejected(
                 path,
                 number,
@@ -371,7 +372,7 @@ impl<'a> Loader<'a> {
     }
 
     /// Remembers the session of a new capture call.
-    fn touch(&mut self, row: &Row) {
+    fn touch(&mut self, row: &Row<'_>) {
         let Some(touched) = &mut self.touched else {
             return;
         };
@@ -383,7 +384,7 @@ impl<'a> Loader<'a> {
         if row.origin != "capture" || same {
             return;
         }
-        let key = (row.session.clone(), row.server.clone());
+        let key = (row.session.to_owned(), row.server.to_owned());
         touched.insert(key.clone());
         self.last = Some(key);
         if touched.len() > MAX_TOUCHED {
