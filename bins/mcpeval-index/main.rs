@@ -6,6 +6,7 @@
 //! was. Journals are only ever read, never written.
 
 mod args;
+mod aside;
 mod bulk;
 mod checkpoint;
 mod feed;

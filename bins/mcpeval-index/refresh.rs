@@ -25,6 +25,7 @@ use shared::lifecycle::{self, Annotation};
 use shared::lock::LockFile;
 
 use crate::args::Config;
+use crate::aside::{self, Aside};
 use crate::checkpoint::{self, Observed, Plan};
 use crate::feed::Feed;
 use crate::lines::Lines;
@@ -90,19 +91,47 @@ pub fn run(config: &Config) -> Result<Outcome> {
     let home = &config.home;
     home.ensure()?;
     let db = home.index_db();
-    let mut conn = schema::open(&db, config.rebuild)?;
+    aside::clean(&db)?;
     let mut lines = Lines::new(Progress::new());
-    let outcome = attempts(config, &db, &mut conn, &mut lines);
+    let outcome = match Aside::begin(&db) {
+        Ok(Some((aside, conn))) => first(config, &db, aside, conn, &mut lines),
+        Ok(None) => in_place(config, &db, &mut lines),
+        Err(err) => Err(err),
+    };
     lines.progress.finish();
+    outcome.map(|o| Outcome {
+        seconds: started.elapsed().as_secs_f64(),
+        ..o
+    })
+}
+
+/// The first run, building index.db aside (see `aside.rs`).
+fn first(
+    config: &Config,
+    db: &Path,
+    aside: Aside,
+    mut conn: Connection,
+    lines: &mut Lines,
+) -> Result<Outcome> {
+    let outcome = attempts(config, db, &mut conn, lines)?;
+    if aside.install(conn, db)? {
+        Ok(outcome)
+    } else {
+        // Another first run won: index.db is there now.
+        in_place(config, db, lines)
+    }
+}
+
+/// A run on index.db itself, inside one transaction.
+fn in_place(config: &Config, db: &Path, lines: &mut Lines) -> Result<Outcome> {
+    let mut conn = schema::open(db, config.rebuild)?;
+    let outcome = attempts(config, db, &mut conn, lines);
     if outcome.is_err() {
         // Closing would checkpoint a WAL left by an earlier, killed run into
         // index.db; a failed run leaves even the file's bytes alone.
         let _ = conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
     }
-    outcome.map(|o| Outcome {
-        seconds: started.elapsed().as_secs_f64(),
-        ..o
-    })
+    outcome
 }
 
 /// The id the next row inserted into `calls` gets: one more than the

@@ -453,9 +453,58 @@ fn a_rejected_first_run_leaves_no_index() {
     let out = index(&store, &[]);
     assert_eq!(out.status.code(), Some(4));
     assert!(text(&out.stderr).contains(&format!("{}:3: not valid JSON", journal_name(1))));
-    // The schema may exist, but no run completed: readers see no index.
-    assert_eq!(number(&store, "SELECT count(*) FROM state"), 0);
-    assert_eq!(number(&store, "SELECT count(*) FROM calls"), 0);
+    // The first index is built aside: nothing of it is left.
+    let left: Vec<_> = fs::read_dir(store.home())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("index.db"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_killed_first_run_leaves_nothing_in_the_way() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(3, 1)));
+    // What a first run killed while building index.db aside leaves.
+    fs::create_dir_all(store.home()).unwrap();
+    fs::write(store.home().join("index.db.new"), b"half a database").unwrap();
+    fs::write(store.home().join("index.db.new-wal"), b"half a log").unwrap();
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (3 new) from 1 journals in S s; full rebuild: no previous index"
+    );
+    assert_eq!(number(&store, "SELECT count(*) FROM calls"), 3);
+    // Left by a run killed after the first one: the next run removes it.
+    fs::write(store.home().join("index.db.new"), b"half a database").unwrap();
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (0 new) from 1 journals in S s"
+    );
+    assert!(!store.home().join("index.db.new").exists());
+    assert!(!store.home().join("index.db.new-wal").exists());
+}
+
+#[test]
+fn concurrent_first_runs_both_succeed() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(2000, 1)));
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            store
+                .cmd("mcpeval-index")
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for run in runs {
+        let out = run.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    assert_eq!(number(&store, "SELECT count(*) FROM calls"), 2000);
+    assert_eq!(number(&store, "SELECT calls FROM state"), 2000);
+    assert!(!store.home().join("index.db.new").exists());
 }
 
 #[test]
