@@ -69,11 +69,17 @@ pub struct Indexed {
 
 /// Runs `mcpeval-index` on `store`.
 pub fn index(store: &Store, scratch: &Path) -> Indexed {
+    index_with(store, &[], scratch)
+}
+
+/// Runs `mcpeval-index ARGS` on `store`.
+pub fn index_with(store: &Store, args: &[&str], scratch: &Path) -> Indexed {
     let run = measure::run(
         Command::new(env!("CARGO_BIN_EXE_mcpeval-index"))
             .arg("--home")
             .arg(&store.home)
-            .args(["--format", "json"]),
+            .args(["--format", "json"])
+            .args(args),
         scratch,
     );
     let summary: serde_json::Value = serde_json::from_str(run.stdout.trim())
