@@ -58,20 +58,23 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     lower_priority();
     let mut journaled = 0u64;
     let mut failed_write = false;
-    let mut append = |writer: &mut Writer, calls: Vec<shared::record::Call>| {
-        for call in calls {
-            match writer.append(&call) {
-                Ok(()) => journaled += 1,
-                // Keep relaying: the client's session matters more than the
-                // journal. Say so once, loudly.
-                Err(err) if !failed_write => {
-                    failed_write = true;
-                    shared::cli::warn(PROGRAM, format_args!("{err}; further records are lost"));
-                }
-                Err(_) => {}
+    // The calls a chunk completes are appended together, under one hold
+    // of the journal lock.
+    let mut append = |writer: &mut Writer, calls: &mut Vec<shared::record::Call>| {
+        let (done, failed) = writer.append_all(calls);
+        journaled += done as u64;
+        calls.clear();
+        match failed {
+            // Keep relaying: the client's session matters more than the
+            // journal. Say so once, loudly.
+            Some(err) if !failed_write => {
+                failed_write = true;
+                shared::cli::warn(PROGRAM, format_args!("{err}; further records are lost"));
             }
+            _ => {}
         }
     };
+    let mut completed = Vec::new();
     let (mut client, mut server) = (Lines::default(), Lines::default());
     for event in observed {
         match event {
@@ -86,9 +89,9 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                     Side::Server => &mut server,
                 };
                 lines.feed(&bytes, |line| {
-                    let calls = session.observe(side, line, at, now);
-                    append(&mut writer, calls);
+                    completed.extend(session.observe(side, line, at, now));
                 });
+                append(&mut writer, &mut completed);
             }
             Event::Closed(side) => {
                 let lines = match side {
@@ -96,8 +99,8 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                     Side::Server => &mut server,
                 };
                 if let Some(last) = lines.finish() {
-                    let calls = session.observe(side, &last, Timestamp::now(), Instant::now());
-                    append(&mut writer, calls);
+                    completed = session.observe(side, &last, Timestamp::now(), Instant::now());
+                    append(&mut writer, &mut completed);
                 }
                 if side == Side::Server {
                     break;
@@ -105,8 +108,8 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
             }
         }
     }
-    let left = session.finish();
-    append(&mut writer, left);
+    completed = session.finish();
+    append(&mut writer, &mut completed);
     let skipped = client.skipped + server.skipped;
 
     let status = child
