@@ -8,5 +8,6 @@ mod front;
 mod index;
 mod probe;
 mod promote;
+mod property;
 mod records;
 mod support;
