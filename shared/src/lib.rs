@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod evidence;
 pub mod exit;
 pub mod finding;
 pub mod hash;
