@@ -32,6 +32,7 @@ pub mod salt;
 pub mod sanitize;
 pub mod score;
 pub mod time;
+pub mod verification;
 
 pub use error::{Error, Result};
 
