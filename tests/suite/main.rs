@@ -10,3 +10,4 @@ mod probe;
 mod promote;
 mod records;
 mod support;
+mod verify;
