@@ -3,6 +3,7 @@
 mod annotate;
 mod capture;
 mod capture_http;
+mod close;
 mod docs;
 mod front;
 mod index;
