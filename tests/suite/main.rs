@@ -6,6 +6,7 @@ mod capture_http;
 mod close;
 mod docs;
 mod front;
+mod generate;
 mod index;
 mod probe;
 mod promote;
