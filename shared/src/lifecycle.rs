@@ -1,10 +1,13 @@
 //! `lifecycle.db`: the store's durable, authoritative database.
 //!
-//! It holds what cannot be derived from the journals again: today the
-//! annotations people add to calls; later migrations add lifecycle state
-//! and verification history. Unlike `index.db` it is never deleted or
-//! rebuilt, so migrations here only ever add, and nothing in this module may
-//! drop or rewrite a stored row.
+//! It holds what cannot be derived from the journals again: the
+//! annotations people add to calls, each finding's lifecycle state, every
+//! verification run and the history of changes (the rules that move a
+//! finding live in [`crate::verification`]). Opening it also imports, once,
+//! the index-only evidence of earlier releases ([`crate::evidence`]).
+//! Unlike `index.db` it is never deleted or rebuilt, so migrations here
+//! only ever add, and nothing in this module may drop or rewrite a stored
+//! row.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
