@@ -933,3 +933,91 @@ fn index_only_evidence_is_imported_once_and_never_counts() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains(" result=green state=verifying streak=1/3 "));
 }
+
+#[test]
+fn the_demo_loop_runs_on_the_bundled_server() {
+    let store = Store::new();
+    let demo = crate::support::repo().join("corpus/demo");
+    let mode = store.scratch().join("mode");
+    std::fs::write(&mode, "buggy\n").unwrap();
+    let server = [
+        "python3".to_owned(),
+        demo.join("jobs_server.py").display().to_string(),
+        mode.display().to_string(),
+    ];
+    for session in ["session-1.json", "session-2.json"] {
+        let mut cmd = Command::new(Deps::python());
+        store.env(&mut cmd);
+        let out = cmd
+            .arg(crate::support::repo().join("tests/clients/session.py"))
+            .arg(demo.join(session))
+            .arg("--")
+            .arg(crate::support::bin("mcpeval-capture"))
+            .arg("--")
+            .args(&server)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    succeed(&store, "mcpeval-index", &[]);
+    succeed(&store, "mcpeval-promote", &[]);
+    let all = findings(&store);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let f = &all[0];
+    assert_eq!(
+        (&f["server"], &f["tool"], &f["defect_class"], &f["failures"]),
+        (
+            &json!("jobs"),
+            &json!("get_status"),
+            &json!("internal-error"),
+            &json!(4)
+        )
+    );
+    let id = f["id"].as_str().unwrap();
+    let generated = store.scratch().join("generated.json");
+    succeed(
+        &store,
+        "mcpeval-generate",
+        &[
+            "--finding",
+            id,
+            "--confirm-read-only",
+            "--output",
+            generated.to_str().unwrap(),
+        ],
+    );
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&generated).unwrap()).unwrap();
+    assert_eq!(
+        doc["cases"][0]["arguments"],
+        json!({"job": "<fill:string>"})
+    );
+    doc["cases"][0]["arguments"]["job"] = json!("job_1");
+    let manifest = store.scratch().join("mcp-eval.manifest.json");
+    std::fs::write(&manifest, doc.to_string()).unwrap();
+    let verify = || {
+        let out = store
+            .cmd("mcpeval-verify")
+            .args(["--finding", id, "--case", id, "--manifest"])
+            .arg(&manifest)
+            .arg("--")
+            .args(&server)
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stdout))
+    };
+    let (status, red) = verify();
+    assert_eq!(status, Some(1));
+    assert!(
+        red.contains(" result=red state=fix-claimed streak=0/3 "),
+        "{red}"
+    );
+    std::fs::write(&mode, "repaired\n").unwrap();
+    for (streak, state) in [(1, "verifying"), (2, "verifying"), (3, "closed")] {
+        let (status, green) = verify();
+        assert_eq!(status, Some(0), "{green}");
+        assert!(
+            green.contains(&format!(" result=green state={state} streak={streak}/3 ")),
+            "{green}"
+        );
+    }
+}
