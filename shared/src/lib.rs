@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod evidence;
 pub mod exit;
 pub mod finding;
 pub mod hash;
@@ -31,6 +32,7 @@ pub mod salt;
 pub mod sanitize;
 pub mod score;
 pub mod time;
+pub mod verification;
 
 pub use error::{Error, Result};
 

@@ -3,10 +3,13 @@
 mod annotate;
 mod capture;
 mod capture_http;
+mod close;
 mod docs;
 mod front;
+mod generate;
 mod index;
 mod probe;
 mod promote;
 mod records;
 mod support;
+mod verify;
