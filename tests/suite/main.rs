@@ -3,9 +3,11 @@
 mod annotate;
 mod capture;
 mod docs;
+mod export_issues;
 mod front;
 mod index;
 mod probe;
 mod promote;
 mod records;
+mod seeded;
 mod support;
