@@ -8,6 +8,7 @@ mod front;
 mod index;
 mod probe;
 mod promote;
+mod readiness;
 mod records;
 mod seeded;
 mod support;
