@@ -11,4 +11,5 @@ mod promote;
 mod readiness;
 mod records;
 mod seeded;
+mod share;
 mod support;
