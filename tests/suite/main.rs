@@ -7,6 +7,7 @@ mod export_issues;
 mod front;
 mod index;
 mod probe;
+mod probe_all;
 mod promote;
 mod readiness;
 mod records;
