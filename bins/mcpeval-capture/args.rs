@@ -1,50 +1,94 @@
 //! Command-line flags of `mcpeval-capture`, checked into a [`Config`].
+//!
+//! Two modes share the binary: stdio (`-- CMD`) and Streamable HTTP
+//! (`--listen ADDR --upstream URL`). clap keeps them exclusive; this module
+//! turns either into a validated [`Mode`], so the work never re-checks flags.
 
 use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
+use clap::{ArgGroup, Parser};
+use http::HeaderName;
 use shared::home::Home;
 use shared::{Error, Result};
+
+use crate::http::upstream::Upstream;
 
 /// Relay an MCP server's traffic unchanged and journal every tool call.
 #[derive(Debug, Parser)]
 #[command(
     name = "mcpeval-capture",
     version,
-    about = "Relay an MCP server's stdio traffic unchanged and journal every tool call",
-    long_about = "Relay an MCP server's stdio traffic unchanged and journal every tool call.\n\n\
-Put mcpeval-capture in front of the server command in your MCP client's \
-configuration. The client talks to it exactly as to the server: every byte \
-passes through unchanged and in order, the server's stderr goes to \
+    about = "Relay an MCP server's traffic (stdio or Streamable HTTP) unchanged and journal every tool call",
+    long_about = "Relay an MCP server's traffic unchanged and journal every tool call.\n\n\
+Over stdio, put mcpeval-capture in front of the server command in your MCP \
+client's configuration. The client talks to it exactly as to the server: every \
+byte passes through unchanged and in order, the server's stderr goes to \
 mcpeval-capture's stderr, and its exit status (or the signal that killed it) \
 is mcpeval-capture's own.\n\n\
+Over Streamable HTTP (--listen ADDR --upstream URL), mcpeval-capture is a \
+reverse proxy: point the client at http://ADDR with the upstream's path (a \
+request for / itself goes to the upstream URL). Requests of every method, their \
+headers (less hop-by-hop ones; Host names the upstream), bodies and status \
+codes pass through unchanged, and SSE streams are relayed event by event. A \
+session is one Mcp-Session-Id; when the server issues none, one client \
+connection, or the value of the request header named by --session-header. A \
+session ends on DELETE, when its connection closes (connection sessions), or \
+when mcpeval-capture stops on SIGINT or SIGTERM, which ends every session and \
+exits 0. When the upstream cannot be reached the client gets 502 with a \
+JSON-RPC error and the call is not recorded at all. An https upstream's \
+certificate is checked against the system's trusted roots (SSL_CERT_FILE or \
+SSL_CERT_DIR name others).\n\n\
 Each tools/call is paired with its response and appended as one \
 mcpeval.call/1 record to a journal under <MCPEVAL_HOME>/journals/. Records \
 hold argument shapes, error codes and salted template ids: never an argument \
-value or error text. A call still unanswered when the server exits is \
+value, error text or header. A call still unanswered when its session ends is \
 recorded with outcome unknown.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval capture -- npx -y @modelcontextprotocol/server-everything\n  \
-mcpeval capture --server weather -- python -m weather_server --port 0\n\n\
+mcpeval capture --server weather -- python -m weather_server --port 0\n  \
+mcpeval capture --listen 127.0.0.1:8931 --upstream http://127.0.0.1:3001/mcp\n  \
+mcpeval capture --listen 8931 --upstream https://mcp.example.com/mcp --session-header X-Agent-Session\n\n\
 In a client configuration, replace \"command\": \"my-server\" with\n  \
-\"command\": \"mcpeval-capture\", \"args\": [\"--\", \"my-server\", ...]\n\n\
+\"command\": \"mcpeval-capture\", \"args\": [\"--\", \"my-server\", ...]\n\
+or replace the server's URL http://HOST:PORT/mcp with http://127.0.0.1:8931/mcp.\n\n\
 Records go to <MCPEVAL_HOME>/journals/YYYYMMDDTHHMMSS.fffZ-XXXXXXXX.jsonl, one\n\
 file per capture, rotated at 64 MiB or when the UTC day changes."
-    )
+    ),
+    override_usage = "mcpeval-capture [OPTIONS] -- <CMD>...\n       \
+mcpeval-capture [OPTIONS] --listen <ADDR> --upstream <URL> [--session-header <NAME>]",
+    group(ArgGroup::new("mode").required(true).args(["command", "listen"]))
 )]
 pub struct Args {
     /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
     #[arg(long, value_name = "DIR")]
     pub home: Option<PathBuf>,
 
-    /// Server name for the records [default: serverInfo.name from the server, else the command's file name]
+    /// Server name for the records [default: serverInfo.name from the server, else the command's file name or the upstream's host:port]
     #[arg(long, value_name = "NAME")]
     pub server: Option<String>,
 
+    /// Serve Streamable HTTP on ADDR (HOST:PORT, or a bare PORT on 127.0.0.1; port 0 picks a free one)
+    #[arg(
+        long,
+        value_name = "ADDR",
+        requires = "upstream",
+        conflicts_with = "command"
+    )]
+    pub listen: Option<String>,
+
+    /// The MCP server's Streamable HTTP endpoint (http or https), e.g. http://127.0.0.1:3001/mcp
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub upstream: Option<String>,
+
+    /// Key sessions by this request header when the server issues no Mcp-Session-Id
+    #[arg(long, value_name = "NAME", requires = "listen")]
+    pub session_header: Option<String>,
+
     /// The server command and its arguments, after `--`
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
 }
 
@@ -54,10 +98,31 @@ pub struct Config {
     pub home: Home,
     /// Given by `--server`; wins over anything the server says.
     pub server: Option<String>,
-    /// Used when neither the flag nor the server names it.
-    pub fallback_server: String,
+    pub mode: Mode,
+}
+
+/// Which transport to capture.
+#[derive(Debug)]
+pub enum Mode {
+    Stdio(Stdio),
+    Http(Http),
+}
+
+/// A server command to run and relay over stdio.
+#[derive(Debug)]
+pub struct Stdio {
     pub program: OsString,
     pub args: Vec<OsString>,
+    /// Used when neither the flag nor the server names it.
+    pub fallback_server: String,
+}
+
+/// A Streamable HTTP endpoint to stand in for.
+#[derive(Debug)]
+pub struct Http {
+    pub listen: SocketAddr,
+    pub upstream: Upstream,
+    pub session_header: Option<HeaderName>,
 }
 
 impl Args {
@@ -65,23 +130,68 @@ impl Args {
         if let Some(name) = &self.server {
             check_server_name(name)?;
         }
-        let mut command = self.command.into_iter();
-        let program = command
-            .next()
-            .ok_or_else(|| Error::usage("missing the server command after --"))?;
-        let fallback_server = Path::new(&program)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "server".to_owned());
+        let mode = match (self.listen, self.upstream) {
+            (Some(listen), Some(upstream)) => Mode::Http(Http {
+                listen: listen_addr(&listen)?,
+                upstream: Upstream::parse(&upstream)?,
+                session_header: self
+                    .session_header
+                    .as_deref()
+                    .map(session_header)
+                    .transpose()?,
+            }),
+            _ => Mode::Stdio(stdio(self.command)?),
+        };
         Ok(Config {
             home: Home::resolve(self.home.as_deref())?,
             server: self.server,
-            fallback_server,
-            program,
-            args: command.collect(),
+            mode,
         })
     }
+}
+
+fn stdio(command: Vec<OsString>) -> Result<Stdio> {
+    let mut command = command.into_iter();
+    let program = command
+        .next()
+        .ok_or_else(|| Error::usage("missing the server command after --"))?;
+    let fallback_server = Path::new(&program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "server".to_owned());
+    Ok(Stdio {
+        program,
+        args: command.collect(),
+        fallback_server,
+    })
+}
+
+/// `PORT` alone means loopback; anything else must resolve to one address.
+fn listen_addr(text: &str) -> Result<SocketAddr> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    let bad = |why: &str| {
+        Error::usage(format!(
+            "invalid --listen {text:?}: {why}; use HOST:PORT such as 127.0.0.1:8931, or a bare port"
+        ))
+    };
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let mut addrs = text
+        .to_socket_addrs()
+        .map_err(|err| bad(&err.to_string()))?;
+    addrs.next().ok_or_else(|| bad("it names no address"))
+}
+
+fn session_header(name: &str) -> Result<HeaderName> {
+    HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+        Error::usage(format!(
+            "invalid --session-header {name:?}: use an HTTP header name such as X-Agent-Session"
+        ))
+    })
 }
 
 fn check_server_name(name: &str) -> Result<()> {
@@ -91,4 +201,30 @@ fn check_server_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(
+            listen_addr("8931").unwrap(),
+            "127.0.0.1:8931".parse().unwrap()
+        );
+        assert_eq!(listen_addr("[::1]:0").unwrap(), "[::1]:0".parse().unwrap());
+        assert!(listen_addr("localhost:0").unwrap().ip().is_loopback());
+        let err = listen_addr("nowhere").unwrap_err();
+        assert!(err.message().contains("\"nowhere\""), "{err}");
+    }
+
+    #[test]
+    fn session_header_names() {
+        assert_eq!(
+            session_header("X-Agent-Session").unwrap(),
+            "x-agent-session"
+        );
+        assert!(session_header("bad header").is_err());
+    }
 }

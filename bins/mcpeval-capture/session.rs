@@ -104,6 +104,33 @@ impl Session {
         done
     }
 
+    /// Forgets the requests in `bytes` (one message or a batch) that were
+    /// observed but never reached the server, as if never seen. A call
+    /// numbered last gives its seq back.
+    pub fn retract(&mut self, bytes: &[u8]) {
+        let messages = match serde_json::from_slice::<Value>(bytes) {
+            Ok(Value::Array(batch)) => batch,
+            Ok(message) => vec![message],
+            Err(_) => return,
+        };
+        let mut ids: Vec<String> = messages
+            .iter()
+            .filter(|m| m.get("method").is_some())
+            .filter_map(|m| m.get("id").filter(|id| !id.is_null()).map(id_key))
+            .collect();
+        // Latest first, so a batch gives back all of its seqs.
+        ids.sort_by_key(|id| std::cmp::Reverse(self.calls.get(id).map(|p| p.seq)));
+        for id in ids {
+            if let Some(pending) = self.calls.remove(&id)
+                && pending.seq == self.seq
+            {
+                self.seq -= 1;
+            }
+            self.lists.remove(&id);
+            self.handshakes.remove(&id);
+        }
+    }
+
     /// Ends the session: every call still waiting is recorded unanswered.
     pub fn finish(&mut self) -> Vec<Call> {
         let mut pending: Vec<Pending> = self.calls.drain().map(|(_, p)| p).collect();
@@ -434,6 +461,31 @@ mod tests {
             .server,
             "srv-bin"
         );
+    }
+
+    #[test]
+    fn retracted_requests_are_never_recorded() {
+        let mut s = session();
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}"#,
+        );
+        let batch = r#"[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b"}},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"c"}}]"#;
+        feed(&mut s, Side::Client, batch);
+        s.retract(batch.as_bytes());
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"d"}}"#,
+        );
+        let mut left = s.finish();
+        left.sort_by_key(|c| c.identity.seq);
+        let got: Vec<(&str, u64)> = left
+            .iter()
+            .map(|c| (c.tool.as_str(), c.identity.seq))
+            .collect();
+        assert_eq!(got, [("a", 1), ("d", 2)]);
     }
 
     #[test]

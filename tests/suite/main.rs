@@ -2,6 +2,7 @@
 
 mod annotate;
 mod capture;
+mod capture_http;
 mod docs;
 mod export_issues;
 mod front;

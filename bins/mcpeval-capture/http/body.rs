@@ -1,0 +1,222 @@
+//! A response body that is forwarded frame by frame while a copy of each
+//! JSON-RPC message in it goes to the observer.
+//!
+//! Nothing is held back: every frame is handed on in the same poll that
+//! received it. A message is handed to the observer *before* the frame that
+//! completes it is forwarded, so the observer never sees a client's next
+//! request before the response it reacted to. Bodies that are neither JSON
+//! nor an event stream are relayed unobserved.
+
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use http::header::{CONTENT_ENCODING, CONTENT_TYPE};
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use jiff::Timestamp;
+
+use crate::http::json::Scanner;
+use crate::http::sessions::{Key, Observer};
+use crate::http::sse::{Decoder, Item};
+use crate::session::Side;
+
+/// A JSON body longer than this is relayed but not observed.
+const MAX_JSON: usize = 64 * 1024 * 1024;
+
+/// How a body's messages are found.
+#[derive(Debug)]
+pub enum Watch {
+    /// One JSON value (a message or a batch).
+    Json { scanner: Scanner, copy: Vec<u8> },
+    /// `data:` of each server-sent event.
+    Events(Decoder),
+    /// Not observed.
+    Nothing,
+}
+
+impl Watch {
+    /// The watch for a body with these headers: JSON and event streams are
+    /// observed; compressed bodies and every other type are not.
+    pub fn for_headers(headers: &HeaderMap) -> (Watch, bool) {
+        let encoded = headers
+            .get(CONTENT_ENCODING)
+            .is_some_and(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"));
+        let media = headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|v| v.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        let watch = if media == "text/event-stream" {
+            Watch::Events(Decoder::new())
+        } else if media == "application/json" || media.ends_with("+json") {
+            Watch::Json {
+                scanner: Scanner::default(),
+                copy: Vec::new(),
+            }
+        } else {
+            return (Watch::Nothing, false);
+        };
+        if encoded {
+            (Watch::Nothing, true)
+        } else {
+            (watch, false)
+        }
+    }
+}
+
+/// The upstream's response body on its way to the client.
+pub struct Observed {
+    inner: Incoming,
+    watch: Watch,
+    key: Key,
+    observer: Observer,
+    /// End the session once the body is done (a DELETE, an expired session).
+    end_session: bool,
+    done: bool,
+    failed: bool,
+}
+
+impl Observed {
+    pub fn new(
+        inner: Incoming,
+        watch: Watch,
+        key: Key,
+        observer: Observer,
+        end_session: bool,
+    ) -> Observed {
+        Observed {
+            inner,
+            watch,
+            key,
+            observer,
+            end_session,
+            done: false,
+            failed: false,
+        }
+    }
+
+    fn see(&mut self, data: &[u8]) {
+        let (at, now) = (Timestamp::now(), Instant::now());
+        let (key, observer) = (&self.key, &self.observer);
+        match &mut self.watch {
+            Watch::Json { scanner, copy } => {
+                if copy.len() + data.len() > MAX_JSON {
+                    observer.unobserved();
+                    self.watch = Watch::Nothing;
+                    return;
+                }
+                copy.extend_from_slice(data);
+                if scanner.feed(data) {
+                    let whole = Bytes::from(std::mem::take(copy));
+                    observer.message(key, Side::Server, whole, at, now);
+                    self.watch = Watch::Nothing;
+                }
+            }
+            Watch::Events(decoder) => decoder.feed(data, &mut |item| match item {
+                Item::Data(bytes) => {
+                    observer.message(key, Side::Server, Bytes::from(bytes), at, now);
+                }
+                Item::Oversized => observer.unobserved(),
+            }),
+            Watch::Nothing => {}
+        }
+    }
+
+    /// The body ended (or was dropped): hand over what is left, once.
+    fn finish(&mut self) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        if let Watch::Json { copy, .. } = &mut self.watch
+            && !copy.is_empty()
+            && !self.failed
+        {
+            // Not an object or array: let the observer count it.
+            let rest = Bytes::from(std::mem::take(copy));
+            self.observer.message(
+                &self.key,
+                Side::Server,
+                rest,
+                Timestamp::now(),
+                Instant::now(),
+            );
+        }
+        if self.end_session {
+            self.observer.end(self.key.clone());
+        }
+    }
+}
+
+impl Body for Observed {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = &mut *self;
+        let polled = ready!(Pin::new(&mut this.inner).poll_frame(cx));
+        match &polled {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    this.see(data);
+                }
+            }
+            Some(Err(_)) => this.failed = true,
+            None => this.finish(),
+        }
+        Poll::Ready(polled)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Observed {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn watch(content_type: &str, encoding: Option<&str>) -> (&'static str, bool) {
+        let mut h = HeaderMap::new();
+        h.insert(CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
+        if let Some(e) = encoding {
+            h.insert(CONTENT_ENCODING, HeaderValue::from_str(e).unwrap());
+        }
+        let (w, counted) = Watch::for_headers(&h);
+        let kind = match w {
+            Watch::Json { .. } => "json",
+            Watch::Events(_) => "events",
+            Watch::Nothing => "nothing",
+        };
+        (kind, counted)
+    }
+
+    #[test]
+    fn chooses_by_media_type() {
+        assert_eq!(
+            watch("application/json; charset=utf-8", None),
+            ("json", false)
+        );
+        assert_eq!(watch("Text/Event-Stream", None), ("events", false));
+        assert_eq!(watch("text/html", None), ("nothing", false));
+        assert_eq!(watch("application/json", Some("gzip")), ("nothing", true));
+        assert_eq!(watch("application/json", Some("identity")), ("json", false));
+    }
+}

@@ -1,0 +1,145 @@
+//! Streamable HTTP capture: a reverse proxy in front of one MCP endpoint.
+//!
+//! Only this mode starts an async runtime (tokio, hyper); the stdio relay
+//! never does. Each client connection is served by hyper on the runtime,
+//! each request is forwarded by [`proxy`], and copies of the JSON-RPC
+//! messages go to one observer thread ([`sessions`]) that owns the journal.
+//! On SIGINT or SIGTERM capture stops accepting, ends every session (its
+//! unanswered calls are recorded) and exits 0. Nothing is written to stdout.
+
+mod body;
+mod json;
+mod proxy;
+mod sessions;
+mod sse;
+pub mod upstream;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use shared::home::Home;
+use shared::journal::Writer;
+use shared::salt::Salt;
+use shared::{Error, Result};
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::PROGRAM;
+use crate::args::Http;
+use crate::http::proxy::Proxy;
+use crate::http::sessions::{Key, Observer, Tally};
+
+/// Serves `http` until SIGINT or SIGTERM.
+pub fn run(home: &Home, server: Option<String>, http: Http) -> Result<()> {
+    // Prepare the store first, so a capture that cannot journal fails
+    // before any client connects.
+    let salt = Salt::load_or_create(home)?;
+    let writer = Writer::new(home)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("capture-http")
+        .build()
+        .map_err(|err| Error::io("cannot start the HTTP runtime", err))?;
+    let fallback = http.upstream.host_port();
+    let (observer, journal) = Observer::start(salt, writer, server, fallback);
+    let served = runtime.block_on(serve(http, observer.clone()));
+    // Connections still open are cut; their sessions end below.
+    runtime.shutdown_background();
+    observer.shutdown();
+    let tally = journal
+        .join()
+        .map_err(|_| Error::new(shared::exit::IO, "the journal writer stopped unexpectedly"))?;
+    served?;
+    summary(&tally);
+    Ok(())
+}
+
+async fn serve(http: Http, observer: Observer) -> Result<()> {
+    let upstream = http.upstream.to_string();
+    let proxy = Arc::new(Proxy::new(
+        http.upstream,
+        http.session_header,
+        observer.clone(),
+    )?);
+    let listener = TcpListener::bind(http.listen).await.map_err(|err| {
+        Error::io(format_args!("cannot listen on {}", http.listen), err)
+            .with_hint("choose another address, or port 0 for any free port")
+    })?;
+    let local = listener
+        .local_addr()
+        .map_err(|err| Error::io("cannot read the listening address", err))?;
+    if !local.ip().is_loopback() {
+        shared::cli::warn(
+            PROGRAM,
+            format_args!(
+                "{local} is not a loopback address: anyone who can reach it can use the upstream server through capture"
+            ),
+        );
+    }
+    eprintln!("{PROGRAM}: listening on http://{local} (upstream {upstream})");
+
+    let mut interrupt = signal(SignalKind::interrupt())
+        .map_err(|err| Error::io("cannot install signal handlers", err))?;
+    let mut terminate = signal(SignalKind::terminate())
+        .map_err(|err| Error::io("cannot install signal handlers", err))?;
+    let mut connections = 0u64;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections += 1;
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(connection(connections, stream, proxy.clone(), observer.clone()));
+                }
+                Err(err) => {
+                    // Out of descriptors and the like: wait, then go on.
+                    shared::cli::warn(PROGRAM, format_args!("cannot accept a connection: {err}"));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            _ = interrupt.recv() => break,
+            _ = terminate.recv() => break,
+        }
+    }
+    Ok(())
+}
+
+/// Serves one client connection; its connection-keyed session ends with it.
+async fn connection(id: u64, stream: tokio::net::TcpStream, proxy: Arc<Proxy>, observer: Observer) {
+    let service = service_fn(move |request| {
+        let proxy = proxy.clone();
+        async move { proxy.handle(id, request).await }
+    });
+    let _ = http1::Builder::new()
+        .preserve_header_case(true)
+        .auto_date_header(false)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+    observer.end(Key::Connection(id));
+}
+
+fn summary(tally: &Tally) {
+    if tally.unparsed > 0 {
+        shared::cli::warn(
+            PROGRAM,
+            format_args!(
+                "{} message(s) were not JSON-RPC that capture could read; they were relayed unobserved",
+                tally.unparsed
+            ),
+        );
+    }
+    if shared::cli::decorate_stderr() {
+        eprintln!(
+            "{PROGRAM}: journaled {} tool call(s){}",
+            tally.journaled,
+            tally
+                .journal
+                .as_ref()
+                .map(|p| format!(" to {}", p.display()))
+                .unwrap_or_default()
+        );
+    }
+}

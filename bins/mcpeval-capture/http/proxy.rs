@@ -1,0 +1,294 @@
+//! Forwarding one HTTP exchange to the upstream and its answer back.
+//!
+//! Method, target path, end-to-end headers, body bytes and status pass
+//! through unchanged; only hop-by-hop headers (RFC 9110 §7.6.1) are dropped
+//! and `Host` names the upstream. The request body is read whole before it
+//! is forwarded (a JSON-RPC message is useless to the server until complete);
+//! the response is streamed frame by frame. This module decides which
+//! session an exchange belongs to, but never parses a message itself.
+
+use std::convert::Infallible;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, Response, StatusCode, Version};
+use http_body_util::{BodyExt, Either, Full};
+use hyper::body::Incoming;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+use shared::{Error, Result};
+
+use crate::http::body::{Observed, Watch};
+use crate::http::sessions::{Key, Observer};
+use crate::http::upstream::Upstream;
+use crate::session::Side;
+
+/// The legacy era's session header.
+const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+
+/// What the client receives: the upstream's streamed body, or capture's own
+/// answer when the upstream cannot give one.
+pub type ProxyBody = Either<Observed, Full<Bytes>>;
+
+/// Shared by every connection.
+pub struct Proxy {
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    upstream: Upstream,
+    host: HeaderValue,
+    session_header: Option<HeaderName>,
+    observer: Observer,
+}
+
+impl Proxy {
+    pub fn new(
+        upstream: Upstream,
+        session_header: Option<HeaderName>,
+        observer: Observer,
+    ) -> Result<Proxy> {
+        let connector = connector(&upstream)?;
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .http1_preserve_header_case(true)
+            .build(connector);
+        let host = HeaderValue::from_str(upstream.authority().as_str())
+            .expect("an authority is a valid header value");
+        Ok(Proxy {
+            client,
+            upstream,
+            host,
+            session_header,
+            observer,
+        })
+    }
+
+    /// Relays one request that arrived on client connection `conn`.
+    pub async fn handle(
+        &self,
+        conn: u64,
+        request: Request<Incoming>,
+    ) -> Result<Response<ProxyBody>, Infallible> {
+        let (mut parts, body) = request.into_parts();
+        let body = match body.collect().await {
+            Ok(collected) => collected.to_bytes(),
+            // The client went away mid-request; nobody reads this answer.
+            Err(_) => return Ok(plain(StatusCode::BAD_REQUEST, Bytes::new())),
+        };
+        let (at, now) = (Timestamp::now(), Instant::now());
+        let sent_session = parts
+            .headers
+            .get(&MCP_SESSION_ID)
+            .map(|v| v.as_bytes().to_vec());
+        let header_key = self
+            .session_header
+            .as_ref()
+            .and_then(|name| parts.headers.get(name))
+            .map(|v| v.as_bytes().to_vec());
+        let method = parts.method.clone();
+        let key = match (&sent_session, header_key) {
+            (Some(id), _) => Key::McpSession(id.clone()),
+            (None, Some(value)) => Key::Header(value),
+            (None, None) => Key::Connection(conn),
+        };
+        // Observed before it is forwarded, so calls in one session are
+        // numbered in the order the client made them, whenever their
+        // answers come. Only POST carries JSON-RPC messages.
+        let observed = method == Method::POST && !body.is_empty();
+        if observed {
+            self.observer
+                .message(&key, Side::Client, body.clone(), at, now);
+        }
+
+        strip_hop_by_hop(&mut parts.headers);
+        parts.headers.insert(header::HOST, self.host.clone());
+        parts.uri = self.upstream.target(parts.uri.path_and_query());
+        parts.version = Version::HTTP_11;
+        let forwarded = Request::from_parts(parts, Full::new(body.clone()));
+        let response = match self.client.request(forwarded).await {
+            Ok(response) => response,
+            Err(err) => {
+                // The server never got it: not a call.
+                if observed {
+                    self.observer.retract(&key, body.clone());
+                }
+                return Ok(self.bad_gateway(&body, &err));
+            }
+        };
+
+        let (mut parts, incoming) = response.into_parts();
+        // A 404 for a session id: the server has forgotten the session and
+        // did not process the request.
+        let forgotten = sent_session.is_some() && parts.status == StatusCode::NOT_FOUND;
+        if forgotten && observed {
+            self.observer.retract(&key, body);
+        }
+        // A session id issued to a request that had none (an `initialize`):
+        // what was seen so far joins the session it opens.
+        let key = match parts.headers.get(&MCP_SESSION_ID) {
+            Some(issued) if sent_session.is_none() => {
+                let opened = Key::McpSession(issued.as_bytes().to_vec());
+                self.observer.adopt(key, opened.clone());
+                opened
+            }
+            _ => key,
+        };
+        let ends = forgotten || (method == Method::DELETE && parts.status.is_success());
+        strip_hop_by_hop(&mut parts.headers);
+        let (watch, unobservable) = Watch::for_headers(&parts.headers);
+        if unobservable {
+            self.observer.unobserved();
+        }
+        let streamed = Observed::new(incoming, watch, key, self.observer.clone(), ends);
+        Ok(Response::from_parts(parts, Either::Left(streamed)))
+    }
+
+    /// 502 with a JSON-RPC error naming the upstream and the cause.
+    fn bad_gateway(
+        &self,
+        body: &[u8],
+        err: &hyper_util::client::legacy::Error,
+    ) -> Response<ProxyBody> {
+        let what = if err.is_connect() {
+            "unreachable"
+        } else {
+            "failed"
+        };
+        let cause = causes(err);
+        let message = format!("upstream {} {what}: {cause}", self.upstream);
+        shared::cli::warn(
+            crate::PROGRAM,
+            format_args!("{message}; the client got 502 and the request was not recorded"),
+        );
+        let id = match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Object(map)) => map.get("id").cloned().unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        let answer = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": -32000, "message": format!("{}: {message}", crate::PROGRAM)},
+        });
+        let mut response = plain(StatusCode::BAD_GATEWAY, Bytes::from(answer.to_string()));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}
+
+/// TCP with no Nagle delay, and TLS for an https upstream, checked against
+/// the system's trusted roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` name
+/// others, as for OpenSSL). A plain http upstream never reads them.
+fn connector(upstream: &Upstream) -> Result<HttpsConnector<HttpConnector>> {
+    let mut tcp = HttpConnector::new();
+    tcp.set_nodelay(true);
+    tcp.set_connect_timeout(Some(Duration::from_secs(10)));
+    tcp.enforce_http(false);
+    let tls = if upstream.is_https() {
+        HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|err| {
+                let what = format!("cannot load the trusted certificates for {upstream}: {err}");
+                Error::new(shared::exit::TRANSPORT, what)
+                    .with_hint("install the CA certificates, or name a PEM file in SSL_CERT_FILE")
+            })?
+    } else {
+        let none = rustls::ClientConfig::builder()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        HttpsConnectorBuilder::new().with_tls_config(none)
+    };
+    Ok(tls.https_or_http().enable_http1().wrap_connector(tcp))
+}
+
+fn plain(status: StatusCode, body: Bytes) -> Response<ProxyBody> {
+    let mut response = Response::new(Either::Right(Full::new(body)));
+    *response.status_mut() = status;
+    response
+}
+
+/// An error and its sources, most specific last: `client error (Connect):
+/// tcp connect error: Connection refused (os error 111)`.
+fn causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let next = cause.to_string();
+        if !text.ends_with(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Removes the headers that describe one connection rather than the
+/// message: the fixed hop-by-hop set and any the `Connection` header names.
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in [
+        header::CONNECTION,
+        HeaderName::from_static("keep-alive"),
+        header::TRANSFER_ENCODING,
+        header::TE,
+        header::UPGRADE,
+    ] {
+        headers.remove(name);
+    }
+    let proxy: Vec<HeaderName> = headers
+        .keys()
+        .filter(|name| name.as_str().starts_with("proxy-"))
+        .cloned()
+        .collect();
+    for name in proxy {
+        headers.remove(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_only_hop_by_hop_headers() {
+        let mut h = HeaderMap::new();
+        for (name, value) in [
+            ("connection", "keep-alive, X-Hop"),
+            ("keep-alive", "timeout=5"),
+            ("transfer-encoding", "chunked"),
+            ("te", "trailers"),
+            ("upgrade", "h2c"),
+            ("proxy-authorization", "Basic x"),
+            ("proxy-connection", "keep-alive"),
+            ("x-hop", "1"),
+            ("mcp-session-id", "abc"),
+            ("authorization", "Bearer t"),
+            ("content-length", "12"),
+        ] {
+            h.append(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+        }
+        strip_hop_by_hop(&mut h);
+        let mut left: Vec<&str> = h.keys().map(|k| k.as_str()).collect();
+        left.sort();
+        assert_eq!(left, ["authorization", "content-length", "mcp-session-id"]);
+    }
+}

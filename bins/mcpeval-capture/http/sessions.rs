@@ -1,0 +1,226 @@
+//! The observer of every HTTP session: one thread that owns the sessions
+//! and the journal writer.
+//!
+//! Proxy tasks hand it copies of messages over an unbounded channel and go
+//! on forwarding; they never wait for parsing or for the journal. Because
+//! each message is sent before the bytes it came from are forwarded, the
+//! channel's order is causal: a request is always seen before its response,
+//! and a result before any request the client based on it. This thread
+//! never touches the network, and its records hold no session id, header
+//! or raw value.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use bytes::Bytes;
+use jiff::Timestamp;
+use shared::journal::Writer;
+use shared::record::{Call, Transport};
+use shared::salt::Salt;
+
+use crate::session::{Session, Side};
+
+/// What makes requests one session.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Key {
+    /// An `Mcp-Session-Id` the server issued (legacy era).
+    McpSession(Vec<u8>),
+    /// The value of the `--session-header` request header (modern era).
+    Header(Vec<u8>),
+    /// One client TCP connection, when nothing else names a session.
+    Connection(u64),
+}
+
+/// A message for the observer thread.
+#[derive(Debug)]
+enum Note {
+    Message {
+        key: Key,
+        side: Side,
+        bytes: Bytes,
+        at: Timestamp,
+        now: Instant,
+    },
+    /// The upstream never got these request bytes.
+    Retract {
+        key: Key,
+        bytes: Bytes,
+    },
+    /// `from`'s session continues as `to`.
+    Adopt {
+        from: Key,
+        to: Key,
+    },
+    /// A body or event capture could not read (too large, compressed).
+    Unobserved,
+    End(Key),
+    Shutdown,
+}
+
+/// The sending side, cloned into every proxy task.
+#[derive(Debug, Clone)]
+pub struct Observer {
+    tx: Sender<Note>,
+}
+
+/// What the observer did, for the closing summary.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub journaled: u64,
+    pub unparsed: u64,
+    pub journal: Option<PathBuf>,
+}
+
+impl Observer {
+    /// Starts the observer thread. `fixed` is `--server`; `fallback` names
+    /// the server when neither the flag nor the server does.
+    pub fn start(
+        salt: Salt,
+        writer: Writer,
+        fixed: Option<String>,
+        fallback: String,
+    ) -> (Observer, JoinHandle<Tally>) {
+        let (tx, rx) = mpsc::channel();
+        let state = State {
+            salt,
+            writer,
+            fixed,
+            fallback,
+            sessions: HashMap::new(),
+            tally: Tally::default(),
+            failed_write: false,
+        };
+        let handle = std::thread::spawn(move || state.run(rx));
+        (Observer { tx }, handle)
+    }
+
+    /// One JSON-RPC message (or batch) seen in `key`'s session.
+    pub fn message(&self, key: &Key, side: Side, bytes: Bytes, at: Timestamp, now: Instant) {
+        let _ = self.tx.send(Note::Message {
+            key: key.clone(),
+            side,
+            bytes,
+            at,
+            now,
+        });
+    }
+
+    /// Takes back a request observed in `key`'s session that the upstream
+    /// never received: its calls are forgotten, never recorded.
+    pub fn retract(&self, key: &Key, bytes: Bytes) {
+        let _ = self.tx.send(Note::Retract {
+            key: key.clone(),
+            bytes,
+        });
+    }
+
+    /// Moves the session observed as `from` to `to` (a session id the
+    /// server issued), unless `to` already has one.
+    pub fn adopt(&self, from: Key, to: Key) {
+        let _ = self.tx.send(Note::Adopt { from, to });
+    }
+
+    /// A body or event that was relayed but could not be observed.
+    pub fn unobserved(&self) {
+        let _ = self.tx.send(Note::Unobserved);
+    }
+
+    /// Ends `key`'s session: its unanswered calls are recorded now.
+    pub fn end(&self, key: Key) {
+        let _ = self.tx.send(Note::End(key));
+    }
+
+    /// Ends every session; the thread then returns its tally.
+    pub fn shutdown(&self) {
+        let _ = self.tx.send(Note::Shutdown);
+    }
+}
+
+struct State {
+    salt: Salt,
+    writer: Writer,
+    fixed: Option<String>,
+    fallback: String,
+    sessions: HashMap<Key, Session>,
+    tally: Tally,
+    failed_write: bool,
+}
+
+impl State {
+    fn run(mut self, rx: Receiver<Note>) -> Tally {
+        for note in rx {
+            match note {
+                Note::Message {
+                    key,
+                    side,
+                    bytes,
+                    at,
+                    now,
+                } => {
+                    let session = self.sessions.entry(key).or_insert_with(|| {
+                        Session::new(
+                            self.salt.clone(),
+                            Transport::Http,
+                            self.fixed.clone(),
+                            self.fallback.clone(),
+                        )
+                    });
+                    let calls = session.observe(side, &bytes, at, now);
+                    self.append(calls);
+                }
+                Note::Retract { key, bytes } => {
+                    if let Some(session) = self.sessions.get_mut(&key) {
+                        session.retract(&bytes);
+                    }
+                }
+                Note::Adopt { from, to } => {
+                    if !self.sessions.contains_key(&to)
+                        && let Some(session) = self.sessions.remove(&from)
+                    {
+                        self.sessions.insert(to, session);
+                    }
+                }
+                Note::Unobserved => self.tally.unparsed += 1,
+                Note::End(key) => {
+                    if let Some(session) = self.sessions.remove(&key) {
+                        self.close(session);
+                    }
+                }
+                Note::Shutdown => break,
+            }
+        }
+        let sessions: Vec<Session> = self.sessions.drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            self.close(session);
+        }
+        self.tally.journal = self.writer.path().map(PathBuf::from);
+        self.tally
+    }
+
+    fn close(&mut self, mut session: Session) {
+        let calls = session.finish();
+        self.append(calls);
+        self.tally.unparsed += session.unparsed;
+    }
+
+    fn append(&mut self, calls: Vec<Call>) {
+        for call in calls {
+            match self.writer.append(&call) {
+                Ok(()) => self.tally.journaled += 1,
+                // Keep relaying: the clients' sessions matter more than the
+                // journal. Say so once, loudly.
+                Err(err) if !self.failed_write => {
+                    self.failed_write = true;
+                    shared::cli::warn(
+                        crate::PROGRAM,
+                        format_args!("{err}; further records are lost"),
+                    );
+                }
+                Err(_) => {}
+            }
+        }
+    }
+}

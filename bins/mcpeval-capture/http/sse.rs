@@ -1,0 +1,181 @@
+//! An incremental decoder of `text/event-stream` bodies, for observation.
+//!
+//! It follows the WHATWG event-stream rules that matter to a reader of
+//! `data:`: lines end in CRLF, LF or CR (also split across chunks), a
+//! leading BOM is dropped, `:` lines are comments, one space after the
+//! colon is stripped, multi-line data is joined with `\n`, and a blank line
+//! dispatches. It only reads copies of the bytes: the relay forwards the
+//! original chunks untouched, whatever this decoder makes of them.
+
+/// An event's data longer than this is not observed (it is still relayed).
+pub const MAX_EVENT: usize = 64 * 1024 * 1024;
+
+/// What one chunk of the stream completed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Item {
+    /// The joined `data` of a dispatched event.
+    Data(Vec<u8>),
+    /// An event too large to observe.
+    Oversized,
+}
+
+/// Decoder state between chunks.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    /// Bytes of the current, unfinished line.
+    line: Vec<u8>,
+    /// The data buffer of the event being built.
+    data: Vec<u8>,
+    /// Whether the event has any `data` field yet.
+    has_data: bool,
+    /// The last chunk ended in CR: a LF starting the next one ends nothing.
+    after_cr: bool,
+    /// Still at the start of the stream, where a BOM may stand.
+    at_start: bool,
+    /// The current event grew past [`MAX_EVENT`]; drop it at dispatch.
+    oversized: bool,
+}
+
+impl Decoder {
+    pub fn new() -> Decoder {
+        Decoder {
+            at_start: true,
+            ..Decoder::default()
+        }
+    }
+
+    /// Feeds one chunk and calls `emit` for every event it completed.
+    pub fn feed(&mut self, mut chunk: &[u8], emit: &mut impl FnMut(Item)) {
+        if self.at_start {
+            // The BOM may itself arrive split; wait for three bytes.
+            let have = [self.line.as_slice(), chunk].concat();
+            if have.len() < 3 && b"\xEF\xBB\xBF".starts_with(&have) {
+                self.line = have;
+                return;
+            }
+            self.at_start = false;
+            self.line.clear();
+            let rest = have.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&have);
+            return self.lines(rest, emit);
+        }
+        if self.after_cr && chunk.first() == Some(&b'\n') {
+            chunk = &chunk[1..];
+        }
+        self.after_cr = false;
+        self.lines(chunk, emit);
+    }
+
+    fn lines(&mut self, mut rest: &[u8], emit: &mut impl FnMut(Item)) {
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            let line = std::mem::take(&mut self.line);
+            if line.is_empty() {
+                self.line_done(&rest[..pos], emit);
+            } else {
+                let mut whole = line;
+                whole.extend_from_slice(&rest[..pos]);
+                self.line_done(&whole, emit);
+            }
+            if rest[pos] == b'\r' {
+                match rest.get(pos + 1) {
+                    Some(b'\n') => rest = &rest[pos + 2..],
+                    Some(_) => rest = &rest[pos + 1..],
+                    None => {
+                        self.after_cr = true;
+                        rest = &[];
+                    }
+                }
+            } else {
+                rest = &rest[pos + 1..];
+            }
+        }
+        if self.line.len() + rest.len() > MAX_EVENT {
+            self.oversized = true;
+            self.line.clear();
+        } else {
+            self.line.extend_from_slice(rest);
+        }
+    }
+
+    fn line_done(&mut self, line: &[u8], emit: &mut impl FnMut(Item)) {
+        if line.is_empty() {
+            return self.dispatch(emit);
+        }
+        if line[0] == b':' {
+            return;
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &[][..]),
+        };
+        if field != b"data" || self.oversized {
+            return;
+        }
+        if self.data.len() + value.len() + 1 > MAX_EVENT {
+            self.oversized = true;
+            self.data = Vec::new();
+            return;
+        }
+        if self.has_data {
+            self.data.push(b'\n');
+        }
+        self.has_data = true;
+        self.data.extend_from_slice(value);
+    }
+
+    fn dispatch(&mut self, emit: &mut impl FnMut(Item)) {
+        if std::mem::take(&mut self.oversized) {
+            emit(Item::Oversized);
+        } else if self.has_data {
+            emit(Item::Data(std::mem::take(&mut self.data)));
+        }
+        self.data.clear();
+        self.has_data = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(chunks: &[&[u8]]) -> Vec<Item> {
+        let mut d = Decoder::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            d.feed(c, &mut |i| out.push(i));
+        }
+        out
+    }
+
+    fn data(s: &str) -> Item {
+        Item::Data(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn joins_multi_line_data_and_skips_comments() {
+        let stream =
+            b": hello\nid: 1\nevent: message\ndata: {\"a\":\ndata:1}\n\n: keepalive\n\ndata\n\n";
+        assert_eq!(decode(&[stream]), [data("{\"a\":\n1}"), data("")]);
+    }
+
+    #[test]
+    fn every_line_ending_and_split_anywhere() {
+        let stream = b"\xEF\xBB\xBFdata: x\r\ndata:  y\rdata:z\n\r\ndata: last\r\r";
+        let want = [data("x\n y\nz"), data("last")];
+        assert_eq!(decode(&[stream]), want);
+        for cut in 0..stream.len() {
+            let (a, b) = stream.split_at(cut);
+            assert_eq!(decode(&[a, b]), want, "cut at {cut}");
+        }
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(decode(&bytes), want);
+    }
+
+    #[test]
+    fn an_unfinished_event_is_not_dispatched() {
+        assert_eq!(decode(&[b"data: {}\n"]), []);
+        assert_eq!(decode(&[b"id: 4\n\n"]), [], "no data, no event");
+    }
+}

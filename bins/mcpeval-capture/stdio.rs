@@ -1,0 +1,117 @@
+//! Stdio capture: run the server as a child and relay its stdin and stdout.
+//!
+//! The client talks to capture exactly as to the server. Nothing of
+//! capture's own ever goes to stdout: that stream belongs to the server's
+//! bytes. This mode never starts an async runtime.
+
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+
+use shared::home::Home;
+use shared::journal::Writer;
+use shared::record::Transport;
+use shared::salt::Salt;
+use shared::{Error, Result};
+
+use crate::PROGRAM;
+use crate::args;
+use crate::relay::{self, Event};
+use crate::session::{Session, Side};
+use crate::signals;
+
+/// Runs the server command and relays until it exits; exits like it.
+pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<()> {
+    // Prepare the store before starting the server, so a capture that
+    // cannot journal fails before the client's session begins.
+    let salt = Salt::load_or_create(home)?;
+    let mut writer = Writer::new(home)?;
+    let mut session = Session::new(salt, Transport::Stdio, server, config.fallback_server);
+
+    let mut child = Command::new(&config.program)
+        .args(&config.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|err| {
+            Error::transport(format!(
+                "cannot start the server {:?}: {err}",
+                config.program.to_string_lossy()
+            ))
+        })?;
+    signals::forward_to(child.id())?;
+
+    let stdin = dup(std::io::stdin().as_fd(), "stdin")?;
+    let stdout = dup(std::io::stdout().as_fd(), "stdout")?;
+    let server_in = child.stdin.take().expect("piped stdin");
+    let server_out = child.stdout.take().expect("piped stdout");
+    let (events, observed) = mpsc::channel();
+    let to_server = events.clone();
+    std::thread::spawn(move || relay::pump(Side::Client, stdin, server_in, &to_server));
+    std::thread::spawn(move || relay::pump(Side::Server, server_out, stdout, &events));
+
+    let mut journaled = 0u64;
+    let mut skipped = 0u64;
+    let mut failed_write = false;
+    let mut append = |writer: &mut Writer, calls: Vec<shared::record::Call>| {
+        for call in calls {
+            match writer.append(&call) {
+                Ok(()) => journaled += 1,
+                // Keep relaying: the client's session matters more than the
+                // journal. Say so once, loudly.
+                Err(err) if !failed_write => {
+                    failed_write = true;
+                    shared::cli::warn(PROGRAM, format_args!("{err}; further records are lost"));
+                }
+                Err(_) => {}
+            }
+        }
+    };
+    for event in observed {
+        match event {
+            Event::Line {
+                side,
+                bytes,
+                at,
+                now,
+            } => {
+                let calls = session.observe(side, &bytes, at, now);
+                append(&mut writer, calls);
+            }
+            Event::Skipped => skipped += 1,
+            Event::Closed(Side::Server) => break,
+            Event::Closed(Side::Client) => {}
+        }
+    }
+    let left = session.finish();
+    append(&mut writer, left);
+
+    let status = child
+        .wait()
+        .map_err(|err| Error::transport(format!("cannot wait for the server: {err}")))?;
+    let unparsed = session.unparsed + skipped;
+    if unparsed > 0 {
+        shared::cli::warn(
+            PROGRAM,
+            format_args!(
+                "{unparsed} message(s) were not JSON-RPC that capture could read; they were relayed unobserved"
+            ),
+        );
+    }
+    if shared::cli::decorate_stderr() {
+        let place = writer.path().map(|p| p.display().to_string());
+        eprintln!(
+            "{PROGRAM}: journaled {journaled} tool call(s){}",
+            place.map(|p| format!(" to {p}")).unwrap_or_default()
+        );
+    }
+    signals::exit_like(status)
+}
+
+fn dup(fd: std::os::fd::BorrowedFd<'_>, name: &str) -> Result<File> {
+    fd.try_clone_to_owned()
+        .map(File::from)
+        .map_err(|err| Error::io(format_args!("cannot use {name}"), err))
+}

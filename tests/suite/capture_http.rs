@@ -1,0 +1,1047 @@
+//! `mcpeval-capture --listen --upstream` against a real Streamable HTTP
+//! server and client, and against a fixture upstream that sends exact bytes:
+//! bodies pass unchanged both ways, SSE events are not held back, many
+//! clients are served at once, and each session's calls are journaled once.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Deps, Store, contains, fixture, repo, text};
+
+/// A child process killed when dropped, so no test leaves servers behind,
+/// even when it fails half-way.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port nobody listens on right now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts connections on `port`.
+fn wait_for_port(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The fixture upstream (`tests/fixtures/http_upstream.py`).
+struct Upstream {
+    _guard: Guard,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Upstream {
+    fn start(store: &Store, extra: &[&str]) -> Upstream {
+        let log = store.scratch().join("upstream.log");
+        let mut cmd = Command::new("python3");
+        store.env(&mut cmd);
+        cmd.arg(fixture("http_upstream.py"))
+            .args(extra)
+            .arg("--log")
+            .arg(&log)
+            .stdout(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let guard = Guard(child);
+        let port = first
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("fixture said {first:?}"));
+        Upstream {
+            _guard: guard,
+            port,
+            log,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// What the upstream received and sent, one entry per exchange, once
+    /// `n` exchanges are logged (the fixture logs after it answers).
+    fn exchanges(&self, n: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let seen: Vec<Value> = std::fs::read_to_string(&self.log)
+                .unwrap_or_default()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            if seen.len() >= n || Instant::now() > deadline {
+                return seen;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The fixture logs bytes as latin-1 text: one character per byte.
+fn bytes_of(text: &Value) -> Vec<u8> {
+    text.as_str().unwrap().chars().map(|c| c as u8).collect()
+}
+
+/// A running `mcpeval-capture --listen`.
+struct Capture {
+    guard: Guard,
+    port: u16,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Capture {
+    fn start(store: &Store, upstream: &str, extra: &[&str]) -> Capture {
+        Capture::start_with(store, upstream, extra, &[])
+    }
+
+    fn start_with(
+        store: &Store,
+        upstream: &str,
+        extra: &[&str],
+        env: &[(&str, &std::path::Path)],
+    ) -> Capture {
+        let mut cmd = store.cmd("mcpeval-capture");
+        cmd.envs(env.iter().copied());
+        cmd.args(["--listen", "127.0.0.1:0", "--upstream", upstream])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let guard = Guard(child);
+        let seen = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let sink = seen.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line.clone());
+                let mut all = sink.lock().unwrap();
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("capture printed its listening line");
+        let want = format!(" (upstream {upstream})");
+        let port = first
+            .strip_prefix("mcpeval-capture: listening on http://127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix(&want))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"));
+        assert_ne!(port, 0, "the real port is printed");
+        Capture {
+            guard,
+            port,
+            stderr: seen,
+        }
+    }
+
+    fn connect(&self) -> Client {
+        Client::connect(self.port)
+    }
+
+    /// SIGTERM, then the exit status and everything capture said.
+    fn stop(mut self) -> (ExitStatus, String) {
+        unsafe { libc::kill(self.guard.0.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = self.guard.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "capture ignored SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        let said = self.stderr.lock().unwrap().clone();
+        (status, said)
+    }
+}
+
+/// A hand-written HTTP/1.1 client over one kept-alive connection, so tests
+/// see exactly the bytes and timing that reach a client.
+struct Client {
+    stream: BufReader<TcpStream>,
+}
+
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// When each piece of the body arrived, and the piece.
+    pieces: Vec<(Instant, Vec<u8>)>,
+    ended: Instant,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{}: {e}", text(&self.body)))
+    }
+}
+
+impl Client {
+    fn connect(port: u16) -> Client {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        Client {
+            stream: BufReader::new(stream),
+        }
+    }
+
+    fn send(&mut self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+        let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: capture.test\r\n");
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !body.is_empty() || method == "POST" {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        head.push_str("\r\n");
+        let out = self.stream.get_mut();
+        out.write_all(head.as_bytes()).unwrap();
+        out.write_all(body).unwrap();
+        self.read_reply(method == "HEAD")
+    }
+
+    fn post(&mut self, headers: &[(&str, &str)], message: &Value) -> Reply {
+        let mut all = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        all.extend_from_slice(headers);
+        self.send("POST", &all, message.to_string().as_bytes())
+    }
+
+    fn read_reply(&mut self, head_only: bool) -> Reply {
+        let mut status_line = String::new();
+        self.stream.read_line(&mut status_line).unwrap();
+        let status: u16 = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            self.stream.read_line(&mut line).unwrap();
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.is_empty() {
+                break;
+            }
+            let (k, v) = line.split_once(':').unwrap();
+            headers.push((k.to_owned(), v.trim().to_owned()));
+        }
+        let mut reply = Reply {
+            status,
+            headers,
+            body: Vec::new(),
+            pieces: Vec::new(),
+            ended: Instant::now(),
+        };
+        let chunked = reply
+            .header("transfer-encoding")
+            .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+        let length: Option<usize> = reply.header("content-length").map(|v| v.parse().unwrap());
+        if head_only || status == 204 || status == 304 {
+        } else if chunked {
+            loop {
+                let mut size = String::new();
+                self.stream.read_line(&mut size).unwrap();
+                let size = usize::from_str_radix(size.trim(), 16).unwrap();
+                if size == 0 {
+                    // Trailers, if any, up to the blank line.
+                    let mut rest = String::new();
+                    while rest != "\r\n" {
+                        rest.clear();
+                        self.stream.read_line(&mut rest).unwrap();
+                    }
+                    break;
+                }
+                let mut piece = vec![0; size + 2];
+                self.stream.read_exact(&mut piece).unwrap();
+                piece.truncate(size);
+                reply.body.extend_from_slice(&piece);
+                reply.pieces.push((Instant::now(), piece));
+            }
+        } else if let Some(length) = length {
+            reply.body = vec![0; length];
+            self.stream.read_exact(&mut reply.body).unwrap();
+        } else {
+            self.stream.read_to_end(&mut reply.body).unwrap();
+        }
+        reply.ended = Instant::now();
+        reply
+    }
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+}
+
+fn initialize(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
+           "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                      "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+/// Polls the journal until `done` holds (bounded).
+fn wait_for_records(store: &Store, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let records = store.records();
+        if done(&records) || Instant::now() > deadline {
+            return records;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Records grouped by session token, each group in seq order as
+/// (seq, tool, outcome).
+fn by_session(records: &[Value]) -> Vec<Vec<(u64, String, String)>> {
+    let mut groups: BTreeMap<String, Vec<(u64, String, String)>> = BTreeMap::new();
+    for r in records {
+        assert_eq!(r["transport"], "http");
+        groups
+            .entry(r["identity"]["session"].as_str().unwrap().to_owned())
+            .or_default()
+            .push((
+                r["identity"]["seq"].as_u64().unwrap(),
+                r["tool"].as_str().unwrap().to_owned(),
+                r["outcome"].as_str().unwrap().to_owned(),
+            ));
+    }
+    let mut out: Vec<_> = groups
+        .into_values()
+        .map(|mut g| {
+            g.sort();
+            g
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn group(calls: &[(&str, &str)]) -> Vec<(u64, String, String)> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, (tool, outcome))| (i as u64 + 1, tool.to_string(), outcome.to_string()))
+        .collect()
+}
+
+#[test]
+fn real_sdk_client_sees_the_same_session_over_http() {
+    let store = Store::new();
+    let port = free_port();
+    let mut cmd = Command::new(Deps::server_everything());
+    store.env(&mut cmd);
+    cmd.arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let _everything = Guard(cmd.spawn().unwrap());
+    wait_for_port(port, "mcp-server-everything");
+    let direct_url = format!("http://127.0.0.1:{port}/mcp");
+    let capture = Capture::start(&store, &direct_url, &[]);
+
+    let script = store.scratch().join("script.json");
+    std::fs::write(
+        &script,
+        json!([
+            {"tool": "echo", "arguments": {"message": "Zanzibar-7781"}},
+            {"tool": "get-sum", "arguments": {"a": 4417, "b": 2}},
+            {"tool": "trigger-long-running-operation", "arguments": {"duration": 0.6, "steps": 3}},
+            {"tool": "no-such-tool", "arguments": {"q": "Quokka-991"}}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let session = |url: &str| {
+        let mut cmd = Command::new(Deps::python());
+        store.env(&mut cmd);
+        let out = cmd
+            .arg(repo().join("tests/clients/http_session.py"))
+            .arg(&script)
+            .arg(url)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let direct = session(&direct_url);
+    assert!(store.journals().is_empty());
+    let captured = session(&format!("http://127.0.0.1:{}/mcp", capture.port));
+    assert_eq!(direct, captured, "capture changed what the client saw");
+    let progress = &direct["calls"][2]["progress"];
+    assert_eq!(
+        progress.as_array().map(Vec::len),
+        Some(3),
+        "progress arrived as SSE events: {direct}"
+    );
+
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let records = store.records();
+    assert_eq!(
+        by_session(&records),
+        [group(&[
+            ("echo", "ok"),
+            ("get-sum", "ok"),
+            ("trigger-long-running-operation", "ok"),
+            ("no-such-tool", "error"),
+        ])],
+        "{records:#?}"
+    );
+    let server = direct["server"].as_str().unwrap();
+    assert!(
+        records.iter().all(|r| r["server"] == server),
+        "{records:#?}"
+    );
+    assert!(records.iter().all(|r| r["advertised"] != Value::Null));
+    let stored = store.all_bytes();
+    for raw in ["Zanzibar-7781", "4417", "Quokka-991", "not found"] {
+        assert!(!contains(&stored, raw), "{raw:?} leaked into the store");
+    }
+}
+
+#[test]
+fn bodies_headers_and_statuses_pass_unchanged_both_ways() {
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &[]);
+    let capture = Capture::start(&store, &upstream.url(), &["--server", "exact"]);
+    let mut c = capture.connect();
+
+    // Odd request bytes: whitespace, unicode, escapes, a trailing newline.
+    let odd_request = "\r\n{ \"jsonrpc\" : \"2.0\",\t\"id\": \"o-1\" ,\n \"method\":\"tools/call\",\
+        \"params\":{\"name\":\"odd\",\"arguments\":{\"w\":\"ünï \\u00e9 \u{2028} \\\"\"}}}\n";
+    let odd = c.send(
+        "POST",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Connection", "keep-alive, X-Hop"),
+            ("X-Hop", "gone"),
+            ("Proxy-Authorization", "Basic c2VjcmV0"),
+            ("Authorization", "Bearer kept"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "odd"),
+            ("X-Custom", "Kept As Is"),
+        ],
+        odd_request.as_bytes(),
+    );
+    assert_eq!(odd.status, 200);
+    assert_eq!(odd.header("x-fixture"), Some("whole"));
+    assert_eq!(odd.header("server"), Some("fixture-upstream/1"));
+    assert!(odd.header("date").is_some());
+    assert_eq!(odd.header("keep-alive"), None, "hop-by-hop header relayed");
+
+    let stream_request = call(2, "stream", json!({}));
+    let stream = c.post(&[], &stream_request);
+    assert_eq!(stream.status, 200);
+    assert_eq!(stream.header("content-type"), Some("text/event-stream"));
+    assert!(stream.pieces.len() > 1, "the stream arrived in pieces");
+
+    let note = c.post(
+        &[],
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!((note.status, note.body.len()), (202, 0));
+    let boom = c.post(&[], &call(3, "boom", json!({})));
+    assert_eq!(boom.status, 500);
+    let get = c.send("GET", &[("Accept", "text/event-stream")], b"");
+    assert_eq!((get.status, get.header("allow")), (405, Some("POST")));
+    let put = c.send("PUT", &[("Content-Type", "text/plain")], b"any \xff body");
+    assert_eq!(
+        (put.status, put.body.as_slice()),
+        (418, &b"teapot: any \xff body"[..])
+    );
+
+    let seen = upstream.exchanges(6);
+    assert_eq!(seen.len(), 6, "{seen:#?}");
+    let replies = [&odd, &stream, &note, &boom, &get, &put];
+    let sent_bodies: [Vec<u8>; 6] = [
+        odd_request.into(),
+        stream_request.to_string().into(),
+        note_body().into(),
+        call(3, "boom", json!({})).to_string().into(),
+        Vec::new(),
+        b"any \xff body".to_vec(),
+    ];
+    for (i, (exchange, reply)) in seen.iter().zip(replies).enumerate() {
+        assert_eq!(
+            bytes_of(&exchange["body"]),
+            sent_bodies[i],
+            "request body {i} changed on the way to the upstream"
+        );
+        assert_eq!(
+            bytes_of(&exchange["sent"]),
+            reply.body,
+            "response body {i} changed on the way to the client"
+        );
+    }
+    assert!(
+        text(&stream.body)
+            .contains("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\ndata:  ")
+            && stream
+                .body
+                .starts_with(b"\xef\xbb\xbf: opening comment\r\n"),
+        "{}",
+        text(&stream.body)
+    );
+    let headers: HashMap<String, String> = seen[0]["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h[0].as_str().unwrap().into(), h[1].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(headers["host"], format!("127.0.0.1:{}", upstream.port));
+    assert_eq!(headers["authorization"], "Bearer kept");
+    assert_eq!(headers["mcp-method"], "tools/call");
+    assert_eq!(headers["mcp-name"], "odd");
+    assert_eq!(headers["x-custom"], "Kept As Is");
+    for gone in ["x-hop", "proxy-authorization", "connection"] {
+        assert!(!headers.contains_key(gone), "{gone} reached the upstream");
+    }
+
+    drop(c);
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let records = store.records();
+    assert_eq!(
+        by_session(&records),
+        [group(&[("odd", "ok"), ("stream", "ok"), ("boom", "error")])],
+        "messages in JSON bodies, multi-line SSE data and 5xx bodies are observed: {records:#?}"
+    );
+    assert!(records.iter().all(|r| r["server"] == "exact"));
+    assert_eq!(records[0]["args_shape"], json!({"w": "string"}));
+    assert!(!said.contains("warning"), "{said}");
+}
+
+fn note_body() -> String {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()
+}
+
+#[test]
+fn sse_events_reach_the_client_before_the_stream_ends() {
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &[]);
+    let capture = Capture::start(&store, &upstream.url(), &[]);
+    let mut c = capture.connect();
+    let reply = c.post(&[], &call(1, "slow", json!({})));
+    let first = reply
+        .pieces
+        .iter()
+        .find(|(_, piece)| contains(piece, "notifications/progress"))
+        .map(|(at, _)| *at)
+        .expect("the first event arrived");
+    let early = reply.ended.duration_since(first);
+    assert!(
+        early >= Duration::from_millis(700),
+        "event 1 arrived only {early:?} before the stream ended"
+    );
+    assert!(contains(&reply.body, "\"result\""));
+    drop(c);
+    capture.stop();
+    let records = store.records();
+    assert_eq!(records.len(), 1);
+    assert!(records[0]["duration_ms"].as_u64().unwrap() >= 900);
+}
+
+#[test]
+fn fifty_clients_at_once_each_get_their_own_answers() {
+    const CLIENTS: usize = 50;
+    const CALLS: usize = 20;
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &[]);
+    let capture = Capture::start(&store, &upstream.url(), &[]);
+    let port = capture.port;
+    let started = Instant::now();
+    let workers: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port);
+                for i in 0..CALLS {
+                    let id = format!("{client}-{i}");
+                    let word = format!("w{client}x{i}");
+                    let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                        "params": {"name": "echo", "arguments": {"text": word}}});
+                    let reply = c.post(&[], &message).json();
+                    assert_eq!(reply["id"], id.as_str());
+                    assert_eq!(reply["result"]["content"][0]["text"], word.as_str());
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("a client got another's answer");
+    }
+    let elapsed = started.elapsed();
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    eprintln!("{} calls through capture in {elapsed:?}", CLIENTS * CALLS);
+
+    let journals = store.journals();
+    assert_eq!(journals.len(), 1, "one journal per capture process");
+    let body = std::fs::read_to_string(&journals[0]).unwrap();
+    assert!(body.ends_with('\n'));
+    let records = store.records();
+    assert_eq!(records.len(), CLIENTS * CALLS);
+    let groups = by_session(&records);
+    assert_eq!(groups.len(), CLIENTS, "one session per client connection");
+    for g in groups {
+        assert_eq!(g, group(&[("echo", "ok"); CALLS]));
+    }
+    let ids: std::collections::HashSet<&str> = records
+        .iter()
+        .map(|r| r["identity"]["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids.len(),
+        CLIENTS * CALLS,
+        "every call journaled exactly once"
+    );
+}
+
+#[test]
+fn an_unreachable_upstream_is_a_502_and_nothing_is_journaled() {
+    let store = Store::new();
+    let url = format!("http://127.0.0.1:{}/mcp", free_port());
+    let capture = Capture::start(&store, &url, &[]);
+    let mut c = capture.connect();
+    let reply = c.post(&[], &call(7, "echo", json!({"text": "Unseen-4471"})));
+    assert_eq!(reply.status, 502);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    let body = reply.json();
+    assert_eq!(body["jsonrpc"], "2.0");
+    assert_eq!(body["id"], 7);
+    assert_eq!(body["error"]["code"], -32000);
+    let message = body["error"]["message"].as_str().unwrap();
+    let prefix = format!("mcpeval-capture: upstream {url} unreachable: ");
+    assert!(message.starts_with(&prefix), "{message}");
+    assert!(
+        message.len() > prefix.len(),
+        "the cause is named: {message}"
+    );
+    let batch = c.send("POST", &[("Content-Type", "application/json")], b"[1,2]");
+    assert_eq!(
+        (batch.status, batch.json()["id"].clone()),
+        (502, Value::Null)
+    );
+    drop(c);
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "mcpeval-capture: warning: upstream {url} unreachable"
+        )),
+        "{said}"
+    );
+    assert!(store.journals().is_empty(), "nothing journaled");
+    assert!(!contains(&store.all_bytes(), "Unseen-4471"));
+}
+
+#[test]
+fn legacy_sessions_follow_mcp_session_id_across_connections() {
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &["--sessions"]);
+    let capture = Capture::start(&store, &upstream.url(), &[]);
+    // Every request on a fresh connection: only the session id ties them.
+    let post = |sid: Option<&str>, message: Value| {
+        let mut c = capture.connect();
+        let headers: Vec<(&str, &str)> = sid.map(|s| ("Mcp-Session-Id", s)).into_iter().collect();
+        c.post(&headers, &message)
+    };
+    let a = post(None, initialize(0));
+    let b = post(None, initialize(0));
+    let (a, b) = (
+        a.header("mcp-session-id").unwrap().to_owned(),
+        b.header("mcp-session-id").unwrap().to_owned(),
+    );
+    assert_ne!(a, b);
+    post(Some(&a), call(1, "echo", json!({"text": "x"})));
+    post(Some(&b), call(1, "echo", json!({"text": "y"})));
+    post(Some(&a), call(2, "fail", json!({})));
+    post(Some(&b), call(2, "stream", json!({})));
+    post(Some(&a), call(3, "silent", json!({})));
+    let mut listen = capture.connect();
+    let get = listen.send(
+        "GET",
+        &[("Mcp-Session-Id", &a), ("Accept", "text/event-stream")],
+        b"",
+    );
+    assert!(
+        contains(&get.body, "notifications/message"),
+        "{}",
+        text(&get.body)
+    );
+    let records = wait_for_records(&store, |r| r.len() == 4);
+    assert!(
+        records.iter().all(|r| r["tool"] != "silent"),
+        "the silent call is still open"
+    );
+
+    // DELETE ends session a at once: its open call is recorded unanswered.
+    let mut c = capture.connect();
+    let deleted = c.send("DELETE", &[("Mcp-Session-Id", &a)], b"");
+    assert_eq!(deleted.status, 200);
+    let records = wait_for_records(&store, |r| r.len() == 5);
+    let unanswered = records.last().unwrap();
+    assert_eq!(
+        (unanswered["tool"].clone(), unanswered["unknown"].clone()),
+        (json!("silent"), json!("unanswered"))
+    );
+    // A session id the server forgot gets 404: the request was not
+    // processed, so it is no call.
+    let gone = post(Some(&a), call(4, "echo", json!({})));
+    assert_eq!(gone.status, 404);
+
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let records = store.records();
+    let mut want = vec![
+        group(&[("echo", "ok"), ("stream", "ok")]),
+        group(&[("echo", "ok"), ("fail", "error"), ("silent", "unknown")]),
+    ];
+    want.sort();
+    assert_eq!(by_session(&records), want, "{records:#?}");
+    assert!(
+        records.iter().all(|r| r["server"] == "fixture-upstream"),
+        "named by the initialize response: {records:#?}"
+    );
+}
+
+#[test]
+fn modern_sessions_follow_the_session_header_or_the_connection() {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    let modern_call = |id: u64, tool: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": {}, "_meta": meta}})
+    };
+    let headers = |session: &'static str, tool: &'static str| {
+        vec![
+            ("X-Agent-Session", session),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+            ("MCP-Protocol-Version", "2026-07-28"),
+        ]
+    };
+
+    // Keyed by --session-header: connections do not matter.
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &[]);
+    let capture = Capture::start(
+        &store,
+        &upstream.url(),
+        &["--session-header", "X-Agent-Session"],
+    );
+    let discover = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+                          "params": {"_meta": meta}});
+    let mut one = capture.connect();
+    one.post(&[("X-Agent-Session", "alpha")], &discover);
+    one.post(&headers("alpha", "echo"), &modern_call(1, "echo"));
+    one.post(&headers("beta", "fail"), &modern_call(1, "fail"));
+    one.post(&headers("alpha", "silent"), &modern_call(2, "silent"));
+    drop(one);
+    let mut two = capture.connect();
+    two.post(&headers("alpha", "echo"), &modern_call(3, "echo"));
+    two.post(&headers("beta", "echo"), &modern_call(2, "echo"));
+    drop(two);
+    wait_for_records(&store, |r| r.len() == 4);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        store.records().len(),
+        4,
+        "closing connections ends no header-keyed session"
+    );
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let records = store.records();
+    let mut want = vec![
+        group(&[("echo", "ok"), ("silent", "unknown"), ("echo", "ok")]),
+        group(&[("fail", "error"), ("echo", "ok")]),
+    ];
+    want.sort();
+    assert_eq!(by_session(&records), want, "{records:#?}");
+    let servers: std::collections::BTreeSet<&str> = records
+        .iter()
+        .map(|r| r["server"].as_str().unwrap())
+        .collect();
+    let fallback = format!("127.0.0.1:{}", upstream.port);
+    assert_eq!(
+        servers,
+        ["fixture-upstream", fallback.as_str()]
+            .into_iter()
+            .collect(),
+        "alpha is named by server/discover, beta by the upstream's host:port"
+    );
+
+    // Without the flag, each connection is a session, ended when it closes.
+    let store = Store::new();
+    let capture = Capture::start(&store, &upstream.url(), &[]);
+    let mut one = capture.connect();
+    let mut two = capture.connect();
+    one.post(&headers("alpha", "echo"), &modern_call(1, "echo"));
+    two.post(&headers("alpha", "echo"), &modern_call(1, "echo"));
+    one.post(&headers("alpha", "silent"), &modern_call(2, "silent"));
+    two.post(&headers("alpha", "fail"), &modern_call(2, "fail"));
+    drop(one);
+    let records = wait_for_records(&store, |r| r.len() == 4);
+    assert_eq!(
+        records.last().unwrap()["unknown"],
+        "unanswered",
+        "closing a connection ends its session: {records:#?}"
+    );
+    drop(two);
+    let (status, _) = capture.stop();
+    assert!(status.success());
+    let mut want = vec![
+        group(&[("echo", "ok"), ("silent", "unknown")]),
+        group(&[("echo", "ok"), ("fail", "error")]),
+    ];
+    want.sort();
+    assert_eq!(by_session(&store.records()), want);
+    assert!(
+        store
+            .records()
+            .iter()
+            .all(|r| r["server"] == fallback.as_str())
+    );
+}
+
+#[test]
+fn calls_are_numbered_in_the_order_they_were_made() {
+    // The first call's JSON answer comes last: seq still follows requests.
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &[]);
+    let capture = Capture::start(&store, &upstream.url(), &["--session-header", "X-S"]);
+    let port = capture.port;
+    let late = std::thread::spawn(move || {
+        Client::connect(port).post(&[("X-S", "one")], &call(1, "late", json!({})))
+    });
+    std::thread::sleep(Duration::from_millis(150));
+    let quick = capture
+        .connect()
+        .post(&[("X-S", "one")], &call(2, "echo", json!({"text": "q"})));
+    assert_eq!(quick.status, 200);
+    assert_eq!(late.join().unwrap().status, 200);
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let records = store.records();
+    let order: Vec<(&str, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["tool"].as_str().unwrap(),
+                r["identity"]["seq"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [("echo", 2), ("late", 1)],
+        "journaled as answered, numbered as asked"
+    );
+}
+
+/// Names of the threads of process `pid`.
+fn threads(pid: u32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).ok())
+        .map(|n| n.trim().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn only_http_mode_starts_the_async_runtime() {
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &[]);
+    let capture = Capture::start(&store, &upstream.url(), &[]);
+    capture.connect().post(&[], &call(1, "echo", json!({})));
+    let http = threads(capture.guard.0.id());
+    assert!(http.iter().any(|t| t == "capture-http"), "{http:?}");
+    capture.stop();
+
+    let mut cmd = store.cmd("mcpeval-capture");
+    cmd.arg("--")
+        .args([
+            "python3",
+            fixture("misbehaving_server.py").to_str().unwrap(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut to = child.stdin.take().unwrap();
+    let mut from = BufReader::new(child.stdout.take().unwrap());
+    let guard = Guard(child);
+    writeln!(to, "{}", call(1, "ok", json!({}))).unwrap();
+    let mut line = String::new();
+    from.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\": 1"), "{line}");
+    let stdio = threads(guard.0.id());
+    assert!(
+        stdio.len() <= 5 && !stdio.iter().any(|t| t == "capture-http"),
+        "the stdio relay runs on a few plain threads: {stdio:?}"
+    );
+    drop(to);
+}
+
+/// Makes a CA (`NAME.pem`) and, when `leaf` is true, a certificate for
+/// 127.0.0.1 signed by it (`NAME-leaf.pem`, `NAME-leaf.key`) with openssl.
+fn certificates(dir: &std::path::Path, name: &str, leaf: bool) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            text(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let (ca, ca_key) = (format!("{name}.pem"), format!("{name}.key"));
+    let subject = format!("/CN=mcpeval test CA {name}");
+    let mut args = vec!["req", "-x509", "-days", "2", "-subj", &subject];
+    args.extend(ec);
+    args.extend(["-keyout", &ca_key, "-out", &ca]);
+    args.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
+    args.extend(["-addext", "keyUsage=critical,keyCertSign"]);
+    run(&args);
+    if !leaf {
+        return;
+    }
+    let (key, csr, pem) = (
+        format!("{name}-leaf.key"),
+        format!("{name}-leaf.csr"),
+        format!("{name}-leaf.pem"),
+    );
+    let mut args = vec!["req", "-subj", "/CN=127.0.0.1"];
+    args.extend(ec);
+    args.extend(["-keyout", &key, "-out", &csr]);
+    run(&args);
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-days",
+        "2",
+        "-in",
+        &csr,
+        "-CA",
+        &ca,
+        "-CAkey",
+        &ca_key,
+        "-CAcreateserial",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        &pem,
+    ]);
+}
+
+#[test]
+fn https_upstreams_are_verified_against_the_trusted_roots() {
+    let store = Store::new();
+    let dir = store.scratch();
+    certificates(dir, "ca", true);
+    certificates(dir, "other", false);
+    let (pem, key) = (dir.join("ca-leaf.pem"), dir.join("ca-leaf.key"));
+    let upstream = Upstream::start(
+        &store,
+        &["--tls", pem.to_str().unwrap(), key.to_str().unwrap()],
+    );
+    let url = format!("https://127.0.0.1:{}/mcp", upstream.port);
+
+    let trusted = Capture::start_with(&store, &url, &[], &[("SSL_CERT_FILE", &dir.join("ca.pem"))]);
+    let reply = trusted
+        .connect()
+        .post(&[], &call(1, "echo", json!({"text": "over tls"})));
+    assert_eq!(reply.status, 200, "{}", text(&reply.body));
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "over tls");
+    let (status, said) = trusted.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let records = store.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["outcome"], "ok");
+    let host = &upstream.exchanges(1)[0]["headers"];
+    assert!(
+        host.as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h[0] == "host" && h[1] == format!("127.0.0.1:{}", upstream.port).as_str()),
+        "{host}"
+    );
+
+    // A certificate from a CA the store of roots does not hold is refused.
+    let untrusted = Capture::start_with(
+        &store,
+        &url,
+        &[],
+        &[("SSL_CERT_FILE", &dir.join("other.pem"))],
+    );
+    let reply = untrusted
+        .connect()
+        .post(&[], &call(2, "echo", json!({"text": "x"})));
+    assert_eq!(reply.status, 502);
+    let message = reply.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("certificate"), "{message}");
+    untrusted.stop();
+    assert_eq!(store.records().len(), 1, "the refused call is not recorded");
+}
