@@ -35,7 +35,7 @@ async def main():
             {"name": t.name,
              "input_schema": t.input_schema,
              "output_schema": t.output_schema,
-             "annotations": t.annotations.model_dump(mode="json", exclude_none=True) if t.annotations else None}
+             "annotations": t.annotations.model_dump(mode="json", by_alias=True, exclude_none=True) if t.annotations else None}
             for t in listed.tools
         ]
         for step in script:

@@ -13,5 +13,6 @@ mod promote;
 mod readiness;
 mod records;
 mod seeded;
+mod serve;
 mod share;
 mod support;
