@@ -109,18 +109,23 @@ pub fn run(args: Args) -> Result<()> {
     shared::atomic_file::write(&args.output, &bytes, 0o600)?;
     let _ = writeln!(
         stderr,
-        "{PROGRAM}: wrote {}: {} findings, {} journal records of {} servers{}",
+        "{PROGRAM}: wrote {}: {}, {} of {}{}",
         args.output.display(),
-        envelope.findings.len(),
-        envelope.journals.len(),
-        envelope.servers.len(),
+        count(envelope.findings.len(), "finding"),
+        count(envelope.journals.len(), "journal record"),
+        count(envelope.servers.len(), "server"),
         envelope
             .notes
             .as_ref()
-            .map(|n| format!(", {} notes", n.len()))
+            .map(|n| format!(", {}", count(n.len(), "note")))
             .unwrap_or_default()
     );
     Ok(())
+}
+
+/// `1 finding`, `2 findings`.
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Every complete line of every journal, checked; a bad line refuses the
