@@ -81,7 +81,15 @@ and every argument a shape, never a value.\n",
         ("last seen", d.last_seen.clone()),
         (
             "failure windows",
-            format!("median {} turns", d.median_window_turns),
+            format!(
+                "median {} turn{}",
+                d.median_window_turns,
+                if d.median_window_turns == 1.0 {
+                    ""
+                } else {
+                    "s"
+                }
+            ),
         ),
         (
             "blast radius",

@@ -7,6 +7,7 @@
 //! an isError result, never guessed at.
 
 use std::ffi::OsString;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
@@ -393,8 +394,6 @@ impl Scratch {
         Ok(Scratch(dir))
     }
 }
-
-use std::os::unix::fs::DirBuilderExt;
 
 impl Drop for Scratch {
     fn drop(&mut self) {
