@@ -259,19 +259,12 @@ fn read_journal(
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)
         .context(format_args!("cannot read {}", file.display()))?;
-    let complete = bytes
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |at| at + 1);
-    let bytes = &bytes[..complete];
-    hasher.update(bytes);
+    let (complete, lines) = shared::record::complete_lines(&bytes);
+    hasher.update(&bytes[..complete]);
 
     let mut counts: BTreeMap<(String, String, String), (u64, u64)> = BTreeMap::new();
     let mut number = first_line;
-    for line in bytes
-        .split(|&b| b == b'\n')
-        .take(bytes.iter().filter(|&&b| b == b'\n').count())
-    {
+    for line in lines {
         number += 1;
         let record = Record::parse(line).map_err(|why| {
             Error::rejected(format!("{}:{number}: {why}", file.display())).with_hint(

@@ -140,15 +140,7 @@ fn read_journals(home: &Home) -> Result<Vec<Record>> {
 
 fn read_journal(path: &Path, out: &mut Vec<Record>) -> Result<()> {
     let bytes = std::fs::read(path).context(format_args!("cannot read {}", path.display()))?;
-    let complete = bytes
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |at| at + 1);
-    for (n, line) in bytes[..complete]
-        .split(|&b| b == b'\n')
-        .take(bytes[..complete].iter().filter(|&&b| b == b'\n').count())
-        .enumerate()
-    {
+    for (n, line) in shared::record::complete_lines(&bytes).1.enumerate() {
         let record = Record::parse(line).map_err(|why| {
             Error::rejected(format!("{}:{}: {why}", path.display(), n + 1))
                 .with_hint("nothing was written; repair that line (or move the journal out of journals/) and share again")

@@ -393,9 +393,31 @@ impl Record {
     }
 }
 
+/// The complete lines of journal bytes (each without its newline), and
+/// how many bytes they span: an unfinished last line is left out, for a
+/// later read once its newline arrives.
+pub fn complete_lines(bytes: &[u8]) -> (usize, impl Iterator<Item = &[u8]>) {
+    let end = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    let lines = bytes[..end]
+        .split(|&b| b == b'\n')
+        .take(bytes[..end].iter().filter(|&&b| b == b'\n').count());
+    (end, lines)
+}
+
 #[cfg(test)]
 mod record_tests {
     use super::*;
+
+    #[test]
+    fn only_complete_lines_count() {
+        let (end, lines) = complete_lines(b"a\n\nbb\ncc");
+        assert_eq!(end, 6);
+        assert_eq!(lines.collect::<Vec<_>>(), vec![&b"a"[..], b"", b"bb"]);
+        assert_eq!(complete_lines(b"x").0, 0);
+    }
 
     #[test]
     fn parses_both_schemas_and_names_what_is_wrong() {
