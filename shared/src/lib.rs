@@ -15,6 +15,7 @@ pub mod config;
 pub mod db;
 pub mod envelope;
 pub mod error;
+pub mod evidence;
 pub mod exit;
 pub mod finding;
 pub mod hash;
@@ -33,6 +34,7 @@ pub mod salt;
 pub mod sanitize;
 pub mod score;
 pub mod time;
+pub mod verification;
 
 pub use error::{Error, Result};
 

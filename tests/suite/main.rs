@@ -3,9 +3,11 @@
 mod annotate;
 mod capture;
 mod capture_http;
+mod close;
 mod docs;
 mod export_issues;
 mod front;
+mod generate;
 mod index;
 mod probe;
 mod probe_all;
@@ -16,3 +18,4 @@ mod seeded;
 mod serve;
 mod share;
 mod support;
+mod verify;
