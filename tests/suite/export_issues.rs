@@ -8,8 +8,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::seeded::{self, finding_of, findings, ok, run, secrets, seeded, set_state};
-use crate::support::{Store, bin, bin_dir, text};
+use crate::seeded::{
+    self, finding_of, findings, fixture_store, ok, run, secrets, seeded, set_state,
+};
+use crate::support::{Store, bin_dir, text};
 
 fn names(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
@@ -176,14 +178,6 @@ fn the_commands_in_an_issue_run_as_printed() {
             ),
         ]
     );
-    if !bin("mcpeval-generate").exists() {
-        // mcpeval-generate lands on another branch; until it is merged the
-        // command's exact text above is what this test can hold it to.
-        eprintln!(
-            "mcpeval-generate is not built in this tree: its command was checked as text only"
-        );
-        return;
-    }
     let work = store.scratch().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let mut sh = Command::new("sh");
@@ -201,4 +195,59 @@ fn the_commands_in_an_issue_run_as_printed() {
             .unwrap();
     assert_eq!(manifest["cases"][0]["id"], id);
     assert_eq!(manifest["cases"][0]["finding"], id);
+}
+
+/// Both commands of an issue, run as printed, on a finding of the fixture
+/// server's `status` tool: only `<server command>` and the placeholders
+/// are the reader's to fill.
+#[test]
+fn generate_then_verify_as_printed_turns_green() {
+    let (store, id) = fixture_store();
+    let dir = store.scratch().join("issues");
+    export(&store, &dir, &[]);
+    let body = std::fs::read_to_string(dir.join(format!("{id}.md"))).unwrap();
+    let block = body
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap();
+    let lines: Vec<&str> = block.lines().filter(|l| !l.starts_with('#')).collect();
+    let work = store.scratch().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::copy(
+        crate::support::fixture("probe_server.py"),
+        work.join("server.py"),
+    )
+    .unwrap();
+    let sh = |line: &str| {
+        let mut sh = Command::new("sh");
+        store.env(&mut sh);
+        let path = format!("{}:{}", bin_dir().display(), crate::support::SYSTEM_PATH);
+        sh.env("PATH", path)
+            .current_dir(&work)
+            .args(["-c", line])
+            .output()
+            .unwrap()
+    };
+    let generated = sh(lines[0]);
+    assert!(generated.status.success(), "{}", text(&generated.stderr));
+    let manifest = work.join(format!("{id}.manifest.json"));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    crate::seeded::fill(&mut doc);
+    std::fs::write(&manifest, doc.to_string()).unwrap();
+    let verify = lines[1].replace("<server command>", "python3 server.py");
+    let verified = sh(&verify);
+    assert_eq!(
+        verified.status.code(),
+        Some(0),
+        "{verify}: {}",
+        text(&verified.stderr)
+    );
+    let line = text(&verified.stdout);
+    assert!(
+        line.starts_with(&format!(
+            "{id} case={id} result=green state=verifying streak=1/3 run="
+        )),
+        "{line}"
+    );
 }

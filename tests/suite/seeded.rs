@@ -132,3 +132,37 @@ pub fn salt_hex(store: &Store) -> String {
     let bytes = std::fs::read(store.home().join(".salt")).unwrap();
     shared::hash::hex(&bytes)
 }
+
+/// A store with one finding on the fixture server's `status` tool, in
+/// two sessions, so a generated manifest can be verified against it.
+pub fn fixture_store() -> (Store, String) {
+    let store = Store::new();
+    let mut recs = Vec::new();
+    for s in 1..=2 {
+        recs.push(Rec::error(s * 10, s, 1, "status", Some(1)).server("probe-fixture"));
+        recs.push(Rec::ok(s * 10 + 1, s, 2, "status").server("probe-fixture"));
+    }
+    records::write(&store, 1, &records::lines(&recs));
+    ok(&store, "mcpeval-index", &[]);
+    ok(&store, "mcpeval-promote", &["--threshold", "0"]);
+    let id = findings(&store)[0]["id"].as_str().unwrap().to_owned();
+    (store, id)
+}
+
+/// Replaces every `"<fill:TYPE>"` with a value of that type.
+pub fn fill(value: &mut Value) {
+    match value {
+        Value::String(s) if s.starts_with("<fill:") => {
+            *value = match s.as_str() {
+                "<fill:integer>" => json!(1),
+                "<fill:number>" => json!(1.5),
+                "<fill:boolean>" => json!(true),
+                "<fill:null>" => Value::Null,
+                _ => json!("x"),
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(fill),
+        Value::Object(map) => map.values_mut().for_each(fill),
+        _ => {}
+    }
+}

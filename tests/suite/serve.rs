@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use crate::records::{self, Rec, event};
-use crate::seeded::{finding_of, findings, ok, run, secrets, seeded};
+use crate::seeded::{fill, finding_of, findings, fixture_store, ok, run, secrets, seeded};
 use crate::support::{Deps, Store, bin, fixture, repo, text};
 
 /// Runs the script through the SDK client in `mode` against serve.
@@ -231,38 +231,37 @@ fn before_the_first_index_and_with_a_damaged_one() {
     assert_eq!(out["calls"][1]["text"], words);
 }
 
-/// A store with one finding on the fixture server's `status` tool, in
-/// two sessions, so a generated manifest can be verified against it.
-fn fixture_store() -> (Store, String) {
-    let store = Store::new();
-    let mut recs = Vec::new();
-    for s in 1..=2 {
-        recs.push(Rec::error(s * 10, s, 1, "status", Some(1)).server("probe-fixture"));
-        recs.push(Rec::ok(s * 10 + 1, s, 2, "status").server("probe-fixture"));
-    }
-    records::write(&store, 1, &records::lines(&recs));
-    ok(&store, "mcpeval-index", &[]);
-    ok(&store, "mcpeval-promote", &["--threshold", "0"]);
-    let id = findings(&store)[0]["id"].as_str().unwrap().to_owned();
-    (store, id)
-}
-
-/// Replaces every `"<fill:TYPE>"` with a value of that type.
-fn fill(value: &mut Value) {
-    match value {
-        Value::String(s) if s.starts_with("<fill:") => {
-            *value = match s.as_str() {
-                "<fill:integer>" => json!(1),
-                "<fill:number>" => json!(1.5),
-                "<fill:boolean>" => json!(true),
-                "<fill:null>" => Value::Null,
-                _ => json!("x"),
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(fill),
-        Value::Object(map) => map.values_mut().for_each(fill),
-        _ => {}
-    }
+#[test]
+fn a_missing_sibling_is_named_in_an_is_error_result() {
+    // A copy of serve alone, with no suite commands beside it or on PATH.
+    let (store, id) = fixture_store();
+    let lone = store.scratch().join("lone");
+    std::fs::create_dir_all(&lone).unwrap();
+    let copy = lone.join("mcpeval-serve");
+    std::fs::copy(bin("mcpeval-serve"), &copy).unwrap();
+    let file = store.scratch().join("script.json");
+    let script = json!([call(
+        "generate_manifest",
+        json!({"finding": id, "confirm_read_only": true})
+    )]);
+    std::fs::write(&file, script.to_string()).unwrap();
+    let mut cmd = Command::new(Deps::python());
+    store.env(&mut cmd);
+    let out = cmd
+        .arg(repo().join("tests/clients/serve_client.py"))
+        .args(["auto", file.to_str().unwrap(), "--"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &out["calls"][0];
+    assert_eq!(c["is_error"], true);
+    assert_eq!(
+        c["text"],
+        "mcpeval-serve: error: mcpeval-generate is not installed beside mcpeval-serve or on PATH; \
+install the whole mcpeval suite, whose generate command this tool runs"
+    );
 }
 
 #[test]
@@ -270,27 +269,6 @@ fn generate_and_verify_run_the_suite_commands() {
     let (store, id) = fixture_store();
     let manifest = store.scratch().join(format!("{id}.manifest.json"));
     let manifest_arg = manifest.to_str().unwrap();
-    if !bin("mcpeval-generate").exists() {
-        // mcpeval-generate lands on another branch; until then serve says
-        // so in an isError result rather than inventing a manifest.
-        let out = client(
-            &store,
-            "auto",
-            json!([call(
-                "generate_manifest",
-                json!({"finding": id, "confirm_read_only": true, "output": manifest_arg})
-            )]),
-        );
-        let c = &out["calls"][0];
-        assert_eq!(c["is_error"], true);
-        assert!(
-            c["text"].as_str().unwrap().starts_with(
-                "mcpeval-serve: error: mcpeval-generate is not installed beside mcpeval-serve or on PATH"
-            ),
-            "{c}"
-        );
-        return;
-    }
     let out = client(
         &store,
         "auto",
@@ -329,10 +307,6 @@ fn generate_and_verify_run_the_suite_commands() {
     fill(&mut doc);
     std::fs::write(&manifest, doc.to_string()).unwrap();
 
-    if !bin("mcpeval-verify").exists() {
-        eprintln!("mcpeval-verify is not built in this tree: the verify loop was not run");
-        return;
-    }
     let server = store.scratch().join("server.py");
     std::fs::copy(fixture("probe_server.py"), &server).unwrap();
     let verify = call(
