@@ -6,12 +6,14 @@
 //! plumbing and the exit statuses. Logic that one binary alone needs lives in
 //! that binary, never here.
 
+pub mod atomic_file;
 pub mod binding;
 pub mod canonical;
 pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod envelope;
 pub mod error;
 pub mod evidence;
 pub mod exit;
