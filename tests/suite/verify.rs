@@ -838,7 +838,11 @@ fn a_rebuild_imports_index_only_evidence_before_replacing_the_file() {
     succeed(&store, "mcpeval-index", &["--rebuild"]);
     let conn = Connection::open(store.home().join("lifecycle.db")).unwrap();
     let rows: i64 = conn
-        .query_row("SELECT count(*) FROM verifications WHERE legacy = 1", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM verifications WHERE legacy = 1",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(rows, 5, "imported before the rebuild replaced index.db");
 }
