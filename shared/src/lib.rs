@@ -6,13 +6,16 @@
 //! plumbing and the exit statuses. Logic that one binary alone needs lives in
 //! that binary, never here.
 
+pub mod atomic_file;
 pub mod binding;
 pub mod canonical;
 pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod envelope;
 pub mod error;
+pub mod evidence;
 pub mod exit;
 pub mod finding;
 pub mod hash;
@@ -31,6 +34,7 @@ pub mod salt;
 pub mod sanitize;
 pub mod score;
 pub mod time;
+pub mod verification;
 
 pub use error::{Error, Result};
 
