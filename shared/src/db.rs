@@ -77,6 +77,7 @@ pub fn open_existing(path: &Path, schema: &Schema) -> Result<Option<Connection>>
 fn connect(path: &Path, flags: OpenFlags) -> Result<Connection> {
     let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| sql_error(path, e))?;
+    crate::fault::watch(&conn);
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| sql_error(path, e))?;
     conn.pragma_update(None, "journal_mode", "WAL")

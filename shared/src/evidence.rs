@@ -91,6 +91,7 @@ fn read(index: &Path) -> Option<Vec<Row>> {
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(index, flags).ok()?;
+    crate::fault::watch(&conn);
     conn.busy_timeout(db::BUSY_TIMEOUT).ok()?;
     let has_table = conn
         .query_row(

@@ -17,6 +17,7 @@ pub mod envelope;
 pub mod error;
 pub mod evidence;
 pub mod exit;
+pub mod fault;
 pub mod finding;
 pub mod hash;
 pub mod home;

@@ -64,6 +64,7 @@ pub fn finding_facts(home: &Home, finding: &str) -> Result<Option<FindingFacts>>
     };
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = rusqlite::Connection::open_with_flags(&path, flags).map_err(fail)?;
+    crate::fault::watch(&conn);
     conn.busy_timeout(crate::db::BUSY_TIMEOUT).map_err(fail)?;
     let mut columns = Vec::new();
     {
