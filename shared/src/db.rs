@@ -145,13 +145,15 @@ fn migrate(conn: &Connection, path: &Path, schema: &Schema) -> Result<()> {
 }
 
 /// Runs `work` in a `BEGIN IMMEDIATE` transaction, committing on `Ok`.
+/// A busy database is reported as [`sql_error`] does: after waiting
+/// [`BUSY_TIMEOUT`], naming the file, never as a bare "database is locked".
 pub fn write<T>(conn: &mut Connection, work: impl FnOnce(&Transaction) -> Result<T>) -> Result<T> {
+    let path = std::path::PathBuf::from(conn.path().unwrap_or("the database"));
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| Error::unavailable(format!("cannot start a write transaction: {e}")))?;
+        .map_err(|e| sql_error(&path, e))?;
     let value = work(&tx)?;
-    tx.commit()
-        .map_err(|e| Error::unavailable(format!("cannot commit: {e}")))?;
+    tx.commit().map_err(|e| sql_error(&path, e))?;
     Ok(value)
 }
 
