@@ -20,5 +20,6 @@ mod records;
 mod seeded;
 mod serve;
 mod share;
+mod soak;
 mod support;
 mod verify;
