@@ -9,6 +9,7 @@ mod docs;
 mod dump;
 mod export_issues;
 mod front;
+mod fuzz;
 mod generate;
 mod index;
 mod probe;
