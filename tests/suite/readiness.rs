@@ -266,6 +266,39 @@ fn the_cache_grows_with_an_append_and_rebuilds_on_a_change() {
 }
 
 #[test]
+fn an_earlier_journals_unfinished_line_finished_in_place_rebuilds_the_cache() {
+    // As in the index: only the last journal is read past its checkpoint,
+    // so a torn line in an earlier one that became a record without the
+    // file growing was never counted.
+    let store = Store::new();
+    let line = at(
+        Rec::error(900, 3, 21, "route", Some(2)).server("maps"),
+        30,
+        40,
+    )
+    .line();
+    let torn = format!("{}x", line.trim_end());
+    let path = records::write(&store, 1, &(records::lines(&journal()) + &torn));
+    records::write(
+        &store,
+        2,
+        &at(Rec::ok(901, 4, 1, "route").server("maps"), 30, 41).line(),
+    );
+    let (before, _) = report(&store, &[]);
+    assert_eq!(daily(tool(server(&before, "maps"), "route"))[6], (21, 1));
+    std::fs::write(&path, records::lines(&journal()) + &line).unwrap();
+    let (after, stderr) = report(&store, &[]);
+    let name = path.file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "mcpeval-readiness: trends.db rebuilt: {name} changed after later journals were cached\n"
+        )
+    );
+    assert_eq!(daily(tool(server(&after, "maps"), "route"))[6], (22, 2));
+}
+
+#[test]
 fn a_bad_line_is_refused_and_the_cache_kept() {
     let store = Store::new();
     records::write(&store, 1, &records::lines(&journal()));
