@@ -30,6 +30,7 @@ pub mod record;
 pub mod salt;
 pub mod sanitize;
 pub mod score;
+pub mod sse;
 pub mod time;
 
 pub use error::{Error, Result};
