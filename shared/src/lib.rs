@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod endpoint;
 pub mod error;
 pub mod exit;
 pub mod finding;
