@@ -1,5 +1,5 @@
-//! `mcpeval-probe`: run one manifest case against an MCP server over stdio
-//! and print the signed result.
+//! `mcpeval-probe`: run one manifest case against an MCP server, over
+//! stdio or Streamable HTTP, and print the signed result.
 //!
 //! It changes no lifecycle state; it only journals its own calls (origin
 //! `probe`). stdout carries the result and nothing else; the server's
@@ -8,6 +8,7 @@
 mod args;
 mod output;
 mod run;
+mod target;
 
 use std::process::ExitCode;
 
