@@ -7,6 +7,7 @@ mod docs;
 mod front;
 mod index;
 mod probe;
+mod probe_http;
 mod promote;
 mod records;
 mod support;
