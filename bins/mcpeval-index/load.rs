@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
 
-use rusqlite::{Connection, Statement, params};
+use rusqlite::{Connection, Statement, ToSql, params, params_from_iter};
 use sha2::Digest;
 use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
@@ -28,9 +28,12 @@ use crate::windows::Scope;
 /// than tracking them (and keeps memory bounded).
 const MAX_TOUCHED: usize = 10_000;
 
-/// Rows per message from the reading thread, and messages in flight.
+/// Rows per message from the reading thread.
 const BATCH: usize = 1024;
+/// Messages in flight between the two threads.
 const QUEUE: usize = 4;
+/// Rows per INSERT statement in a bulk load, where no row can conflict.
+const ROWS_PER_INSERT: usize = 16;
 
 /// One journal to read.
 pub enum Source {
@@ -92,11 +95,45 @@ impl Opened {
     }
 }
 
+/// The columns of `calls` a row fills, in the order of [`columns`].
+const INSERT: &str = "INSERT INTO calls(journal_id, line, schema, event_id, session, seq, origin,
+    transport, server, tool, started_at, duration_ms, advertised, args_shape, outcome, unknown,
+    channel, code, template_id, retryable)";
+const COLUMNS: usize = 20;
+
+/// A row's values for [`INSERT`].
+fn columns<'r>(journal_id: &'r i64, line: &'r u64, r: &'r Row) -> [&'r dyn ToSql; COLUMNS] {
+    [
+        journal_id,
+        line,
+        &r.schema,
+        &r.event_id,
+        &r.session,
+        &r.seq,
+        &r.origin,
+        &r.transport,
+        &r.server,
+        &r.tool,
+        &r.started_at,
+        &r.duration_ms,
+        &r.advertised,
+        &r.args_shape,
+        &r.outcome,
+        &r.unknown,
+        &r.channel,
+        &r.code,
+        &r.template_id,
+        &r.retryable,
+    ]
+}
+
 /// Inserts calls and checkpoints; counts what it did.
 pub struct Loader<'a> {
     conn: &'a Connection,
     db: &'a Path,
     insert: Statement<'a>,
+    /// ROWS_PER_INSERT rows at once; bulk loads only.
+    insert_many: Option<Statement<'a>>,
     existing: Statement<'a>,
     /// Calls inserted (exact repeats are not).
     pub inserted: u64,
@@ -105,6 +142,7 @@ pub struct Loader<'a> {
     /// Journals that got their first checkpoint.
     pub journals_added: u64,
     touched: Option<HashSet<(String, String)>>,
+    last: Option<(String, String)>,
 }
 
 impl<'a> Loader<'a> {
@@ -114,12 +152,13 @@ impl<'a> Loader<'a> {
         let fail = schema::fail(db);
         let insert = conn
             .prepare(&format!(
-                "INSERT INTO calls(journal_id, line, schema, event_id, session, seq, origin, transport,
-                    server, tool, started_at, duration_ms, advertised, args_shape, outcome, unknown,
-                    channel, code, template_id, retryable)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                    ?18, ?19, ?20){}",
-                if bulk { "" } else { " ON CONFLICT(event_id) DO NOTHING" }
+                "{INSERT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+                    ?16, ?17, ?18, ?19, ?20){}",
+                if bulk {
+                    ""
+                } else {
+                    " ON CONFLICT(event_id) DO NOTHING"
+                }
             ))
             .map_err(&fail)?;
         // Bound with the same values as `insert` (?1 and ?2, the place, go
@@ -137,15 +176,24 @@ impl<'a> Loader<'a> {
                  WHERE c.event_id = ?4",
             )
             .map_err(&fail)?;
+        let insert_many = if bulk {
+            let row = format!("({})", ["?"; COLUMNS].join(", "));
+            let sql = format!("{INSERT} VALUES {}", vec![row; ROWS_PER_INSERT].join(", "));
+            Some(conn.prepare(&sql).map_err(&fail)?)
+        } else {
+            None
+        };
         Ok(Loader {
             conn,
             db,
             insert,
+            insert_many,
             existing,
             inserted: 0,
             consumed: 0,
             journals_added: 0,
             touched: Some(HashSet::new()),
+            last: None,
         })
     }
 
@@ -208,8 +256,7 @@ impl<'a> Loader<'a> {
             });
             let inserted = received
                 .iter()
-                .flatten()
-                .try_for_each(|(n, row)| self.add(journal_id, path, n, &row));
+                .try_for_each(|batch| self.add_batch(journal_id, path, &batch));
             drop(received);
             let consumed = reader
                 .join()
@@ -243,40 +290,52 @@ impl<'a> Loader<'a> {
         })
     }
 
+    /// Inserts a batch of rows from `path`, several per statement when no
+    /// conflict can arise.
+    fn add_batch(&mut self, journal_id: i64, path: &Path, batch: &[(u64, Row)]) -> Result<()> {
+        if self.insert_many.is_none() {
+            return batch
+                .iter()
+                .try_for_each(|(n, row)| self.add(journal_id, path, *n, row));
+        }
+        let mut chunks = batch.chunks_exact(ROWS_PER_INSERT);
+        for chunk in &mut chunks {
+            self.add_chunk(journal_id, chunk)?;
+        }
+        chunks
+            .remainder()
+            .iter()
+            .try_for_each(|(n, row)| self.add(journal_id, path, *n, row))
+    }
+
+    /// Inserts ROWS_PER_INSERT rows with one statement (bulk loads only).
+    fn add_chunk(&mut self, journal_id: i64, chunk: &[(u64, Row)]) -> Result<()> {
+        if let Some(many) = &mut self.insert_many {
+            let values = chunk
+                .iter()
+                .flat_map(|(n, row)| columns(&journal_id, n, row));
+            many.execute(params_from_iter(values))
+                .map_err(schema::fail(self.db))?;
+        }
+        self.inserted += chunk.len() as u64;
+        for (_, row) in chunk {
+            self.touch(row);
+        }
+        Ok(())
+    }
+
     fn add(&mut self, journal_id: i64, path: &Path, number: u64, row: &Row) -> Result<()> {
         let fail = schema::fail(self.db);
-        let r = row;
-        let values = params![
-            journal_id,
-            number as i64,
-            r.schema,
-            r.event_id,
-            r.session,
-            r.seq,
-            r.origin,
-            r.transport,
-            r.server,
-            r.tool,
-            r.started_at,
-            r.duration_ms,
-            r.advertised,
-            r.args_shape,
-            r.outcome,
-            r.unknown,
-            r.channel,
-            r.code,
-            r.template_id,
-            r.retryable,
-        ];
-        if self.insert.execute(values).map_err(&fail)? == 0 {
+        let values = columns(&journal_id, &number, row);
+        if self.insert.execute(&values[..]).map_err(&fail)? == 0 {
             let (file, at, same): (String, i64, bool) = self
                 .existing
-                .query_row(values, |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                .query_row(&values[..], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .map_err(&fail)?;
             if same {
                 return Ok(());
             }
-            let id = r.event_id.as_deref().unwrap_or_default();
+            let id = row.event_id.as_deref().unwrap_or_default();
             return Err(lines::rejected(
                 path,
                 number,
@@ -286,15 +345,29 @@ impl<'a> Loader<'a> {
             ));
         }
         self.inserted += 1;
-        if row.origin == "capture"
-            && let Some(touched) = &mut self.touched
-        {
-            touched.insert((row.session.clone(), row.server.clone()));
-            if touched.len() > MAX_TOUCHED {
-                self.touched = None;
-            }
-        }
+        self.touch(row);
         Ok(())
+    }
+
+    /// Remembers the session of a new capture call.
+    fn touch(&mut self, row: &Row) {
+        let Some(touched) = &mut self.touched else {
+            return;
+        };
+        // Consecutive calls mostly share a session: skip the copies then.
+        let same = self
+            .last
+            .as_ref()
+            .is_some_and(|(session, server)| *session == row.session && *server == row.server);
+        if row.origin != "capture" || same {
+            return;
+        }
+        let key = (row.session.clone(), row.server.clone());
+        touched.insert(key.clone());
+        self.last = Some(key);
+        if touched.len() > MAX_TOUCHED {
+            self.touched = None;
+        }
     }
 
     /// The sessions whose windows the new calls may have changed.

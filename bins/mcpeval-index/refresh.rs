@@ -23,7 +23,7 @@ use shared::lifecycle::{self, Annotation};
 use shared::lock::LockFile;
 
 use crate::args::Config;
-use crate::checkpoint::{self, Plan};
+use crate::checkpoint::{self, Observed, Plan};
 use crate::lines::Lines;
 use crate::load::{Loader, Source};
 use crate::progress::Progress;
@@ -138,6 +138,24 @@ struct Run<'a> {
     annotations: &'a Annotations,
 }
 
+/// What the load step did inside the transaction.
+struct Loaded {
+    /// Why the index is being rebuilt, when it is.
+    rebuild: Option<String>,
+    /// The journal bytes the new state relies on.
+    observed: Vec<Observed>,
+    /// Calls added (exact repeats not counted).
+    inserted: i64,
+    /// Journals the index now covers.
+    journals: i64,
+    /// Whether anything at all was read or added.
+    moved: bool,
+    /// Sessions whose windows may have changed.
+    scope: Scope,
+    /// Whether the replaced calls were remembered to count new ones.
+    remembered: bool,
+}
+
 impl Run<'_> {
     fn attempt(&self, conn: &mut Connection, lines: &mut Lines) -> Result<Attempt> {
         let db = self.db;
@@ -146,17 +164,79 @@ impl Run<'_> {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&fail)?;
         let previous = index_db::state(&tx, db)?;
-        let checkpoints = checkpoint::load(&tx, db)?;
-        let files = journal::files(self.journals)?;
-        lines.progress.expect(
-            files
-                .iter()
-                .filter_map(|p| p.metadata().ok())
-                .map(|m| m.len())
-                .sum(),
-        );
+        let loaded = self.load(&tx, previous.as_ref(), lines)?;
 
-        let plan = match &previous {
+        let previous_calls = previous.as_ref().map_or(0, |p| p.calls);
+        let calls_changed = loaded.rebuild.is_some() || loaded.inserted > 0;
+        let links_stale = calls_changed
+            || previous.as_ref().map(|p| p.annotations) != Some(self.annotations.mark);
+        if !links_stale && !loaded.moved {
+            // Nothing to write: the transaction rolls back untouched.
+            return Ok(Attempt::Done(Outcome {
+                calls: previous_calls,
+                new: 0,
+                journals: loaded.journals,
+                seconds: 0.0,
+                rebuild: None,
+            }));
+        }
+
+        lines.progress.phase("deriving windows");
+        if calls_changed {
+            windows::recompute(&tx, db, &loaded.scope)?;
+        }
+        if links_stale {
+            links::relink(&tx, db, &self.annotations.list)?;
+            // Findings were derived from the evidence that just changed:
+            // drop them so no reader sees findings of calls that are gone.
+            shared::catalog::clear(&tx, db)?;
+        }
+        let (calls, new) = match loaded.rebuild {
+            Some(_) => {
+                let calls = tx
+                    .query_row("SELECT count(*) FROM calls", [], |row| row.get(0))
+                    .map_err(&fail)?;
+                (calls, prior::count_new(&tx, db, loaded.remembered)?)
+            }
+            None => (previous_calls + loaded.inserted, loaded.inserted),
+        };
+        let state = State {
+            indexed_at: shared::time::now_rfc3339(),
+            calls,
+            annotations: self.annotations.mark,
+        };
+        schema::set_state(&tx, db, &state)?;
+
+        lines.progress.phase("checking journals");
+        for seen in &loaded.observed {
+            if !seen.still_holds(lines)? {
+                return Ok(Attempt::Changed(seen.path.clone()));
+            }
+        }
+        lines.progress.phase("committing");
+        tx.commit().map_err(&fail)?;
+        Ok(Attempt::Done(Outcome {
+            calls,
+            new,
+            journals: loaded.journals,
+            seconds: 0.0,
+            rebuild: loaded.rebuild,
+        }))
+    }
+
+    /// Plans against the checkpoints and reads what the plan says into
+    /// `calls`, bringing the checkpoints up to date.
+    fn load(&self, tx: &Connection, previous: Option<&State>, lines: &mut Lines) -> Result<Loaded> {
+        let db = self.db;
+        let checkpoints = checkpoint::load(tx, db)?;
+        let files = journal::files(self.journals)?;
+        let sizes = files
+            .iter()
+            .filter_map(|p| p.metadata().ok())
+            .map(|m| m.len());
+        lines.progress.expect(sizes.sum());
+
+        let plan = match previous {
             _ if self.forced => Plan::Rebuild("--rebuild".into()),
             None => Plan::Rebuild("no previous index".into()),
             Some(_) => checkpoint::plan(self.journals, &checkpoints, &files, lines)?,
@@ -177,99 +257,54 @@ impl Run<'_> {
                 (None, verified, sources)
             }
         };
-
-        let remembered = rebuild.is_some() && previous.as_ref().is_some_and(|p| p.calls > 0);
+        let remembered = rebuild.is_some() && previous.is_some_and(|p| p.calls > 0);
         if remembered {
-            prior::remember(&tx, db)?;
+            prior::remember(tx, db)?;
         }
         if rebuild.is_some() {
-            schema::clear(&tx, db)?;
+            schema::clear(tx, db)?;
         }
+
         // Loading at least as much as is indexed: sort the indexes afterwards.
         let to_read: u64 = sources.iter().map(Source::bytes).sum();
         let indexed: u64 = checkpoints.iter().map(|c| c.length).sum();
         let bulk = rebuild.is_some() || (to_read >= BULK_BYTES && to_read > indexed);
         let dropped = if bulk {
-            Some(bulk::begin(&tx, db)?)
+            Some(bulk::begin(tx, db)?)
         } else {
             None
         };
-        let mut loader = Loader::new(&tx, db, bulk)?;
+        let mut loader = Loader::new(tx, db, bulk)?;
         for source in sources {
             observed.push(loader.load(source, lines)?);
         }
         lines.progress.phase("building indexes");
         let repeats = match dropped {
-            Some(dropped) => bulk::finish(&tx, db, self.journals, dropped)?,
+            Some(dropped) => bulk::finish(tx, db, self.journals, dropped)?,
             None => 0,
         };
 
-        let inserted = (loader.inserted - repeats) as i64;
-        let journals = match rebuild {
-            Some(_) => loader.journals_added as i64,
-            None => checkpoints.len() as i64 + loader.journals_added as i64,
-        };
-        let calls_changed = rebuild.is_some() || inserted > 0;
-        let links_stale = calls_changed
-            || previous.as_ref().map(|p| p.annotations) != Some(self.annotations.mark);
-        let dirty = links_stale || loader.consumed > 0 || loader.journals_added > 0;
-        let touched = loader.scope();
-        let scope = if rebuild.is_some() {
-            Scope::All
+        let kept = if rebuild.is_some() {
+            0
         } else {
-            touched
+            checkpoints.len() as i64
         };
-        let previous_calls = previous.as_ref().map_or(0, |p| p.calls);
-        if !dirty {
-            // Nothing to write: the transaction rolls back untouched.
-            return Ok(Attempt::Done(Outcome {
-                calls: previous_calls,
-                new: 0,
-                journals,
-                seconds: 0.0,
-                rebuild,
-            }));
-        }
-
-        lines.progress.phase("deriving windows");
-        if calls_changed {
-            windows::recompute(&tx, db, &scope)?;
-        }
-        if links_stale {
-            links::relink(&tx, db, &self.annotations.list)?;
-            // Findings were derived from the evidence that just changed:
-            // drop them so no reader sees findings of calls that are gone.
-            shared::catalog::clear(&tx, db)?;
-        }
-        let (calls, new) = match rebuild {
-            Some(_) => {
-                let calls = tx
-                    .query_row("SELECT count(*) FROM calls", [], |row| row.get(0))
-                    .map_err(&fail)?;
-                (calls, prior::count_new(&tx, db, remembered)?)
-            }
-            None => (previous_calls + inserted, inserted),
-        };
-        let state = State {
-            indexed_at: shared::time::now_rfc3339(),
-            calls,
-            annotations: self.annotations.mark,
-        };
-        schema::set_state(&tx, db, &state)?;
-        lines.progress.phase("checking journals");
-        for seen in &observed {
-            if !seen.still_holds(lines)? {
-                return Ok(Attempt::Changed(seen.path.clone()));
-            }
-        }
-        lines.progress.phase("committing");
-        tx.commit().map_err(&fail)?;
-        Ok(Attempt::Done(Outcome {
-            calls,
-            new,
-            journals,
-            seconds: 0.0,
+        let journals = kept + loader.journals_added as i64;
+        let moved = loader.consumed > 0 || loader.journals_added > 0;
+        let inserted = (loader.inserted - repeats) as i64;
+        let touched = loader.scope();
+        Ok(Loaded {
+            scope: if rebuild.is_some() {
+                Scope::All
+            } else {
+                touched
+            },
             rebuild,
-        }))
+            observed,
+            inserted,
+            journals,
+            moved,
+            remembered,
+        })
     }
 }

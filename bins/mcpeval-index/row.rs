@@ -91,15 +91,14 @@ fn describe(err: &serde_json::Error) -> String {
 }
 
 fn from_call(call: Call) -> Result<Row, String> {
-    let uuid = uuid::Uuid::parse_str(&call.identity.event_id)
-        .map_err(|_| "identity.event_id is not a UUID")?;
+    let event_id = lower_hyphenated(call.identity.event_id)?;
     let (channel, code, template_id, retryable) = match call.error {
         Some(e) => (Some(channel(e.channel)), e.code, e.template_id, e.retryable),
         None => (None, None, None, None),
     };
     Ok(Row {
         schema: 1,
-        event_id: Some(uuid.hyphenated().to_string()),
+        event_id: Some(event_id),
         session: call.identity.session,
         seq: int(call.identity.seq, "identity.seq")?,
         origin: match call.origin {
@@ -112,13 +111,13 @@ fn from_call(call: Call) -> Result<Row, String> {
         }),
         server: call.server,
         tool: call.tool,
-        started_at: utc(&call.started_at, "started_at")?,
+        started_at: utc(call.started_at, "started_at")?,
         duration_ms: call
             .duration_ms
             .map(|d| int(d, "duration_ms"))
             .transpose()?,
         advertised: call.advertised,
-        args_shape: canonical(&call.args_shape),
+        args_shape: canonical(&call.args_shape)?,
         outcome: outcome(call.outcome),
         unknown: call.unknown.map(|u| match u {
             Unknown::Malformed => "malformed",
@@ -142,10 +141,10 @@ fn from_legacy(call: LegacyCall) -> Result<Row, String> {
         transport: None,
         server: call.server,
         tool: call.tool,
-        started_at: utc(&call.ts, "ts")?,
+        started_at: utc(call.ts, "ts")?,
         duration_ms: None,
         advertised: None,
-        args_shape: canonical(&call.args_shape),
+        args_shape: canonical(&call.args_shape)?,
         outcome: outcome(call.outcome),
         unknown: None,
         channel: None,
@@ -159,17 +158,46 @@ fn int(value: u64, field: &str) -> Result<i64, String> {
     i64::try_from(value).map_err(|_| format!("{field} {value} is too large"))
 }
 
-/// Time stamps are stored in UTC so that text order is time order.
-fn utc(text: &str, field: &str) -> Result<String, String> {
-    shared::time::parse(text)
+/// Time stamps are stored as capture writes them, in UTC with
+/// milliseconds, so that text order is time order. Most already are.
+fn utc(text: String, field: &str) -> Result<String, String> {
+    let b = text.as_bytes();
+    // validate() has parsed it; this only checks it is in the stored form.
+    let canonical = b.len() == 24
+        && b[10] == b'T'
+        && b[19] == b'.'
+        && b[23] == b'Z'
+        && b[20..23].iter().all(u8::is_ascii_digit);
+    if canonical {
+        return Ok(text);
+    }
+    shared::time::parse(&text)
         .map(shared::time::rfc3339)
         .ok_or_else(|| format!("{field} is not an RFC 3339 time stamp"))
 }
 
+/// The event id as a lower-case hyphenated UUID, whatever form the journal
+/// used, so that equal ids compare equal.
+fn lower_hyphenated(id: String) -> Result<String, String> {
+    let b = id.as_bytes();
+    let canonical = b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
+        });
+    if canonical {
+        return Ok(id);
+    }
+    uuid::Uuid::parse_str(&id)
+        .map(|u| u.hyphenated().to_string())
+        .map_err(|_| "identity.event_id is not a UUID".into())
+}
+
 /// serde_json's map keeps keys sorted, so this text is the same for the
-/// same shape however the journal ordered it.
-fn canonical(shape: &Value) -> String {
-    shape.to_string()
+/// same shape however the journal ordered it. (`to_string` serializes
+/// straight into a buffer; `Display` would go through the formatter.)
+fn canonical(shape: &Value) -> Result<String, String> {
+    serde_json::to_string(shape).map_err(|e| format!("args_shape cannot be stored: {e}"))
 }
 
 fn outcome(o: Outcome) -> &'static str {

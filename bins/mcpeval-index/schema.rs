@@ -44,11 +44,11 @@ fn healthy(conn: &Connection) -> bool {
         .is_ok_and(|answer| answer == "ok")
 }
 
-/// A larger page cache for the one big write transaction (bounded, so
-/// memory does not grow with the journals), and a helper thread for the
-/// sorts that build indexes.
+/// A larger page cache for the one big write transaction. It also bounds
+/// the memory of the sorts that build indexes, so memory does not grow with
+/// the journals; a helper thread lets those sorts use the second core.
 fn tune(conn: Connection, path: &Path) -> Result<Connection> {
-    conn.pragma_update(None, "threads", 2).map_err(fail(path))?;
+    conn.pragma_update(None, "threads", 1).map_err(fail(path))?;
     conn.pragma_update(None, "cache_size", -64 * 1024)
         .map_err(fail(path))?;
     Ok(conn)

@@ -255,3 +255,71 @@ pub fn resolve(conn: &Connection, path: &Path, target: &Target) -> Result<Link> 
         _ => Link::Ambiguous,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Home) {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        (dir, home)
+    }
+
+    #[test]
+    fn tells_missing_and_incomplete_from_complete() {
+        let (_dir, home) = store();
+        let missing = open_complete(&home).unwrap_err();
+        assert_eq!(missing.status(), crate::exit::UNAVAILABLE);
+        assert!(missing.message().starts_with("no index yet"), "{missing}");
+
+        let conn = db::open(&home.index_db(), &SCHEMA).unwrap();
+        let incomplete = open_complete(&home).unwrap_err();
+        assert_eq!(incomplete.status(), crate::exit::UNAVAILABLE);
+        assert!(
+            incomplete
+                .message()
+                .ends_with("is incomplete: no indexing run has finished"),
+            "{incomplete}"
+        );
+
+        conn.execute(
+            "INSERT INTO state(id, indexed_at, calls, annotations_max_id, annotations_count)
+             VALUES (1, '2026-11-30T07:00:00.000Z', 0, 0, 0)",
+            [],
+        )
+        .unwrap();
+        let empty = open_complete(&home).unwrap();
+        let state = state(&empty, &home.index_db()).unwrap().unwrap();
+        assert_eq!((state.calls, state.annotations), (0, (0, 0)));
+    }
+
+    #[test]
+    fn legacy_coordinates_resolve_only_when_unique() {
+        let (_dir, home) = store();
+        let conn = db::open(&home.index_db(), &SCHEMA).unwrap();
+        let add = |event: Option<&str>, server: &str, seq: i64| {
+            conn.execute(
+                "INSERT INTO calls(journal_id, line, schema, event_id, session, seq, origin, server, tool,
+                    started_at, args_shape, outcome) VALUES (1, 1, 1, ?1, 's-0000000000000001', ?2,
+                    'capture', ?3, 't', '2026-11-30T07:00:00.000Z', '{}', 'ok')",
+                rusqlite::params![event, seq, server],
+            )
+            .unwrap();
+            conn.last_insert_rowid()
+        };
+        let only = add(Some("6f1c2a3b-4d5e-4f60-8a7b-000000000001"), "a", 1);
+        add(None, "b", 1);
+        let second = add(None, "a", 2);
+        let path = home.index_db();
+        let coords = |seq| Target::coordinates("s-0000000000000001", seq).unwrap();
+        assert_eq!(resolve(&conn, &path, &coords(1)).unwrap(), Link::Ambiguous);
+        assert_eq!(
+            resolve(&conn, &path, &coords(2)).unwrap(),
+            Link::Linked(second)
+        );
+        assert_eq!(resolve(&conn, &path, &coords(3)).unwrap(), Link::Unknown);
+        let event = Target::event_id("6F1C2A3B-4D5E-4F60-8A7B-000000000001").unwrap();
+        assert_eq!(resolve(&conn, &path, &event).unwrap(), Link::Linked(only));
+    }
+}

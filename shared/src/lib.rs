@@ -14,6 +14,7 @@ pub mod config;
 pub mod db;
 pub mod endpoint;
 pub mod error;
+pub mod evidence;
 pub mod exit;
 pub mod finding;
 pub mod hash;
@@ -33,6 +34,7 @@ pub mod sanitize;
 pub mod score;
 pub mod sse;
 pub mod time;
+pub mod verification;
 
 pub use error::{Error, Result};
 

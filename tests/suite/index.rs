@@ -463,7 +463,7 @@ fn a_known_event_id_with_different_content_rejects() {
     // Incremental (row by row) and rebuilt (bulk, resolved after the load).
     for rebuild in [false, true] {
         let store = Store::new();
-        let first = write(&store, 1, &lines(&calls(3, 1)));
+        let first = write(&store, 1, &lines(&calls(40, 1)));
         if !rebuild {
             indexed(&store);
         }
@@ -623,6 +623,21 @@ fn failure_windows_turns_and_blast_radius_match_hand_computed_values() {
         (2, "search".into(), t(1), 1, 2, true, 1, 1),
     ];
     assert_eq!(windows(&store), want);
+    let tools: Vec<String> = db(&store)
+        .prepare(
+            "SELECT (SELECT group_concat(tool, ',') FROM (SELECT tool FROM window_tools
+                     WHERE window_id = w.id ORDER BY tool))
+             FROM windows w ORDER BY session, open_seq",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        tools,
+        ["fetch,lookup,search", "fetch,search", "lookup", "search"]
+    );
     assert_eq!(
         blast(&store),
         vec![

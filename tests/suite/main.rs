@@ -3,11 +3,14 @@
 mod annotate;
 mod capture;
 mod capture_http;
+mod close;
 mod docs;
 mod front;
+mod generate;
 mod index;
 mod probe;
 mod probe_http;
 mod promote;
 mod records;
 mod support;
+mod verify;
