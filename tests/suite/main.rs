@@ -14,3 +14,4 @@ mod promote;
 mod records;
 mod support;
 mod verify;
+mod verify_http;

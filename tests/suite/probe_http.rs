@@ -38,14 +38,14 @@ fn free_port() -> u16 {
 }
 
 /// `tests/fixtures/probe_http_server.py`, running until dropped.
-struct Fixture {
+pub struct Fixture {
     _guard: Guard,
     port: u16,
     log: PathBuf,
 }
 
 impl Fixture {
-    fn start(store: &Store, args: &[&str]) -> Fixture {
+    pub fn start(store: &Store, args: &[&str]) -> Fixture {
         let log = store
             .scratch()
             .join(format!("fixture-{}.log", uuid::Uuid::new_v4()));
@@ -74,12 +74,12 @@ impl Fixture {
         }
     }
 
-    fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
     /// Every entry the fixture logged: requests and events.
-    fn entries(&self) -> Vec<Value> {
+    pub fn entries(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -89,7 +89,7 @@ impl Fixture {
 
     /// Every request, as "HTTP-method JSON-RPC-method" ("POST reply" for a
     /// POSTed response).
-    fn requests(&self) -> Vec<String> {
+    pub fn requests(&self) -> Vec<String> {
         self.entries()
             .iter()
             .filter(|e| e.get("http").is_some())
