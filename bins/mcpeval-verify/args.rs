@@ -166,13 +166,25 @@ pub struct RunConfig {
 }
 
 /// The server mcpeval-probe reaches.
-#[derive(Debug)]
 pub enum Server {
     /// The command after `--`.
     Command(Vec<OsString>),
     /// `--url` and each `--header`, as given (checked, and passed on
     /// unchanged so the probe binds exactly what the user wrote).
     Endpoint { url: String, headers: Vec<String> },
+}
+
+/// By hand: the URL and header values may hold tokens.
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Server::Command(command) => f.debug_tuple("Command").field(command).finish(),
+            Server::Endpoint { headers, .. } => f
+                .debug_struct("Endpoint")
+                .field("headers", &headers.len())
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 /// Where a result to record comes from.

@@ -146,8 +146,14 @@ impl Http {
             }
             (Some(method), None) => {
                 let what = method.to_owned();
+                // A cancellation goes to a server already late; it gets
+                // the short grace, not a handshake's patience.
+                let wait = if method == "notifications/cancelled" {
+                    self.wait.min(EXIT_GRACE)
+                } else {
+                    self.wait
+                };
                 // The timer must be made inside the runtime.
-                let wait = self.wait;
                 let delivered = runtime.block_on(async {
                     tokio::time::timeout(wait, deliver(&shared, request, &what)).await
                 });
@@ -155,7 +161,7 @@ impl Http {
                     Err(Broken::StreamEnded(format!(
                         "{} did not accept {what} within {} ms",
                         shared.origin,
-                        self.wait.as_millis()
+                        wait.as_millis()
                     )))
                 })
             }
