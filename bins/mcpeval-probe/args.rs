@@ -79,12 +79,25 @@ Refusals, before any server starts: a case that does not exist or names another 
 --finding (status 2); one still holding \"<fill:TYPE>\" placeholders, listed by JSON Pointer, or \
 one lacking the oracle a false-success finding needs, a result assertion or an expected error \
 (status 4). The finding counts as false-success when index.db classes it so or --require-oracle \
-is given.",
+is given.\n\n\
+--all runs every case of the manifest in file order (with --finding, only that finding's cases), \
+each against a freshly started server (with --url, a fresh client and session), and changes no \
+lifecycle state. Every case is checked \
+first: one that would be refused stops the run before any server starts. stdout carries JSON \
+Lines, one result per case (--format json), one line per case (text), or one JUnit XML document \
+(--format junit) that CI test reporters read: a <testsuite> named after the manifest file, one \
+<testcase> per case with classname the finding id and name the case id; a red case has a \
+<failure> (type and message the reason; its text the attempts, detail and hint), a transport \
+error an <error>; each case's signed result is its <system-out>, ready for `mcpeval verify \
+--record`. Status with --all: 1 when any case was red; else 5 when any case met a transport \
+error; else 0. Red wins because it is evidence about the server that CI must fail on, while a \
+transport error is a broken run.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval probe --manifest mcp-eval.manifest.json --case literal-status -- my-server --flag\n  \
 mcpeval probe --manifest m.json --case flaky-search --format text -- python3 server.py\n  \
 mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval verify --record -\n  \
+mcpeval probe --manifest m.json --all --format junit -- my-server > mcpeval-junit.xml\n  \
 mcpeval probe --manifest m.json --case literal-status --url http://127.0.0.1:3001/mcp \\\n      \
 --header \"Authorization: Bearer $MCP_TOKEN\"\n\n\
 Manifests are limited to 1 MiB. Timeouts are per call (timeout_ms, default 10000);\n\
@@ -102,8 +115,17 @@ pub struct Args {
     pub manifest: PathBuf,
 
     /// The id of the case to run
-    #[arg(long, value_name = "ID")]
-    pub case: String,
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub case: Option<String>,
+
+    /// Run every case of the manifest, one after another, each against a fresh server
+    #[arg(long)]
+    pub all: bool,
 
     /// Refuse unless the case names this finding
     #[arg(long, value_name = "ID")]
@@ -164,6 +186,8 @@ pub enum Format {
     Json,
     /// One line: finding, case, probe, result, attempts, binding, run, reason, detail
     Text,
+    /// JUnit XML for CI test reporters (with --all only)
+    Junit,
 }
 
 /// What a probe run needs, validated.
@@ -171,7 +195,8 @@ pub enum Format {
 pub struct Config {
     pub home: Home,
     pub manifest: PathBuf,
-    pub case: String,
+    pub case: Option<String>,
+    pub all: bool,
     pub finding: Option<String>,
     pub format: Format,
     pub require_oracle: bool,
@@ -189,6 +214,11 @@ impl Args {
                 "invalid --finding {id:?}: a finding id is \"finding-\" and 16 lower-case hex digits"
             )));
         }
+        if self.format == Format::Junit && !self.all {
+            return Err(Error::usage(
+                "--format junit reports a whole manifest: use it with --all",
+            ));
+        }
         let server = match &self.url {
             Some(url) => Server::Endpoint(Endpoint::parse(url, &self.headers)?),
             None if self.command.first().is_none_or(|p| p.is_empty()) => {
@@ -200,6 +230,7 @@ impl Args {
             home: Home::resolve(self.home.as_deref())?,
             manifest: self.manifest,
             case: self.case,
+            all: self.all,
             finding: self.finding,
             format: self.format,
             require_oracle: self.require_oracle,

@@ -6,6 +6,7 @@
 //! plumbing and the exit statuses. Logic that one binary alone needs lives in
 //! that binary, never here.
 
+pub mod atomic_file;
 pub mod binding;
 pub mod canonical;
 pub mod catalog;
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod endpoint;
+pub mod envelope;
 pub mod error;
 pub mod evidence;
 pub mod exit;

@@ -829,6 +829,25 @@ fn old_evidence(index: &Path, finding: &str) {
 }
 
 #[test]
+fn a_rebuild_imports_index_only_evidence_before_replacing_the_file() {
+    let store = Store::new();
+    records::write(&store, 1, &Rec::ok(1, 1, 1, "status").line());
+    // An earlier release's index.db: not ours, so a rebuild replaces it.
+    old_evidence(&store.home().join("index.db"), "finding-0123456789abcdef");
+    assert!(!store.home().join("lifecycle.db").exists());
+    succeed(&store, "mcpeval-index", &["--rebuild"]);
+    let conn = Connection::open(store.home().join("lifecycle.db")).unwrap();
+    let rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM verifications WHERE legacy = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 5, "imported before the rebuild replaced index.db");
+}
+
+#[test]
 fn index_only_evidence_is_imported_once_and_never_counts() {
     let store = Store::new();
     let mut recs = Vec::new();
