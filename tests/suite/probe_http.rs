@@ -657,3 +657,43 @@ fn bad_endpoint_flags_are_usage_errors_that_show_no_secret() {
     assert!(usage(&[]).contains("the following required arguments were not provided"));
     assert!(!contains(&b.store.all_bytes(), SECRET));
 }
+
+#[test]
+fn every_case_of_a_manifest_over_http() {
+    let b = Bench::new(json!([
+        status_case("ready", "ready"),
+        status_case("pending", "pending")
+    ]));
+    let server = Fixture::start(&b.store, &["--era", "legacy", "--respond", "sse"]);
+    let mut cmd = b.store.cmd("mcpeval-probe");
+    cmd.arg("--manifest")
+        .arg(&b.manifest)
+        .args(["--all", "--url", &server.url()]);
+    let run = b.finish(cmd);
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    let verdicts: Vec<(String, String)> = run
+        .stdout
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            (
+                r["case"].as_str().unwrap().to_owned(),
+                r["result"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("ready".to_owned(), "green".to_owned()),
+            ("pending".to_owned(), "red".to_owned())
+        ]
+    );
+    // Each case gets a fresh client: its own session, ended with DELETE.
+    let requests = server.requests();
+    assert_eq!(
+        requests.iter().filter(|r| *r == "POST initialize").count(),
+        2
+    );
+    assert_eq!(requests.iter().filter(|r| *r == "DELETE -").count(), 2);
+}
