@@ -8,15 +8,21 @@ and prints what it understood as one JSON object:
    "verify": 0 or 1}
 
 "verify" is junitparser's own CLI verdict (1 when a case failed or
-errored). A report it cannot parse makes this script fail.
+errored). The report is first validated against the common JUnit XML
+schema (tests/fixtures/junit.xsd) with xmlschema; a report that does not
+validate, or that junitparser cannot parse, makes this script fail.
 """
 import json
+import os
 import subprocess
 import sys
 
+import xmlschema
 from junitparser import Error, Failure, JUnitXml
 
 path = sys.argv[1]
+schema = os.path.join(os.path.dirname(__file__), "..", "fixtures", "junit.xsd")
+xmlschema.XMLSchema(schema).validate(path)
 xml = JUnitXml.fromfile(path)
 suites = []
 for suite in xml:
