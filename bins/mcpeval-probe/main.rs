@@ -1,5 +1,6 @@
 //! `mcpeval-probe`: run one manifest case (or, with `--all`, every case)
-//! against an MCP server over stdio and print the signed results.
+//! against an MCP server, over stdio or Streamable HTTP, and print the
+//! signed results.
 //!
 //! It changes no lifecycle state; it only journals its own calls (origin
 //! `probe`). stdout carries the result and nothing else; the server's
@@ -10,6 +11,7 @@ mod args;
 mod junit;
 mod output;
 mod run;
+mod target;
 
 use std::process::ExitCode;
 

@@ -2,13 +2,12 @@
 //! case, check the binding again, sign and print the result.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use shared::binding;
 use shared::finding::{DefectClass, Probe};
 use shared::journal::Writer;
 use shared::manifest::{Case, Manifest};
-use shared::mcp::Launch;
 use shared::probe::{self, Setup};
 use shared::probe_result::{ProbeResult, SCHEMA, Verdict};
 use shared::salt::Salt;
@@ -16,7 +15,7 @@ use shared::{Error, Result};
 
 use crate::PROGRAM;
 use crate::args::Config;
-use crate::output;
+use crate::{output, target};
 
 /// Runs the configured case, or with `--all` every case; returns the exit
 /// status of the verdicts.
@@ -91,31 +90,17 @@ impl<'c> Runner<'c> {
     pub fn run(&mut self, manifest: &Manifest, case: &Case, attempts: u32) -> Result<ProbeResult> {
         let config = self.config;
         let salt = &self.salt;
-        let pinned = binding::pin(salt, manifest, case, &config.command, &self.evaluator)?;
+        let prepared = target::prepare(salt, manifest, case, config, &self.evaluator)?;
         let run_id = uuid::Uuid::new_v4();
-        let arg0 = config.command[0].clone();
-        let launch = Launch {
-            program: pinned
-                .program
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(&arg0)),
-            arg0: arg0.clone(),
-            args: config.command[1..].to_vec(),
-            inherit_stderr: config.server_stderr,
-            client: (PROGRAM.to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
-        };
         let setup = Setup {
-            launch,
+            target: prepared.target,
             handshake_timeout: config.handshake_timeout,
             attempts,
             salt,
             session: format!("s-{}", salt.id16(&[run_id.as_bytes()])),
-            fallback_server: Path::new(&arg0)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .filter(|n| !n.is_empty())
-                .unwrap_or_else(|| "server".to_owned()),
+            fallback_server: prepared.fallback_server,
         };
+        let pinned = prepared.pinned;
 
         let started_at = shared::time::now_rfc3339();
         let verdicted = probe::run(case, setup, &mut self.journal)?;

@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use shared::endpoint::Endpoint;
 use shared::home::Home;
 use shared::{Error, Result};
 
@@ -14,9 +15,11 @@ use shared::{Error, Result};
     version,
     about = "Probe a claimed fix and move the finding towards closed: three green runs in a row close it",
     long_about = "Probe a claimed fix and move the finding towards closed: three green runs in a row close it.\n\n\
-With --finding, --case, --manifest and a server command after --, it runs the case by executing \
-mcpeval-probe (found beside this executable, else on PATH) with the same arguments, then records \
-the signed result exactly as --record does. Every refusal of mcpeval-probe (no such case, a case of \
+With --finding, --case, --manifest and a server command after -- (or --url URL, with --header \
+\"Name: value\" for each extra request header, for a server that speaks Streamable HTTP), it runs \
+the case by executing mcpeval-probe (found beside this executable, else on PATH) with the same \
+arguments, then records the signed result exactly as --record does. Header values and the URL's \
+path and query are never printed or stored; lifecycle.db keeps only the binding's fingerprint. Every refusal of mcpeval-probe (no such case, a case of \
 another finding, placeholders left to fill, a false-success finding without an oracle) happens \
 before the server starts and records nothing. The finding must be known: promoted in the current \
 catalog, or tracked in lifecycle.db (a finding that was promoted once stays verifiable when a later \
@@ -29,7 +32,8 @@ transport-error result records nothing (status 5).\n\n\
 Lifecycle: a red run on an open or fix-claimed finding leaves it fix-claimed with no streak; a \
 green run makes it verifying with streak 1; each further green run under the same credit binding \
 counts up, and the third closes it; a green run under another binding (the case definition, its \
-timeout or sandbox, the server command, the server's files, or mcpeval-probe itself changed) \
+timeout or sandbox, the server command, the server's files, the URL or a header value, or \
+mcpeval-probe itself changed) \
 starts a fresh streak at 1. A red run on a verifying or closed finding reopens it (state=open) and \
 counts a reopening. A green run on a closed finding keeps it closed and leaves its streak as it \
 is. The first recorded run attaches the probe, which lifts the finding's severity cap. Imported \
@@ -44,6 +48,9 @@ stderr.",
         "Examples:\n  \
 mcpeval verify --finding finding-0123456789abcdef --case literal-status \\\n      \
 --manifest mcp-eval.manifest.json -- my-server --flag\n  \
+mcpeval verify --finding finding-0123456789abcdef --case literal-status \\\n      \
+--manifest mcp-eval.manifest.json --url http://127.0.0.1:3001/mcp \\\n      \
+--header \"Authorization: Bearer $MCP_TOKEN\"\n  \
 mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval verify --record -\n  \
 mcpeval verify --record result.json --format json | jq .state\n\n\
 Exit status 0 is a green run (or a replay), 1 a red run. A refused or failed run records\n\
@@ -97,15 +104,28 @@ pub struct Args {
     pub handshake_timeout: Option<u64>,
 
     /// Passed to mcpeval-probe: let the server's stderr through (it may contain raw values)
-    #[arg(long, conflicts_with = "record")]
+    #[arg(long, conflicts_with_all = ["record", "url"])]
     pub server_stderr: bool,
+
+    /// Passed to mcpeval-probe: reach the server at this Streamable HTTP endpoint instead of starting a command
+    #[arg(long, value_name = "URL", conflicts_with = "record")]
+    pub url: Option<String>,
+
+    /// Passed to mcpeval-probe: an extra request header for --url, as "Name: value" (repeatable); its value is never shown or stored
+    #[arg(
+        long = "header",
+        value_name = "HEADER",
+        requires = "url",
+        conflicts_with_all = ["record", "command"]
+    )]
+    pub headers: Vec<String>,
 
     /// The server command and its arguments, after `--`
     #[arg(
         last = true,
         value_name = "CMD",
-        required_unless_present = "record",
-        conflicts_with = "record"
+        required_unless_present_any = ["record", "url"],
+        conflicts_with_all = ["record", "url"]
     )]
     pub command: Vec<OsString>,
 }
@@ -142,7 +162,29 @@ pub struct RunConfig {
     pub manifest: PathBuf,
     pub handshake_timeout: Option<u64>,
     pub server_stderr: bool,
-    pub command: Vec<OsString>,
+    pub server: Server,
+}
+
+/// The server mcpeval-probe reaches.
+pub enum Server {
+    /// The command after `--`.
+    Command(Vec<OsString>),
+    /// `--url` and each `--header`, as given (checked, and passed on
+    /// unchanged so the probe binds exactly what the user wrote).
+    Endpoint { url: String, headers: Vec<String> },
+}
+
+/// By hand: the URL and header values may hold tokens.
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Server::Command(command) => f.debug_tuple("Command").field(command).finish(),
+            Server::Endpoint { headers, .. } => f
+                .debug_struct("Endpoint")
+                .field("headers", &headers.len())
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 /// Where a result to record comes from.
@@ -175,16 +217,28 @@ impl Args {
                         "invalid --finding {finding:?}: a finding id is \"finding-\" and 16 lower-case hex digits"
                     )));
                 }
-                if self.command.first().is_none_or(|p| p.is_empty()) {
-                    return Err(Error::usage("missing the server command after --"));
-                }
+                let server = match self.url {
+                    Some(url) => {
+                        // Refused here, with this program's name, before
+                        // the finding is looked up or a probe starts.
+                        Endpoint::parse(&url, &self.headers)?;
+                        Server::Endpoint {
+                            url,
+                            headers: self.headers,
+                        }
+                    }
+                    None if self.command.first().is_none_or(|p| p.is_empty()) => {
+                        return Err(Error::usage("missing the server command after --"));
+                    }
+                    None => Server::Command(self.command),
+                };
                 Mode::Run(RunConfig {
                     finding,
                     case: self.case.ok_or_else(|| missing("--case"))?,
                     manifest: self.manifest.ok_or_else(|| missing("--manifest"))?,
                     handshake_timeout: self.handshake_timeout,
                     server_stderr: self.server_stderr,
-                    command: self.command,
+                    server,
                 })
             }
         };

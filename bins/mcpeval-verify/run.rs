@@ -17,7 +17,7 @@ use shared::home::Home;
 use shared::probe_result::{ProbeResult, Verdict};
 use shared::{Error, Result, binding, exit, lifecycle, verification};
 
-use crate::args::{Format, RunConfig};
+use crate::args::{Format, RunConfig, Server};
 use crate::record;
 
 const PROBE: &str = "mcpeval-probe";
@@ -43,7 +43,18 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     if config.server_stderr {
         cmd.arg("--server-stderr");
     }
-    cmd.arg("--").args(&config.command).stdin(Stdio::null());
+    match &config.server {
+        Server::Command(command) => {
+            cmd.arg("--").args(command);
+        }
+        Server::Endpoint { url, headers } => {
+            cmd.args(["--url", url]);
+            for header in headers {
+                cmd.args(["--header", header]);
+            }
+        }
+    }
+    cmd.stdin(Stdio::null());
     let out = cmd
         .output()
         .map_err(|e| Error::io(format_args!("cannot run {}", program.display()), e))?;

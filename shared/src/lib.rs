@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod endpoint;
 pub mod envelope;
 pub mod error;
 pub mod evidence;
@@ -34,6 +35,7 @@ pub mod record;
 pub mod salt;
 pub mod sanitize;
 pub mod score;
+pub mod sse;
 pub mod time;
 pub mod verification;
 
