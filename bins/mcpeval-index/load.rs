@@ -19,8 +19,9 @@ use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
 
 use crate::checkpoint::{self, Continuation, Observed, Stamp};
+use crate::feed::Feed;
 use crate::lines::{self, Lines};
-use crate::row::{self, Row};
+use crate::row::{Batch, Row};
 use crate::schema;
 use crate::windows::Scope;
 
@@ -102,7 +103,7 @@ const INSERT: &str = "INSERT INTO calls(journal_id, line, schema, event_id, sess
 const COLUMNS: usize = 20;
 
 /// A row's values for [`INSERT`].
-fn columns<'r>(journal_id: &'r i64, line: &'r u64, r: &'r Row) -> [&'r dyn ToSql; COLUMNS] {
+fn columns<'r>(journal_id: &'r i64, line: &'r u64, r: &'r Row<'_>) -> [&'r dyn ToSql; COLUMNS] {
     [
         journal_id,
         line,
@@ -143,12 +144,21 @@ pub struct Loader<'a> {
     pub journals_added: u64,
     touched: Option<HashSet<(String, String)>>,
     last: Option<(String, String)>,
+    /// Every row inserted, for deriving windows off the database.
+    feed: Option<Feed>,
 }
 
 impl<'a> Loader<'a> {
     /// A loader; `bulk` when the indexes of `calls` were dropped (see
-    /// `bulk.rs`), so repeated event ids are resolved after the load.
-    pub fn new(conn: &'a Connection, db: &'a Path, bulk: bool) -> Result<Loader<'a>> {
+    /// `bulk.rs`), so repeated event ids are resolved after the load. A
+    /// `feed` sees every row in insertion order (rebuilds only: then every
+    /// session's windows are derived anew and none needs tracking).
+    pub fn new(
+        conn: &'a Connection,
+        db: &'a Path,
+        bulk: bool,
+        feed: Option<Feed>,
+    ) -> Result<Loader<'a>> {
         let fail = schema::fail(db);
         let insert = conn
             .prepare(&format!(
@@ -192,8 +202,9 @@ impl<'a> Loader<'a> {
             inserted: 0,
             consumed: 0,
             journals_added: 0,
-            touched: Some(HashSet::new()),
+            touched: feed.is_none().then(HashSet::new),
             last: None,
+            feed,
         })
     }
 
@@ -233,17 +244,26 @@ impl<'a> Loader<'a> {
         let first = lines_before + 1;
         // Reading, hashing and parsing run on a second thread, inserting on
         // this one; a bounded channel keeps memory flat.
-        let (batches, received) = mpsc::sync_channel::<Vec<(u64, Row)>>(QUEUE);
+        let (batches, received) = mpsc::sync_channel::<Batch>(QUEUE);
+        // The reading thread keeps the feed while it reads.
+        let mut feed = self.feed.take();
         let (consumed, inserted) = thread::scope(|scope| {
             let path = &path;
+            let feed = feed.as_mut();
             let reader = scope.spawn(move || {
-                let mut batch = Vec::with_capacity(BATCH);
+                let mut feed = feed;
+                let mut batch = Batch::with_capacity(BATCH);
                 let read = lines.read(&mut file, path, limit, first, &mut hasher, |n, line| {
-                    let row =
-                        row::parse(line).map_err(|reason| lines::rejected(path, n, reason))?;
-                    batch.push((n, row));
+                    let row = batch
+                        .push(n, line)
+                        .map_err(|reason| lines::rejected(path, n, reason))?;
+                    if let Some(feed) = feed.as_deref_mut() {
+                        feed.push(&row).map_err(|e| {
+                            Error::io("cannot set calls aside for deriving windows", e)
+                        })?;
+                    }
                     if batch.len() == BATCH {
-                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        let full = std::mem::replace(&mut batch, Batch::with_capacity(BATCH));
                         // The inserter only hangs up after an error of its own.
                         batches.send(full).map_err(|_| Error::rejected("stopped"))?;
                     }
@@ -263,6 +283,7 @@ impl<'a> Loader<'a> {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (consumed, inserted)
         });
+        self.feed = feed;
         // Rows arrive in order, so an insert error is about an earlier line
         // than any error the reader met after it.
         inserted?;
@@ -292,13 +313,14 @@ impl<'a> Loader<'a> {
 
     /// Inserts a batch of rows from `path`, several per statement when no
     /// conflict can arise.
-    fn add_batch(&mut self, journal_id: i64, path: &Path, batch: &[(u64, Row)]) -> Result<()> {
+    fn add_batch(&mut self, journal_id: i64, path: &Path, batch: &Batch) -> Result<()> {
         if self.insert_many.is_none() {
             return batch
-                .iter()
-                .try_for_each(|(n, row)| self.add(journal_id, path, *n, row));
+                .rows()
+                .try_for_each(|(n, row)| self.add(journal_id, path, n, &row));
         }
-        let mut chunks = batch.chunks_exact(ROWS_PER_INSERT);
+        let rows: Vec<(u64, Row<'_>)> = batch.rows().collect();
+        let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
         for chunk in &mut chunks {
             self.add_chunk(journal_id, chunk)?;
         }
@@ -309,7 +331,7 @@ impl<'a> Loader<'a> {
     }
 
     /// Inserts ROWS_PER_INSERT rows with one statement (bulk loads only).
-    fn add_chunk(&mut self, journal_id: i64, chunk: &[(u64, Row)]) -> Result<()> {
+    fn add_chunk(&mut self, journal_id: i64, chunk: &[(u64, Row<'_>)]) -> Result<()> {
         if let Some(many) = &mut self.insert_many {
             let values = chunk
                 .iter()
@@ -324,7 +346,7 @@ impl<'a> Loader<'a> {
         Ok(())
     }
 
-    fn add(&mut self, journal_id: i64, path: &Path, number: u64, row: &Row) -> Result<()> {
+    fn add(&mut self, journal_id: i64, path: &Path, number: u64, row: &Row<'_>) -> Result<()> {
         let fail = schema::fail(self.db);
         let values = columns(&journal_id, &number, row);
         if self.insert.execute(&values[..]).map_err(&fail)? == 0 {
@@ -335,7 +357,7 @@ impl<'a> Loader<'a> {
             if same {
                 return Ok(());
             }
-            let id = row.event_id.as_deref().unwrap_or_default();
+            let id = row.event_id.unwrap_or_default();
             return Err(lines::rejected(
                 path,
                 number,
@@ -350,7 +372,7 @@ impl<'a> Loader<'a> {
     }
 
     /// Remembers the session of a new capture call.
-    fn touch(&mut self, row: &Row) {
+    fn touch(&mut self, row: &Row<'_>) {
         let Some(touched) = &mut self.touched else {
             return;
         };
@@ -362,12 +384,17 @@ impl<'a> Loader<'a> {
         if row.origin != "capture" || same {
             return;
         }
-        let key = (row.session.clone(), row.server.clone());
+        let key = (row.session.to_owned(), row.server.to_owned());
         touched.insert(key.clone());
         self.last = Some(key);
         if touched.len() > MAX_TOUCHED {
             self.touched = None;
         }
+    }
+
+    /// The feed of every row inserted, when there is one.
+    pub fn take_feed(&mut self) -> Option<Feed> {
+        self.feed.take()
     }
 
     /// The sessions whose windows the new calls may have changed.

@@ -6,8 +6,10 @@
 //! was. Journals are only ever read, never written.
 
 mod args;
+mod aside;
 mod bulk;
 mod checkpoint;
+mod feed;
 mod lines;
 mod links;
 mod load;

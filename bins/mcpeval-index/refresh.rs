@@ -11,6 +11,8 @@
 //! never mixes two states of a file.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
 use std::time::Instant;
 
 use rusqlite::config::DbConfig;
@@ -23,7 +25,9 @@ use shared::lifecycle::{self, Annotation};
 use shared::lock::LockFile;
 
 use crate::args::Config;
+use crate::aside::{self, Aside};
 use crate::checkpoint::{self, Observed, Plan};
+use crate::feed::Feed;
 use crate::lines::Lines;
 use crate::load::{Loader, Source};
 use crate::progress::Progress;
@@ -37,6 +41,9 @@ const ATTEMPTS: u32 = 3;
 /// A load of at least this many bytes, and more than is already indexed,
 /// drops the indexes of `calls` and sorts them afterwards (see `bulk.rs`).
 const BULK_BYTES: u64 = 16 << 20;
+
+/// Batches of derived windows in flight to the database thread.
+const WINDOW_BATCHES: usize = 4;
 
 /// What a run did, for the summary.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,19 +97,56 @@ pub fn run(config: &Config) -> Result<Outcome> {
         // may replace the file that holds them.
         drop(lifecycle::open(home)?);
     }
-    let mut conn = schema::open(&db, config.rebuild)?;
+    aside::clean(&db)?;
     let mut lines = Lines::new(Progress::new());
-    let outcome = attempts(config, &db, &mut conn, &mut lines);
+    let outcome = match Aside::begin(&db) {
+        Ok(Some((aside, conn))) => first(config, &db, aside, conn, &mut lines),
+        Ok(None) => in_place(config, &db, &mut lines),
+        Err(err) => Err(err),
+    };
     lines.progress.finish();
+    outcome.map(|o| Outcome {
+        seconds: started.elapsed().as_secs_f64(),
+        ..o
+    })
+}
+
+/// The first run, building index.db aside (see `aside.rs`).
+fn first(
+    config: &Config,
+    db: &Path,
+    aside: Aside,
+    mut conn: Connection,
+    lines: &mut Lines,
+) -> Result<Outcome> {
+    let outcome = attempts(config, db, &mut conn, lines)?;
+    if aside.install(conn, db)? {
+        Ok(outcome)
+    } else {
+        // Another first run won: index.db is there now.
+        in_place(config, db, lines)
+    }
+}
+
+/// A run on index.db itself, inside one transaction.
+fn in_place(config: &Config, db: &Path, lines: &mut Lines) -> Result<Outcome> {
+    let mut conn = schema::open(db, config.rebuild)?;
+    let outcome = attempts(config, db, &mut conn, lines);
     if outcome.is_err() {
         // Closing would checkpoint a WAL left by an earlier, killed run into
         // index.db; a failed run leaves even the file's bytes alone.
         let _ = conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
     }
-    outcome.map(|o| Outcome {
-        seconds: started.elapsed().as_secs_f64(),
-        ..o
+    outcome
+}
+
+/// The id the next row inserted into `calls` gets: one more than the
+/// largest, as SQLite assigns them.
+fn next_call_id(conn: &Connection, db: &Path) -> Result<i64> {
+    conn.query_row("SELECT coalesce(max(id), 0) + 1 FROM calls", [], |row| {
+        row.get(0)
     })
+    .map_err(schema::fail(db))
 }
 
 /// Runs attempts until one is not overtaken by a changing journal.
@@ -230,6 +274,39 @@ impl Run<'_> {
         }))
     }
 
+    /// Builds the dropped indexes again and resolves repeats; meanwhile a
+    /// second thread derives windows from the `feed`, which are stored when
+    /// they describe the table (no repeat was removed). Returns the repeats
+    /// removed and whether windows were stored.
+    fn finish_bulk(
+        &self,
+        tx: &Connection,
+        dropped: bulk::Dropped,
+        feed: Option<Feed>,
+    ) -> Result<(u64, bool)> {
+        let db = self.db;
+        thread::scope(|scope| {
+            let (send, derived) = mpsc::sync_channel(WINDOW_BATCHES);
+            let deriving = feed
+                .filter(Feed::usable)
+                .map(|feed| scope.spawn(move || feed.derive(&send)));
+            let repeats = bulk::finish(tx, db, self.journals, dropped);
+            let stored = match (&repeats, &deriving) {
+                (Ok(0), Some(_)) => windows::store(tx, db, &derived).map(|()| true),
+                _ => Ok(false),
+            };
+            // Hanging up stops a derivation whose windows are not wanted.
+            drop(derived);
+            if let Some(deriving) = deriving {
+                deriving
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    .map_err(|e| Error::io("cannot derive failure windows", e))?;
+            }
+            Ok((repeats?, stored?))
+        })
+    }
+
     /// Plans against the checkpoints and reads what the plan says into
     /// `calls`, bringing the checkpoints up to date.
     fn load(&self, tx: &Connection, previous: Option<&State>, lines: &mut Lines) -> Result<Loaded> {
@@ -280,14 +357,23 @@ impl Run<'_> {
         } else {
             None
         };
-        let mut loader = Loader::new(tx, db, bulk)?;
+        // A rebuild sets its calls aside in session order as it reads them.
+        let feed = match rebuild {
+            Some(_) => Some(Feed::new(
+                db.parent().unwrap_or(Path::new(".")),
+                next_call_id(tx, db)?,
+            )),
+            None => None,
+        };
+        let mut loader = Loader::new(tx, db, bulk, feed)?;
         for source in sources {
             observed.push(loader.load(source, lines)?);
         }
         lines.progress.phase("building indexes");
-        let repeats = match dropped {
-            Some(dropped) => bulk::finish(tx, db, self.journals, dropped)?,
-            None => 0,
+        let feed = loader.take_feed();
+        let (repeats, derived) = match dropped {
+            Some(dropped) => self.finish_bulk(tx, dropped, feed)?,
+            None => (0, false),
         };
 
         let kept = if rebuild.is_some() {
@@ -300,10 +386,10 @@ impl Run<'_> {
         let inserted = (loader.inserted - repeats) as i64;
         let touched = loader.scope();
         Ok(Loaded {
-            scope: if rebuild.is_some() {
-                Scope::All
-            } else {
-                touched
+            scope: match (&rebuild, derived) {
+                (_, true) => Scope::Derived,
+                (Some(_), false) => Scope::All,
+                (None, false) => touched,
             },
             rebuild,
             observed,

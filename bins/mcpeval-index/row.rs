@@ -3,37 +3,424 @@
 //! Both record schemas are read with the contract's strict serde types
 //! (unknown fields are errors) and their `validate()`. The reason a line is
 //! refused names the field at fault; it never echoes the whole line.
+//!
+//! Almost every line is a current record exactly as capture writes it, so
+//! such a line first takes a fast path: it is read into types that borrow
+//! its text, checked with the same rules written for that canonical form,
+//! and its arguments shape is kept as written once it is seen to be in
+//! canonical form already. A line the fast path does not accept, for any
+//! reason, is read again the contract's way, which gives the row or the
+//! reason; so the fast path decides nothing, it only skips work.
 
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use shared::record::{
     Call, Channel, LegacyCall, Origin, Outcome, SCHEMA_V0, SCHEMA_V1, Transport, Unknown,
 };
 
-/// A record flattened to the `calls` columns (see `schema.rs`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+/// A record flattened to the `calls` columns (see `schema.rs`), borrowing
+/// its text from a [`Batch`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row<'a> {
     pub schema: i64,
-    pub event_id: Option<String>,
-    pub session: String,
+    pub event_id: Option<&'a str>,
+    pub session: &'a str,
     pub seq: i64,
     pub origin: &'static str,
     pub transport: Option<&'static str>,
-    pub server: String,
-    pub tool: String,
-    pub started_at: String,
+    pub server: &'a str,
+    pub tool: &'a str,
+    pub started_at: &'a str,
     pub duration_ms: Option<i64>,
     pub advertised: Option<bool>,
-    pub args_shape: String,
+    pub args_shape: &'a str,
     pub outcome: &'static str,
     pub unknown: Option<&'static str>,
     pub channel: Option<&'static str>,
     pub code: Option<i64>,
-    pub template_id: Option<String>,
+    pub template_id: Option<&'a str>,
     pub retryable: Option<bool>,
 }
 
-/// Parses and checks one line; the error is the reason it is refused.
-pub fn parse(line: &[u8]) -> Result<Row, String> {
+/// A byte range of a batch's text.
+type Span = (u32, u32);
+
+/// A row as a batch keeps it: its text as ranges of the batch's text.
+struct Stored {
+    number: u64,
+    row: Row<'static>,
+    event_id: Option<Span>,
+    session: Span,
+    server: Span,
+    tool: Span,
+    started_at: Span,
+    args_shape: Span,
+    template_id: Option<Span>,
+}
+
+/// Parsed rows with their line numbers, their text in one buffer: a batch
+/// costs a few allocations, not several per row, and is handed from the
+/// reading thread to the inserting one whole.
+#[derive(Default)]
+pub struct Batch {
+    text: String,
+    rows: Vec<Stored>,
+}
+
+impl Batch {
+    pub fn with_capacity(rows: usize) -> Batch {
+        Batch {
+            text: String::with_capacity(rows * 256),
+            rows: Vec::with_capacity(rows),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Parses and checks line `number`; the error is the reason it is
+    /// refused. Returns the row as stored.
+    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<Row<'_>, String> {
+        match fast(line) {
+            Some(row) => self.store(number, &row),
+            None => {
+                let owned = slow(line)?;
+                self.store(number, &owned.row())
+            }
+        }
+        Ok(self.row(self.rows.len() - 1).1)
+    }
+
+    fn store(&mut self, number: u64, row: &Row<'_>) {
+        let text = &mut self.text;
+        let mut span = |s: &str| {
+            let start = text.len() as u32;
+            text.push_str(s);
+            (start, text.len() as u32)
+        };
+        let stored = Stored {
+            number,
+            event_id: row.event_id.map(&mut span),
+            session: span(row.session),
+            server: span(row.server),
+            tool: span(row.tool),
+            started_at: span(row.started_at),
+            args_shape: span(row.args_shape),
+            template_id: row.template_id.map(&mut span),
+            // The text fields are read through the spans.
+            row: Row {
+                event_id: None,
+                session: "",
+                server: "",
+                tool: "",
+                started_at: "",
+                args_shape: "",
+                template_id: None,
+                ..*row
+            },
+        };
+        self.rows.push(stored);
+    }
+
+    /// Row `i` with its line number.
+    pub fn row(&self, i: usize) -> (u64, Row<'_>) {
+        let s = &self.rows[i];
+        let at = |(start, end): Span| &self.text[start as usize..end as usize];
+        (
+            s.number,
+            Row {
+                event_id: s.event_id.map(at),
+                session: at(s.session),
+                server: at(s.server),
+                tool: at(s.tool),
+                started_at: at(s.started_at),
+                args_shape: at(s.args_shape),
+                template_id: s.template_id.map(at),
+                ..s.row
+            },
+        )
+    }
+
+    /// Every row with its line number, in order.
+    pub fn rows(&self) -> impl Iterator<Item = (u64, Row<'_>)> {
+        (0..self.rows.len()).map(|i| self.row(i))
+    }
+}
+
+// The fast path: a current record in the form capture writes.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallText<'a> {
+    schema: &'a str,
+    #[serde(borrow)]
+    identity: IdentityText<'a>,
+    origin: Origin,
+    transport: Transport,
+    server: &'a str,
+    tool: &'a str,
+    started_at: &'a str,
+    duration_ms: Option<u64>,
+    advertised: Option<bool>,
+    #[serde(borrow)]
+    args_shape: &'a RawValue,
+    outcome: Outcome,
+    #[serde(default)]
+    unknown: Option<Unknown>,
+    #[serde(default, borrow)]
+    error: Option<CallErrorText<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdentityText<'a> {
+    event_id: &'a str,
+    session: &'a str,
+    seq: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallErrorText<'a> {
+    channel: Channel,
+    code: Option<i64>,
+    #[serde(borrow)]
+    template_id: Option<&'a str>,
+    retryable: Option<bool>,
+}
+
+/// The row of a line in canonical current form, or `None` to let the
+/// contract's reading decide. Every check here is at least as strict as
+/// `Call::validate()` and the conversions of [`slow`].
+fn fast(line: &[u8]) -> Option<Row<'_>> {
+    // Strings with escapes cannot be borrowed; those lines go the slow way.
+    let call: CallText<'_> = serde_json::from_slice(line).ok()?;
+    let id = &call.identity;
+    let consistent = match (call.outcome, &call.error, &call.unknown) {
+        (Outcome::Ok, None, None) | (Outcome::Unknown, None, Some(_)) => true,
+        (Outcome::Error, Some(e), None) => e.template_id.is_none_or(|t| token(t, "t-")),
+        _ => false,
+    };
+    let ok = consistent
+        && call.schema == SCHEMA_V1
+        && canonical_uuid(id.event_id)
+        && token(id.session, "s-")
+        && (1..=i64::MAX as u64).contains(&id.seq)
+        && !call.server.is_empty()
+        && !call.tool.is_empty()
+        && canonical_time(call.started_at)
+        && call.duration_ms.is_none_or(|d| d <= i64::MAX as u64)
+        && canonical_shape(call.args_shape.get());
+    if !ok {
+        return None;
+    }
+    let (channel, code, template_id, retryable) = match &call.error {
+        Some(e) => (Some(channel(e.channel)), e.code, e.template_id, e.retryable),
+        None => (None, None, None, None),
+    };
+    Some(Row {
+        schema: 1,
+        event_id: Some(id.event_id),
+        session: id.session,
+        seq: id.seq as i64,
+        origin: origin(call.origin),
+        transport: Some(transport(call.transport)),
+        server: call.server,
+        tool: call.tool,
+        started_at: call.started_at,
+        duration_ms: call.duration_ms.map(|d| d as i64),
+        advertised: call.advertised,
+        args_shape: call.args_shape.get(),
+        outcome: outcome(call.outcome),
+        unknown: call.unknown.map(unknown),
+        channel,
+        code,
+        template_id,
+        retryable,
+    })
+}
+
+/// `prefix` and 16 lower-case hex digits (`Call::validate()`'s tokens).
+fn token(text: &str, prefix: &str) -> bool {
+    text.strip_prefix(prefix).is_some_and(|digits| {
+        digits.len() == 16
+            && digits
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// A lower-case hyphenated UUID: the form stored, and a valid UUID.
+fn canonical_uuid(id: &str) -> bool {
+    let b = id.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
+        })
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` naming a real instant: the form stored,
+/// and a valid RFC 3339 time stamp. Leap seconds go the slow way.
+fn canonical_time(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits = |from: usize, to: usize| -> Option<u32> {
+        b[from..to].iter().try_fold(0u32, |n, c| {
+            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+        })
+    };
+    if b.len() != 24
+        || [
+            (4, b'-'),
+            (7, b'-'),
+            (10, b'T'),
+            (13, b':'),
+            (16, b':'),
+            (19, b'.'),
+            (23, b'Z'),
+        ]
+        .iter()
+        .any(|&(at, c)| b[at] != c)
+    {
+        return false;
+    }
+    let fields = (
+        digits(0, 4),
+        digits(5, 7),
+        digits(8, 10),
+        digits(11, 13),
+        digits(14, 16),
+        digits(17, 19),
+        digits(20, 23),
+    );
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second), Some(_)) =
+        fields
+    else {
+        return false;
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day) && hour < 24 && minute < 60 && second < 60
+}
+
+/// Whether `json` (valid JSON) is already what [`canonical`] would make
+/// of it: no whitespace, every object's keys in strictly increasing byte
+/// order, strings without escapes and no numbers (whose text serde_json
+/// may rewrite). Arguments shapes hold type names, so this is the rule.
+fn canonical_shape(json: &str) -> bool {
+    enum Open<'a> {
+        /// Whether a key comes next, and the last key seen.
+        Object(bool, Option<&'a [u8]>),
+        Array,
+    }
+    let b = json.as_bytes();
+    let mut open: Vec<Open<'_>> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' => open.push(Open::Object(true, None)),
+            b'[' => open.push(Open::Array),
+            b'}' | b']' => {
+                open.pop();
+            }
+            b',' => {
+                if let Some(Open::Object(key_next, _)) = open.last_mut() {
+                    *key_next = true;
+                }
+            }
+            b':' => {}
+            b'"' => {
+                let Some(len) = memchr::memchr2(b'"', b'\\', &b[i + 1..]) else {
+                    return false;
+                };
+                let end = i + 1 + len;
+                if b[end] == b'\\' {
+                    return false;
+                }
+                if let Some(Open::Object(key_next @ true, last)) = open.last_mut() {
+                    let key = &b[i + 1..end];
+                    if last.is_some_and(|last| key <= last) {
+                        return false;
+                    }
+                    *key_next = false;
+                    *last = Some(key);
+                }
+                i = end;
+            }
+            // true, false and null are written the same way again.
+            b't' | b'r' | b'u' | b'e' | b'f' | b'a' | b'l' | b's' | b'n' => {}
+            _ => return false,
+        }
+        i += 1;
+    }
+    true
+}
+
+// The contract's way, for every line the fast path leaves.
+
+/// A row that owns its text (see [`slow`]).
+#[derive(Debug, Clone, PartialEq)]
+struct Owned {
+    schema: i64,
+    event_id: Option<String>,
+    session: String,
+    seq: i64,
+    origin: &'static str,
+    transport: Option<&'static str>,
+    server: String,
+    tool: String,
+    started_at: String,
+    duration_ms: Option<i64>,
+    advertised: Option<bool>,
+    args_shape: String,
+    outcome: &'static str,
+    unknown: Option<&'static str>,
+    channel: Option<&'static str>,
+    code: Option<i64>,
+    template_id: Option<String>,
+    retryable: Option<bool>,
+}
+
+impl Owned {
+    fn row(&self) -> Row<'_> {
+        Row {
+            schema: self.schema,
+            event_id: self.event_id.as_deref(),
+            session: &self.session,
+            seq: self.seq,
+            origin: self.origin,
+            transport: self.transport,
+            server: &self.server,
+            tool: &self.tool,
+            started_at: &self.started_at,
+            duration_ms: self.duration_ms,
+            advertised: self.advertised,
+            args_shape: &self.args_shape,
+            outcome: self.outcome,
+            unknown: self.unknown,
+            channel: self.channel,
+            code: self.code,
+            template_id: self.template_id.as_deref(),
+            retryable: self.retryable,
+        }
+    }
+}
+
+/// Parses and checks one line the contract's way; the error is the reason
+/// it is refused.
+fn slow(line: &[u8]) -> Result<Owned, String> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Err("blank line: every line must be one record".into());
     }
@@ -90,25 +477,19 @@ fn describe(err: &serde_json::Error) -> String {
     format!("{bare} (column {})", err.column())
 }
 
-fn from_call(call: Call) -> Result<Row, String> {
+fn from_call(call: Call) -> Result<Owned, String> {
     let event_id = lower_hyphenated(call.identity.event_id)?;
     let (channel, code, template_id, retryable) = match call.error {
         Some(e) => (Some(channel(e.channel)), e.code, e.template_id, e.retryable),
         None => (None, None, None, None),
     };
-    Ok(Row {
+    Ok(Owned {
         schema: 1,
         event_id: Some(event_id),
         session: call.identity.session,
         seq: int(call.identity.seq, "identity.seq")?,
-        origin: match call.origin {
-            Origin::Capture => "capture",
-            Origin::Probe => "probe",
-        },
-        transport: Some(match call.transport {
-            Transport::Stdio => "stdio",
-            Transport::Http => "http",
-        }),
+        origin: origin(call.origin),
+        transport: Some(transport(call.transport)),
         server: call.server,
         tool: call.tool,
         started_at: utc(call.started_at, "started_at")?,
@@ -119,10 +500,7 @@ fn from_call(call: Call) -> Result<Row, String> {
         advertised: call.advertised,
         args_shape: canonical(&call.args_shape)?,
         outcome: outcome(call.outcome),
-        unknown: call.unknown.map(|u| match u {
-            Unknown::Malformed => "malformed",
-            Unknown::Unanswered => "unanswered",
-        }),
+        unknown: call.unknown.map(unknown),
         channel,
         code,
         template_id,
@@ -130,8 +508,8 @@ fn from_call(call: Call) -> Result<Row, String> {
     })
 }
 
-fn from_legacy(call: LegacyCall) -> Result<Row, String> {
-    Ok(Row {
+fn from_legacy(call: LegacyCall) -> Result<Owned, String> {
+    Ok(Owned {
         schema: 0,
         event_id: None,
         session: call.session,
@@ -179,13 +557,7 @@ fn utc(text: String, field: &str) -> Result<String, String> {
 /// The event id as a lower-case hyphenated UUID, whatever form the journal
 /// used, so that equal ids compare equal.
 fn lower_hyphenated(id: String) -> Result<String, String> {
-    let b = id.as_bytes();
-    let canonical = b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
-        });
-    if canonical {
+    if canonical_uuid(&id) {
         return Ok(id);
     }
     uuid::Uuid::parse_str(&id)
@@ -200,11 +572,32 @@ fn canonical(shape: &Value) -> Result<String, String> {
     serde_json::to_string(shape).map_err(|e| format!("args_shape cannot be stored: {e}"))
 }
 
+fn origin(o: Origin) -> &'static str {
+    match o {
+        Origin::Capture => "capture",
+        Origin::Probe => "probe",
+    }
+}
+
+fn transport(t: Transport) -> &'static str {
+    match t {
+        Transport::Stdio => "stdio",
+        Transport::Http => "http",
+    }
+}
+
 fn outcome(o: Outcome) -> &'static str {
     match o {
         Outcome::Ok => "ok",
         Outcome::Error => "error",
         Outcome::Unknown => "unknown",
+    }
+}
+
+fn unknown(u: Unknown) -> &'static str {
+    match u {
+        Unknown::Malformed => "malformed",
+        Unknown::Unanswered => "unanswered",
     }
 }
 
@@ -221,9 +614,35 @@ mod tests {
 
     const CALL: &str = r#"{"schema":"mcpeval.call/1","identity":{"event_id":"6F1C2A3B-4D5E-4F60-8A7B-9C8D7E6F5A4B","session":"s-1a2b3c4d5e6f7a8b","seq":4},"origin":"capture","transport":"stdio","server":"weather","tool":"get_forecast","started_at":"2026-11-30T08:00:00.123+01:00","duration_ms":41,"advertised":true,"args_shape":{"days":"integer","city":"string"},"outcome":"error","error":{"channel":"tool","code":null,"template_id":"t-9a8b7c6d5e4f3a2b","retryable":false}}"#;
 
+    /// The row of `line` as the index stores it, or the reason it is not.
+    fn parse(line: &str) -> Result<Owned, String> {
+        let mut batch = Batch::default();
+        let row = batch.push(7, line.as_bytes())?;
+        Ok(Owned {
+            event_id: row.event_id.map(str::to_owned),
+            session: row.session.into(),
+            server: row.server.into(),
+            tool: row.tool.into(),
+            started_at: row.started_at.into(),
+            args_shape: row.args_shape.into(),
+            template_id: row.template_id.map(str::to_owned),
+            schema: row.schema,
+            seq: row.seq,
+            origin: row.origin,
+            transport: row.transport,
+            duration_ms: row.duration_ms,
+            advertised: row.advertised,
+            outcome: row.outcome,
+            unknown: row.unknown,
+            channel: row.channel,
+            code: row.code,
+            retryable: row.retryable,
+        })
+    }
+
     #[test]
     fn flattens_a_current_record() {
-        let row = parse(CALL.as_bytes()).unwrap();
+        let row = parse(CALL).unwrap();
         assert_eq!(
             row.event_id.as_deref(),
             Some("6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b")
@@ -239,7 +658,7 @@ mod tests {
     #[test]
     fn reads_legacy_records() {
         let line = r#"{"schema":"mcpeval.call/0","session":"s-1a2b3c4d5e6f7a8b","seq":2,"server":"w","tool":"t","ts":"2026-11-30T07:00:00Z","outcome":"error","err_code":-32602,"template_id":null,"retryable":null,"args_shape":{}}"#;
-        let row = parse(line.as_bytes()).unwrap();
+        let row = parse(line).unwrap();
         assert_eq!(
             (row.schema, row.event_id, row.code, row.origin),
             (0, None, Some(-32602), "capture")
@@ -262,20 +681,132 @@ mod tests {
             ),
         ];
         for (line, want) in cases {
-            let err = parse(line.as_bytes()).unwrap_err();
+            let err = parse(line).unwrap_err();
             assert!(err.starts_with(want), "{line}: {err}");
         }
         let extra = CALL.replace("\"origin\"", "\"colour\":1,\"origin\"");
         assert!(
-            parse(extra.as_bytes())
+            parse(&extra)
                 .unwrap_err()
                 .contains("unknown field `colour`")
         );
         let bad_outcome = CALL.replace("\"outcome\":\"error\"", "\"outcome\":\"ok\"");
         assert!(
-            parse(bad_outcome.as_bytes())
+            parse(&bad_outcome)
                 .unwrap_err()
                 .starts_with("invalid mcpeval.call/1 record: outcome")
         );
+    }
+
+    /// A record in the form capture writes, with parts replaced.
+    fn canonical_line(replace: &[(&str, &str)]) -> String {
+        let mut line = r#"{"schema":"mcpeval.call/1","identity":{"event_id":"6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b","session":"s-1a2b3c4d5e6f7a8b","seq":4},"origin":"capture","transport":"stdio","server":"weather","tool":"get_forecast","started_at":"2026-11-30T07:00:00.123Z","duration_ms":41,"advertised":true,"args_shape":{"city":"string","days":"integer","opts":{"deep":["boolean"],"mode":"null"}},"outcome":"error","error":{"channel":"tool","code":-32602,"template_id":"t-9a8b7c6d5e4f3a2b","retryable":null}}"#.to_owned();
+        for (from, to) in replace {
+            assert!(line.contains(from), "{from}");
+            line = line.replace(from, to);
+        }
+        line
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_the_contract_or_stands_aside() {
+        let cases: Vec<(Vec<(&str, &str)>, bool)> = vec![
+            (vec![], true),
+            (
+                vec![(
+                    r#""outcome":"error","error":{"channel":"tool","code":-32602,"template_id":"t-9a8b7c6d5e4f3a2b","retryable":null}"#,
+                    r#""outcome":"ok""#,
+                )],
+                true,
+            ),
+            (
+                vec![
+                    (
+                        r#""outcome":"error","error":{"channel":"tool","code":-32602,"template_id":"t-9a8b7c6d5e4f3a2b","retryable":null}"#,
+                        r#""outcome":"unknown","unknown":"unanswered""#,
+                    ),
+                    (r#""duration_ms":41"#, r#""duration_ms":null"#),
+                ],
+                true,
+            ),
+            (
+                vec![(
+                    r#""args_shape":{"city":"string","days":"integer","opts":{"deep":["boolean"],"mode":"null"}}"#,
+                    r#""args_shape":"object""#,
+                )],
+                true,
+            ),
+            (
+                vec![(
+                    r#""args_shape":{"city":"string","days":"integer","opts":{"deep":["boolean"],"mode":"null"}}"#,
+                    r#""args_shape":{}"#,
+                )],
+                true,
+            ),
+            // Not in canonical form: the contract's way reads them.
+            (
+                vec![(
+                    r#""args_shape":{"city":"string","days":"integer","opts":{"deep":["boolean"],"mode":"null"}}"#,
+                    r#""args_shape":{"days":"integer","city":"string"}"#,
+                )],
+                false,
+            ),
+            (
+                vec![
+                    (r#""deep":["boolean"],"mode""#, r#""mode":"null","deep""#),
+                    (r#""deep":"null"}"#, r#""deep":["boolean"]}"#),
+                ],
+                false,
+            ),
+            (vec![(r#""city":"string""#, r#""city": "string""#)], false),
+            (
+                vec![(r#""city":"string""#, r#""city":"str\u0069ng""#)],
+                false,
+            ),
+            (
+                vec![(r#""city":"string""#, r#""city":"string","city":"number""#)],
+                false,
+            ),
+            (vec![(r#""mode":"null""#, r#""mode":1.50"#)], false),
+            (vec![("07:00:00.123Z", "08:00:00.123+01:00")], false),
+            (vec![("6f1c2a3b", "6F1C2A3B")], false),
+            (vec![("T07:00:00", "T07:00:60")], false),
+            (vec![("2026-11-30", "2028-02-29")], true),
+            // Refused either way: the contract's reading names the reason.
+            (vec![("2026-11-30", "2026-02-29")], false),
+            (vec![(r#""server":"weather""#, r#""server":"""#)], false),
+            (vec![(r#""seq":4"#, r#""seq":0"#)], false),
+            (vec![("t-9a8b7c6d5e4f3a2b", "t-9A8B7C6D5E4F3A2B")], false),
+            (
+                vec![(
+                    r#""retryable":null}"#,
+                    r#""retryable":null},"unknown":"malformed""#,
+                )],
+                false,
+            ),
+        ];
+        for (replace, fast_too) in cases {
+            let line = canonical_line(&replace);
+            let quick = fast(line.as_bytes());
+            assert_eq!(quick.is_some(), fast_too, "{line}");
+            match (quick, slow(line.as_bytes())) {
+                (Some(quick), Ok(slow)) => assert_eq!(quick, slow.row(), "{line}"),
+                (Some(_), Err(e)) => panic!("the fast path took a refused line ({e}): {line}"),
+                (None, _) => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_batch_keeps_every_row_whole() {
+        let mut batch = Batch::with_capacity(2);
+        batch.push(1, canonical_line(&[]).as_bytes()).unwrap();
+        batch.push(2, CALL.as_bytes()).unwrap();
+        let rows: Vec<_> = batch.rows().collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].1.tool, "get_forecast");
+        assert_eq!(rows[1].1.started_at, "2026-11-30T07:00:00.123Z");
+        assert_eq!(rows[1].1.event_id, rows[0].1.event_id);
+        assert_eq!((rows[0].0, rows[1].0), (1, 2));
     }
 }

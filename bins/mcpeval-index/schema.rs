@@ -6,9 +6,11 @@
 //! healthy: a rebuild of a good index happens inside a transaction, so
 //! readers see the old index until the new one commits.
 
+use std::ffi::c_int;
 use std::fs;
 use std::io::ErrorKind;
 use std::path::Path;
+use std::sync::Once;
 
 use rusqlite::Connection;
 use shared::db;
@@ -19,6 +21,7 @@ use shared::index_db::{SCHEMA, State};
 /// Opens `index.db`. A damaged or foreign file is reported (status 3), or,
 /// with `recreate`, deleted and created anew.
 pub fn open(path: &Path, recreate: bool) -> Result<Connection> {
+    untracked_allocations();
     let hint =
         "index.db is derived from the journals: `mcpeval index --rebuild` deletes and recreates it";
     match db::open(path, &SCHEMA) {
@@ -37,6 +40,20 @@ pub fn open(path: &Path, recreate: bool) -> Result<Connection> {
     }
 }
 
+/// Turns off SQLite's allocation statistics, which take a process-wide
+/// mutex on every allocation; nothing here reads them. It must precede the
+/// first connection; later it is refused and harmless.
+fn untracked_allocations() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: SQLITE_CONFIG_MEMSTATUS takes one int argument; SQLite
+        // refuses (SQLITE_MISUSE) rather than misbehaves once initialized.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as c_int);
+        }
+    });
+}
+
 /// A structural check, run only when a rebuild was asked for: a file can
 /// open cleanly and still have damaged pages.
 fn healthy(conn: &Connection) -> bool {
@@ -44,12 +61,17 @@ fn healthy(conn: &Connection) -> bool {
         .is_ok_and(|answer| answer == "ok")
 }
 
-/// A larger page cache for the one big write transaction. It also bounds
-/// the memory of the sorts that build indexes, so memory does not grow with
-/// the journals; a helper thread lets those sorts use the second core.
+/// Page cache, in KiB. It also sizes each in-memory run of the sorts that
+/// build indexes, so it bounds the run's memory whatever the journals
+/// hold. Small runs sort faster (they stay in the CPU caches) and a larger
+/// cache buys nothing here: the big writes append, the rest reads once.
+const CACHE_KIB: i64 = 8 * 1024;
+
+/// Settings for the one big write transaction. Sorts get no helper
+/// thread: the second core is busy parsing and deriving windows, and on a
+/// shared machine the helper cost more time than it saved.
 fn tune(conn: Connection, path: &Path) -> Result<Connection> {
-    conn.pragma_update(None, "threads", 1).map_err(fail(path))?;
-    conn.pragma_update(None, "cache_size", -64 * 1024)
+    conn.pragma_update(None, "cache_size", -CACHE_KIB)
         .map_err(fail(path))?;
     Ok(conn)
 }

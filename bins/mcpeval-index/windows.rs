@@ -14,10 +14,12 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
+use std::sync::mpsc::Receiver;
 
 use rusqlite::{Connection, Statement, params};
 use shared::error::Result;
 
+use crate::feed::Derived;
 use crate::schema;
 
 /// Which sessions to recompute.
@@ -26,6 +28,9 @@ pub enum Scope {
     All,
     /// These (session, server) pairs.
     Sessions(HashSet<(String, String)>),
+    /// None: every session's windows were derived and stored during the
+    /// load (see `feed.rs`).
+    Derived,
 }
 
 /// A closed window, ready to store.
@@ -129,6 +134,7 @@ pub fn recompute(conn: &Connection, db: &Path, scope: &Scope) -> Result<()> {
     let mut store = Store::new(conn, db)?;
     let columns = "SELECT session, server, seq, tool, outcome, template_id FROM calls";
     match scope {
+        Scope::Derived => {}
         Scope::All => {
             conn.execute_batch("DELETE FROM window_tools; DELETE FROM windows;")
                 .map_err(&fail)?;
@@ -159,6 +165,18 @@ pub fn recompute(conn: &Connection, db: &Path, scope: &Scope) -> Result<()> {
                 drop.execute([session, server]).map_err(&fail)?;
                 feed(&mut stmt, [session, server], &mut store)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Stores windows derived off the database as they arrive; the caller has
+/// emptied the windows tables.
+pub fn store(conn: &Connection, db: &Path, derived: &Receiver<Vec<Derived>>) -> Result<()> {
+    let mut store = Store::new(conn, db)?;
+    for batch in derived {
+        for d in batch {
+            store.save(&d.session, &d.server, d.windows)?;
         }
     }
     Ok(())

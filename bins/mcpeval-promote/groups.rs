@@ -1,13 +1,15 @@
 //! Reading failure groups and their evidence out of `index.db`.
 //!
 //! Only captured calls count: probe calls are the verifier's own traffic and
-//! never promote. Everything here is aggregate SQL over the derived tables;
-//! no raw value exists in the index to be read.
+//! never promote. The calls are read in one pass and aggregated here; the
+//! small derived tables (windows, annotation links) by SQL. No raw value
+//! exists in the index to be read.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use rusqlite::Connection;
+use rusqlite::types::ValueRef;
 use shared::Result;
 use shared::db::sql_error;
 use shared::finding::{Evidence, Kind};
@@ -62,98 +64,74 @@ impl Group {
 /// Loads every group from the index.
 pub fn load(conn: &Connection, path: &Path) -> Result<Vec<Group>> {
     let fail = |e| sql_error(path, e);
-    let calls = tool_calls(conn, path)?;
+    let scan = Scan::read(conn, path)?;
     let mut groups: HashMap<Key, Group> = HashMap::new();
-
-    let sources = [
-        (
-            Kind::Error,
-            "SELECT server, tool, template_id, count(*), count(DISTINCT session), min(started_at), max(started_at),
-                    sum(retryable IS 1), sum(retryable IS 0), sum(retryable IS NULL), sum(advertised IS 0)
-             FROM calls WHERE origin = 'capture' AND outcome = 'error'
-             GROUP BY server, tool, template_id",
-        ),
-        (
-            Kind::Malformed,
-            "SELECT server, tool, NULL, count(*), count(DISTINCT session), min(started_at), max(started_at), 0, 0, 0, 0
-             FROM calls WHERE origin = 'capture' AND outcome = 'unknown' AND unknown = 'malformed'
-             GROUP BY server, tool",
-        ),
-        (
-            Kind::FalseSuccess,
-            "SELECT server, tool, NULL, count(*), count(DISTINCT session), min(started_at), max(started_at), 0, 0, 0, 0
-             FROM false_success_calls GROUP BY server, tool",
-        ),
-    ];
-    for (kind, sql) in sources {
-        let mut stmt = conn.prepare(sql).map_err(fail)?;
-        let rows = stmt
-            .query_map([], |r| {
-                let server: String = r.get(0)?;
-                let tool: String = r.get(1)?;
-                let failures: u64 = r.get(3)?;
-                Ok(Group {
-                    kind,
-                    calls: 0,
-                    template_id: r.get(2)?,
-                    failures,
-                    sessions: r.get(4)?,
-                    first_seen: r.get(5)?,
-                    last_seen: r.get(6)?,
-                    evidence: Evidence {
-                        err_codes: Vec::new(),
-                        retryable_true: r.get(7)?,
-                        retryable_false: r.get(8)?,
-                        retryable_unreported: r.get(9)?,
-                        unadvertised_failures: r.get(10)?,
-                        failures,
-                    },
-                    codes: Vec::new(),
-                    args_shapes: Vec::new(),
-                    turns: Vec::new(),
-                    blast_radius: 1,
-                    server,
-                    tool,
-                })
-            })
-            .map_err(fail)?;
-        for group in rows {
-            let mut group = group.map_err(fail)?;
-            group.calls = calls
-                .get(&(group.server.clone(), group.tool.clone()))
-                .copied()
-                .unwrap_or(0);
-            groups.insert(group.key(), group);
+    for (server, tools) in &scan.servers {
+        for (tool, calls) in tools {
+            let errors = calls.errors.iter().map(|(t, f)| (Some(t.as_str()), f));
+            let untemplated = calls.untemplated.iter().map(|f| (None, f));
+            for (template, failures) in errors.chain(untemplated) {
+                let group = failures.group(Kind::Error, server, tool, template, calls.calls);
+                groups.insert(group.key(), group);
+            }
+            if let Some(failures) = &calls.malformed {
+                let group = failures.group(Kind::Malformed, server, tool, None, calls.calls);
+                groups.insert(group.key(), group);
+            }
         }
     }
 
-    let error_key = |server: String, tool: String, template: Option<String>| {
-        (Kind::Error, server, tool, template)
-    };
-
+    // Annotated calls are few: SQL reads them through their links.
     let mut stmt = conn
         .prepare(
-            "SELECT server, tool, template_id, code, count(*) FROM calls
-             WHERE origin = 'capture' AND outcome = 'error' AND code IS NOT NULL
-             GROUP BY server, tool, template_id, code ORDER BY code",
+            "SELECT server, tool, count(*), count(DISTINCT session), min(started_at), max(started_at)
+             FROM false_success_calls GROUP BY server, tool",
         )
         .map_err(fail)?;
     let rows = stmt
         .query_map([], |r| {
             Ok((
-                error_key(r.get(0)?, r.get(1)?, r.get(2)?),
-                r.get::<_, i64>(3)?,
-                r.get::<_, u64>(4)?,
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, u64>(2)?,
+                r.get::<_, u64>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
             ))
         })
         .map_err(fail)?;
     for row in rows {
-        let (key, code, count) = row.map_err(fail)?;
-        if let Some(g) = groups.get_mut(&key) {
-            g.codes.push((code, count));
-            g.evidence.err_codes.push(code);
-        }
+        let (server, tool, failures, sessions, first_seen, last_seen) = row.map_err(fail)?;
+        let group = Group {
+            kind: Kind::FalseSuccess,
+            calls: scan.calls(&server, &tool),
+            template_id: None,
+            failures,
+            sessions,
+            first_seen,
+            last_seen,
+            evidence: Evidence {
+                err_codes: Vec::new(),
+                retryable_true: 0,
+                retryable_false: 0,
+                retryable_unreported: 0,
+                unadvertised_failures: 0,
+                failures,
+            },
+            codes: Vec::new(),
+            args_shapes: Vec::new(),
+            turns: Vec::new(),
+            blast_radius: 1,
+            server,
+            tool,
+        };
+        groups.insert(group.key(), group);
     }
+    false_success_shapes(conn, path, &mut groups)?;
+
+    let error_key = |server: String, tool: String, template: Option<String>| {
+        (Kind::Error, server, tool, template)
+    };
 
     let mut stmt = conn
         .prepare("SELECT server, tool, template_id, turns FROM windows ORDER BY id")
@@ -191,63 +169,210 @@ pub fn load(conn: &Connection, path: &Path) -> Result<Vec<Group>> {
         }
     }
 
-    load_shapes(conn, path, &mut groups)?;
     let mut groups: Vec<Group> = groups.into_values().collect();
     groups.sort_by_key(Group::key);
     Ok(groups)
 }
 
-/// Captured calls per (server, tool): every group's denominator.
-fn tool_calls(conn: &Connection, path: &Path) -> Result<HashMap<(String, String), u64>> {
-    let fail = |e| sql_error(path, e);
-    let mut stmt = conn
-        .prepare("SELECT server, tool, count(*) FROM calls WHERE origin = 'capture' GROUP BY server, tool")
-        .map_err(fail)?;
-    let rows = stmt
-        .query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))
-        .map_err(fail)?;
-    rows.collect::<rusqlite::Result<_>>().map_err(fail)
+/// What one pass over the captured calls gathers: per server and tool,
+/// its calls and its failures by group. Hash maps instead of SQL's GROUP
+/// BY, which sorted a million rows for the per-tool counts alone; memory
+/// grows with distinct names and failed calls, not with all calls.
+#[derive(Default)]
+struct Scan {
+    servers: HashMap<String, HashMap<String, ToolCalls>>,
 }
 
-/// The failing calls' argument shapes, most frequent first.
-fn load_shapes(conn: &Connection, path: &Path, groups: &mut HashMap<Key, Group>) -> Result<()> {
-    let fail = |e| sql_error(path, e);
-    let sources = [
-        (
-            Kind::Error,
-            "SELECT server, tool, template_id, args_shape, count(*) AS n FROM calls
-             WHERE origin = 'capture' AND outcome = 'error'
-             GROUP BY server, tool, template_id, args_shape ORDER BY n DESC, args_shape",
-        ),
-        (
-            Kind::Malformed,
-            "SELECT server, tool, NULL, args_shape, count(*) AS n FROM calls
-             WHERE origin = 'capture' AND outcome = 'unknown' AND unknown = 'malformed'
-             GROUP BY server, tool, args_shape ORDER BY n DESC, args_shape",
-        ),
-        (
-            Kind::FalseSuccess,
-            "SELECT server, tool, NULL, args_shape, count(*) AS n FROM false_success_calls
-             GROUP BY server, tool, args_shape ORDER BY n DESC, args_shape",
-        ),
-    ];
-    for (kind, sql) in sources {
-        let mut stmt = conn.prepare(sql).map_err(fail)?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    (kind, r.get(0)?, r.get(1)?, r.get(2)?),
-                    r.get::<_, String>(3)?,
-                ))
-            })
+#[derive(Default)]
+struct ToolCalls {
+    calls: u64,
+    /// Errors by template id.
+    errors: HashMap<String, Failures>,
+    /// Errors without a template id (their own group).
+    untemplated: Option<Failures>,
+    malformed: Option<Failures>,
+}
+
+/// The failed calls of one group.
+#[derive(Default)]
+struct Failures {
+    failures: u64,
+    sessions: HashSet<String>,
+    first_seen: String,
+    last_seen: String,
+    retryable_true: u64,
+    retryable_false: u64,
+    retryable_unreported: u64,
+    unadvertised: u64,
+    codes: HashMap<i64, u64>,
+    shapes: HashMap<String, u64>,
+}
+
+impl Scan {
+    fn read(conn: &Connection, path: &Path) -> Result<Scan> {
+        let fail = |e| sql_error(path, e);
+        let mut stmt = conn
+            .prepare(
+                "SELECT server, tool, outcome, unknown, template_id, session, started_at,
+                        retryable, advertised, code, args_shape
+                 FROM calls WHERE origin = 'capture'",
+            )
             .map_err(fail)?;
-        for row in rows {
-            let (key, shape): (Key, String) = row.map_err(fail)?;
-            if let Some(g) = groups.get_mut(&key)
-                && g.args_shapes.len() < SHAPES_PER_GROUP
-            {
-                g.args_shapes.push(shape);
+        let mut rows = stmt.query([]).map_err(fail)?;
+        let mut scan = Scan::default();
+        while let Some(r) = rows.next().map_err(fail)? {
+            let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?));
+            let calls = scan.tool(text(0).map_err(fail)?, text(1).map_err(fail)?);
+            calls.calls += 1;
+            let (failures, kind) = match (text(2).map_err(fail)?, r.get_ref(3).map_err(fail)?) {
+                ("error", _) => {
+                    let template = r
+                        .get_ref(4)
+                        .and_then(|v| Ok(v.as_str_or_null()?))
+                        .map_err(fail)?;
+                    let failures = match template {
+                        Some(t) => match calls.errors.get_mut(t) {
+                            Some(f) => f,
+                            None => calls.errors.entry(t.to_owned()).or_default(),
+                        },
+                        None => calls.untemplated.get_or_insert_default(),
+                    };
+                    (failures, Kind::Error)
+                }
+                ("unknown", ValueRef::Text(b"malformed")) => {
+                    (calls.malformed.get_or_insert_default(), Kind::Malformed)
+                }
+                _ => continue,
+            };
+            failures.failures += 1;
+            let session = text(5).map_err(fail)?;
+            if !failures.sessions.contains(session) {
+                failures.sessions.insert(session.to_owned());
             }
+            let started = text(6).map_err(fail)?;
+            if failures.first_seen.is_empty() || started < failures.first_seen.as_str() {
+                started.clone_into(&mut failures.first_seen);
+            }
+            if started > failures.last_seen.as_str() {
+                started.clone_into(&mut failures.last_seen);
+            }
+            let shape = text(10).map_err(fail)?;
+            match failures.shapes.get_mut(shape) {
+                Some(n) => *n += 1,
+                None => {
+                    failures.shapes.insert(shape.to_owned(), 1);
+                }
+            }
+            // Malformed results carry no error: codes and retryability
+            // are an error group's evidence only.
+            if kind == Kind::Error {
+                match r.get::<_, Option<bool>>(7).map_err(fail)? {
+                    Some(true) => failures.retryable_true += 1,
+                    Some(false) => failures.retryable_false += 1,
+                    None => failures.retryable_unreported += 1,
+                }
+                if r.get::<_, Option<bool>>(8).map_err(fail)? == Some(false) {
+                    failures.unadvertised += 1;
+                }
+                if let Some(code) = r.get::<_, Option<i64>>(9).map_err(fail)? {
+                    *failures.codes.entry(code).or_default() += 1;
+                }
+            }
+        }
+        Ok(scan)
+    }
+
+    /// The entry of (server, tool), copying the names only when new.
+    fn tool(&mut self, server: &str, tool: &str) -> &mut ToolCalls {
+        if !self.servers.contains_key(server) {
+            self.servers.insert(server.to_owned(), HashMap::new());
+        }
+        let tools = self.servers.get_mut(server).expect("inserted");
+        if !tools.contains_key(tool) {
+            tools.insert(tool.to_owned(), ToolCalls::default());
+        }
+        tools.get_mut(tool).expect("inserted")
+    }
+
+    /// Captured calls to (server, tool): every group's denominator.
+    fn calls(&self, server: &str, tool: &str) -> u64 {
+        self.servers
+            .get(server)
+            .and_then(|tools| tools.get(tool))
+            .map_or(0, |t| t.calls)
+    }
+}
+
+impl Failures {
+    fn group(
+        &self,
+        kind: Kind,
+        server: &str,
+        tool: &str,
+        template: Option<&str>,
+        calls: u64,
+    ) -> Group {
+        let mut codes: Vec<(i64, u64)> = self.codes.iter().map(|(&c, &n)| (c, n)).collect();
+        codes.sort_unstable();
+        let mut shapes: Vec<(&String, u64)> = self.shapes.iter().map(|(s, &n)| (s, n)).collect();
+        shapes.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        Group {
+            kind,
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            template_id: template.map(str::to_owned),
+            failures: self.failures,
+            calls,
+            sessions: self.sessions.len() as u64,
+            first_seen: self.first_seen.clone(),
+            last_seen: self.last_seen.clone(),
+            evidence: Evidence {
+                err_codes: codes.iter().map(|c| c.0).collect(),
+                retryable_true: self.retryable_true,
+                retryable_false: self.retryable_false,
+                retryable_unreported: self.retryable_unreported,
+                unadvertised_failures: self.unadvertised,
+                failures: self.failures,
+            },
+            codes,
+            args_shapes: shapes
+                .into_iter()
+                .take(SHAPES_PER_GROUP)
+                .map(|(s, _)| s.clone())
+                .collect(),
+            turns: Vec::new(),
+            blast_radius: 1,
+        }
+    }
+}
+
+/// The argument shapes of the false-success groups, most frequent first.
+fn false_success_shapes(
+    conn: &Connection,
+    path: &Path,
+    groups: &mut HashMap<Key, Group>,
+) -> Result<()> {
+    let fail = |e| sql_error(path, e);
+    let mut stmt = conn
+        .prepare(
+            "SELECT server, tool, args_shape, count(*) AS n FROM false_success_calls
+             GROUP BY server, tool, args_shape ORDER BY n DESC, args_shape",
+        )
+        .map_err(fail)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                (Kind::FalseSuccess, r.get(0)?, r.get(1)?, None),
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .map_err(fail)?;
+    for row in rows {
+        let (key, shape): (Key, String) = row.map_err(fail)?;
+        if let Some(g) = groups.get_mut(&key)
+            && g.args_shapes.len() < SHAPES_PER_GROUP
+        {
+            g.args_shapes.push(shape);
         }
     }
     Ok(())

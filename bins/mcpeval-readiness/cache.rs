@@ -27,6 +27,7 @@ use shared::record::{Origin, Outcome, Record, Unknown};
 pub const SCHEMA: Schema = Schema {
     name: "trends.db",
     migrations: &[MIGRATION_1],
+    page_size: None,
 };
 
 const MIGRATION_1: &str = "

@@ -29,6 +29,9 @@ pub struct Schema {
     pub name: &'static str,
     /// SQL batches, applied in order, never edited once released.
     pub migrations: &'static [&'static str],
+    /// Bytes per page of a file this creates (a power of two from 512 to
+    /// 65536); `None` for SQLite's default. Existing files keep theirs.
+    pub page_size: Option<u32>,
 }
 
 impl Schema {
@@ -51,7 +54,7 @@ pub fn open(path: &Path, schema: &Schema) -> Result<Connection> {
             .open(path)
             .map_err(|e| Error::io(format_args!("cannot create {}", path.display()), e))?;
     }
-    let conn = connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+    let conn = connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, schema.page_size)?;
     migrate(&conn, path, schema)?;
     Ok(conn)
 }
@@ -62,7 +65,7 @@ pub fn open_existing(path: &Path, schema: &Schema) -> Result<Option<Connection>>
     if !path.exists() {
         return Ok(None);
     }
-    let conn = connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+    let conn = connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, None)?;
     let version = check_identity(&conn, path, schema)?;
     if version < schema.version() {
         return Err(Error::unavailable(format!(
@@ -74,12 +77,18 @@ pub fn open_existing(path: &Path, schema: &Schema) -> Result<Option<Connection>>
     Ok(Some(conn))
 }
 
-fn connect(path: &Path, flags: OpenFlags) -> Result<Connection> {
+fn connect(path: &Path, flags: OpenFlags, page_size: Option<u32>) -> Result<Connection> {
     let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| sql_error(path, e))?;
     crate::fault::watch(&conn);
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| sql_error(path, e))?;
+    // Only an empty file takes a page size, and only before it is in WAL
+    // mode; on any other this does nothing.
+    if let Some(size) = page_size {
+        conn.pragma_update(None, "page_size", size)
+            .map_err(|e| sql_error(path, e))?;
+    }
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(|e| sql_error(path, e))?;
     conn.pragma_update(None, "synchronous", "NORMAL")
@@ -187,6 +196,7 @@ mod tests {
     const V1: Schema = Schema {
         name: "test.db",
         migrations: &["CREATE TABLE a(x INTEGER);"],
+        page_size: None,
     };
     const V2: Schema = Schema {
         name: "test.db",
@@ -194,6 +204,7 @@ mod tests {
             "CREATE TABLE a(x INTEGER);",
             "ALTER TABLE a ADD COLUMN y TEXT;",
         ],
+        page_size: Some(8192),
     };
 
     #[test]
@@ -208,6 +219,17 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v, 2);
+        // Created by V1: the page size V2 asks for applies to new files only.
+        let size: i64 = conn
+            .pragma_query_value(None, "page_size", |r| r.get(0))
+            .unwrap();
+        assert_eq!(size, 4096);
+        let fresh = dir.path().join("fresh.db");
+        let size: i64 = open(&fresh, &V2)
+            .unwrap()
+            .pragma_query_value(None, "page_size", |r| r.get(0))
+            .unwrap();
+        assert_eq!(size, 8192);
         conn.execute("INSERT INTO a(x, y) VALUES (1, 'z')", [])
             .unwrap();
     }

@@ -23,6 +23,7 @@ use crate::home::Home;
 pub const SCHEMA: Schema = Schema {
     name: "lifecycle.db",
     migrations: &[MIGRATION_1, MIGRATION_2],
+    page_size: None,
 };
 
 /// Annotations: human observations about one call each.

@@ -514,9 +514,58 @@ fn a_rejected_first_run_leaves_no_index() {
     let out = index(&store, &[]);
     assert_eq!(out.status.code(), Some(4));
     assert!(text(&out.stderr).contains(&format!("{}:3: not valid JSON", journal_name(1))));
-    // The schema may exist, but no run completed: readers see no index.
-    assert_eq!(number(&store, "SELECT count(*) FROM state"), 0);
-    assert_eq!(number(&store, "SELECT count(*) FROM calls"), 0);
+    // The first index is built aside: nothing of it is left.
+    let left: Vec<_> = fs::read_dir(store.home())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("index.db"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_killed_first_run_leaves_nothing_in_the_way() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(3, 1)));
+    // What a first run killed while building index.db aside leaves.
+    fs::create_dir_all(store.home()).unwrap();
+    fs::write(store.home().join("index.db.new"), b"half a database").unwrap();
+    fs::write(store.home().join("index.db.new-wal"), b"half a log").unwrap();
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (3 new) from 1 journals in S s; full rebuild: no previous index"
+    );
+    assert_eq!(number(&store, "SELECT count(*) FROM calls"), 3);
+    // Left by a run killed after the first one: the next run removes it.
+    fs::write(store.home().join("index.db.new"), b"half a database").unwrap();
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (0 new) from 1 journals in S s"
+    );
+    assert!(!store.home().join("index.db.new").exists());
+    assert!(!store.home().join("index.db.new-wal").exists());
+}
+
+#[test]
+fn concurrent_first_runs_both_succeed() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(2000, 1)));
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            store
+                .cmd("mcpeval-index")
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for run in runs {
+        let out = run.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    assert_eq!(number(&store, "SELECT count(*) FROM calls"), 2000);
+    assert_eq!(number(&store, "SELECT calls FROM state"), 2000);
+    assert!(!store.home().join("index.db.new").exists());
 }
 
 #[test]
@@ -716,6 +765,87 @@ fn failure_windows_turns_and_blast_radius_match_hand_computed_values() {
     let redone = windows(&store);
     assert_eq!(redone[2], (1, "lookup".into(), t(3), 5, 9, true, 4, 1));
     assert_eq!(redone.len(), 4);
+}
+
+/// A window: session, server, tool, template, open and close seq,
+/// recovered, turns, failures and its tools joined by commas.
+type WindowWithTools = (
+    String,
+    String,
+    String,
+    Option<String>,
+    i64,
+    i64,
+    bool,
+    i64,
+    i64,
+    String,
+);
+
+/// Every window with its tools, in a stable order.
+fn windows_with_tools(store: &Store) -> Vec<WindowWithTools> {
+    db(store)
+        .prepare(
+            "SELECT session, server, tool, template_id, open_seq, close_seq, recovered, turns, failures,
+                    (SELECT group_concat(tool, ',') FROM (SELECT tool FROM window_tools
+                        WHERE window_id = w.id ORDER BY tool))
+             FROM windows w ORDER BY session, server, open_seq, tool, template_id",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn windows_derived_while_reading_match_windows_read_back() {
+    // A rebuild derives windows from the calls as it reads them; when it
+    // removes an exact repeat it reads them back from index.db instead.
+    // Both must give the same windows on an irregular workload: sessions
+    // interleaved across journals, seqs out of order, several servers,
+    // probe and unanswered calls.
+    let mut state = 12345u64;
+    let mut next = |below: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % below
+    };
+    let mut records = Vec::new();
+    for n in 0..3000u64 {
+        let session = next(40);
+        let seq = 1 + next(120);
+        let tool = ["a", "b", "c", "d", "e"][next(5) as usize];
+        let rec = match next(10) {
+            0..=3 => Rec::error(
+                n,
+                session,
+                seq,
+                tool,
+                [None, Some(1), Some(2)][next(3) as usize],
+            ),
+            4 => Rec::unanswered(n, session, seq, tool),
+            _ => Rec::ok(n, session, seq, tool),
+        };
+        let rec = rec.server(["weather", "search"][next(2) as usize]);
+        records.push(if next(20) == 0 { rec.probe() } else { rec });
+    }
+    let read = Store::new();
+    let repeated = Store::new();
+    for (i, part) in records.chunks(1000).enumerate() {
+        write(&read, i as u32 + 1, &lines(part));
+        write(&repeated, i as u32 + 1, &lines(part));
+    }
+    append(&repeated, 3, &records[0].line());
+    indexed(&read);
+    indexed(&repeated);
+    let derived = windows_with_tools(&read);
+    assert!(derived.len() > 300, "{} windows", derived.len());
+    assert_eq!(derived, windows_with_tools(&repeated));
+    assert_eq!(blast(&read).len(), blast(&repeated).len());
 }
 
 #[test]

@@ -1,0 +1,490 @@
+//! The performance bench: each of mcpeval's hot paths beside a physical
+//! baseline measured in the same run, printed as a table of ratios.
+//!
+//! `cargo bench --bench suite` (or `scripts/bench`) runs the full sizes;
+//! `-- --quick` runs small ones as a smoke test, and so does `cargo test`,
+//! which runs this target without `--bench`. Workloads are generated
+//! deterministically into a temporary directory that is removed afterwards.
+//! The machine is usually shared, so absolute times wander: every figure is
+//! the median of repeated runs, and ours and the baseline's alternate so
+//! both see the same load. Nothing here asserts a time; it asserts only
+//! that each program gave the right answer.
+
+mod floor;
+mod measure;
+mod relay;
+mod report;
+mod store;
+mod workload;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::floor::Depth;
+use crate::measure::{Run, median, percentile};
+use crate::relay::Route;
+use crate::report::{Row, Table, bytes, rate, secs};
+use crate::store::{Store, Tools};
+use crate::workload::Generator;
+
+/// Workload sizes.
+struct Sizes {
+    round_trips: u64,
+    pipelined: u64,
+    calls: u64,
+    /// The re-validation store holds at least this many journal bytes.
+    revalidate_bytes: u64,
+    journal_bytes: u64,
+    reps: usize,
+    /// Repeats of the quick figures (re-validation, relay sessions).
+    short_reps: usize,
+}
+
+const FULL: Sizes = Sizes {
+    round_trips: 10_000,
+    pipelined: 100_000,
+    calls: 1_000_000,
+    revalidate_bytes: 1_000_000_000,
+    journal_bytes: 60_000_000,
+    reps: 3,
+    short_reps: 5,
+};
+
+const QUICK: Sizes = Sizes {
+    round_trips: 500,
+    pipelined: 5_000,
+    calls: 10_000,
+    revalidate_bytes: 8_000_000,
+    journal_bytes: 1_000_000,
+    reps: 1,
+    short_reps: 1,
+};
+
+/// The "now" promotion scores against: just after the generated traffic,
+/// so scores do not depend on the day the bench runs.
+const NOW: &str = "2026-11-05T00:00:00Z";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--echo-server") => return relay::serve(),
+        Some("--floor") => return floor::main(&args[1..]),
+        _ => {}
+    }
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    // `cargo bench` passes --bench; `cargo test` runs this target without
+    // it, and then only a quick smoke run makes sense.
+    let quick = has("--quick") || !has("--bench");
+    let sizes = if quick { QUICK } else { FULL };
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+    };
+    let only: Vec<&str> = value("--only")
+        .map(|s| s.split(',').collect())
+        .unwrap_or_default();
+    let wants = |section: &str| only.is_empty() || only.contains(&section);
+    // `--keep DIR` works in DIR and leaves the stores there, to profile
+    // the programs on them afterwards.
+    let (_temporary, scratch) = match value("--keep") {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).expect("--keep directory");
+            (None, PathBuf::from(dir))
+        }
+        None => {
+            let dir = tempfile::Builder::new()
+                .prefix("mcpeval-bench-")
+                .tempdir()
+                .expect("scratch directory");
+            let path = dir.path().to_owned();
+            (Some(dir), path)
+        }
+    };
+    let scratch = scratch.as_path();
+    let tools = Tools::find();
+    let mut table = Table::new(quick);
+    table.describe_tools(&tools);
+
+    if wants("capture") {
+        capture(&sizes, scratch, &mut table);
+    }
+    if wants("index") || wants("promote") {
+        let store = generate(scratch, "full", 1, sizes.calls, 0, sizes.journal_bytes);
+        if wants("index") {
+            index_full(&store, &sizes, &tools, scratch, &mut table);
+        } else {
+            store::index(&store, scratch);
+        }
+        if wants("promote") {
+            promote(&store, &sizes, &tools, scratch, &mut table);
+        }
+    }
+    if wants("revalidate") {
+        revalidate(&sizes, &tools, scratch, &mut table);
+    }
+    table.note(format!(
+        "peak memory figures may include up to {} inherited from the bench process at spawn",
+        report::bytes(measure::own_peak())
+    ));
+    table.print();
+}
+
+fn progress(what: std::fmt::Arguments<'_>) {
+    eprintln!("bench: {what}");
+}
+
+/// Generates a store under `scratch/name`.
+fn generate(
+    scratch: &Path,
+    name: &str,
+    seed: u64,
+    calls: u64,
+    min_bytes: u64,
+    journal_bytes: u64,
+) -> Store {
+    let home = scratch.join(name);
+    progress(format_args!("generating journals for {name}"));
+    let mut generator = Generator::new(seed);
+    let journals = generator
+        .journals(&home.join("journals"), calls, min_bytes, journal_bytes)
+        .expect("write journals");
+    let calls = workload::count_lines(&journals);
+    Store {
+        home,
+        journals,
+        calls,
+    }
+}
+
+/// Sequential round trips and a pipelined session, direct and through
+/// capture, alternately.
+fn capture(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    let home = scratch.join("capture");
+    let route = Route::Capture { home: &home };
+    let (mut direct_p, mut ours_p) = (Vec::new(), Vec::new());
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "{} sequential round trips, direct and through capture ({} of {})",
+            sizes.round_trips,
+            rep + 1,
+            sizes.short_reps
+        ));
+        let direct = relay::sequential(&Route::Direct, sizes.round_trips);
+        let ours = relay::sequential(&route, sizes.round_trips);
+        direct_p.push((percentile(&direct, 50.0), percentile(&direct, 99.0)));
+        ours_p.push((percentile(&ours, 50.0), percentile(&ours, 99.0)));
+    }
+    let (mut direct_t, mut ours_t, mut drained) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "{} pipelined requests, direct and through capture ({} of {})",
+            sizes.pipelined,
+            rep + 1,
+            sizes.short_reps
+        ));
+        direct_t.push(relay::pipelined(&Route::Direct, sizes.pipelined).0);
+        let (replied, exited) = relay::pipelined(&route, sizes.pipelined);
+        ours_t.push(replied);
+        drained.push(exited);
+    }
+    let expected = sizes.short_reps as u64 * (sizes.round_trips + sizes.pipelined);
+    assert_eq!(
+        relay::journaled(&home),
+        expected,
+        "calls journaled by capture"
+    );
+
+    // Differences of paired runs, so load shared by both cancels out.
+    let added = |pick: fn(&(Duration, Duration)) -> Duration| {
+        let diffs: Vec<f64> = direct_p
+            .iter()
+            .zip(&ours_p)
+            .map(|(d, o)| pick(o).as_secs_f64() - pick(d).as_secs_f64())
+            .collect();
+        median(&diffs)
+    };
+    let p50 = |p: &(Duration, Duration)| p.0;
+    let p99 = |p: &(Duration, Duration)| p.1;
+    for (name, pick, target) in [("p50", p50 as fn(&_) -> _, Some(50e-6)), ("p99", p99, None)] {
+        let ours = median(&ours_p.iter().map(pick).collect::<Vec<_>>());
+        let direct = median(&direct_p.iter().map(pick).collect::<Vec<_>>());
+        let extra = added(pick);
+        table.push(Row {
+            figure: format!(
+                "capture: round trip {name}, {} sequential calls",
+                report::count(sizes.round_trips)
+            ),
+            ours: secs(ours),
+            baseline: format!("{} direct", secs(direct)),
+            ratio: format!("{:+.0} µs", extra * 1e6),
+            target: target.map_or("-".into(), |t| format!("≤ +{:.0} µs", t * 1e6)),
+            met: target.map(|t| extra <= t),
+        });
+    }
+    let ours = median(&ours_t);
+    let direct = median(&direct_t);
+    let kept = direct.as_secs_f64() / ours.as_secs_f64();
+    table.push(Row {
+        figure: format!(
+            "capture: {} pipelined calls, all replies in",
+            report::count(sizes.pipelined)
+        ),
+        ours: secs(ours),
+        baseline: format!("{} direct", secs(direct)),
+        ratio: format!("{:.0}% of direct", kept * 100.0),
+        target: "≥ 90%".into(),
+        met: Some(kept >= 0.9),
+    });
+    table.note(format!(
+        "capture, pipelined: {} until capture exited with every call journaled",
+        secs(median(&drained))
+    ));
+}
+
+/// A full index of the store into a new index.db, beside the parse-only
+/// floor and the naive loader.
+fn index_full(store: &Store, sizes: &Sizes, tools: &Tools, scratch: &Path, table: &mut Table) {
+    let (mut ours, mut records, mut syntax, mut naive) = (vec![], vec![], vec![], vec![]);
+    let mut in_place = vec![];
+    for rep in 0..sizes.reps {
+        progress(format_args!(
+            "indexing {} calls into a new index and again in place, parse-only floors ({} of {})",
+            store.calls,
+            rep + 1,
+            sizes.reps
+        ));
+        store.forget_index();
+        let indexed = store::index(store, scratch);
+        assert_eq!((indexed.calls, indexed.new), (store.calls, store.calls));
+        ours.push(indexed.run);
+        records.push(store::floor(store, Depth::Records, scratch));
+        syntax.push(store::floor(store, Depth::Syntax, scratch));
+        let rebuilt = store::index_with(store, &["--rebuild"], scratch);
+        assert_eq!((rebuilt.calls, rebuilt.new), (store.calls, 0));
+        in_place.push(rebuilt.run);
+    }
+    // The naive loader is slow and its figure only has to be beaten.
+    for rep in 0..sizes.reps.min(2) {
+        progress(format_args!(
+            "naive loader: jq into sqlite3 .import ({} of {})",
+            rep + 1,
+            sizes.reps.min(2)
+        ));
+        naive.extend(store::naive(store, tools, scratch));
+    }
+    let (time, peak) = measure::summary(&ours);
+    let (floor_time, floor_peak) = measure::summary(&records);
+    let per_s = store.calls as f64 / time.as_secs_f64();
+    let mb = store.bytes() as f64 / 1e6;
+    table.push(Row {
+        figure: format!(
+            "index, full: {} calls ({mb:.0} MB, {} journals)",
+            report::count(store.calls),
+            store.journals.len()
+        ),
+        ours: format!("{} = {}", secs(time), rate(per_s)),
+        baseline: format!(
+            "{} = {} parse-only floor",
+            secs(floor_time),
+            rate(store.calls as f64 / floor_time.as_secs_f64())
+        ),
+        ratio: report::times(time, floor_time),
+        target: "≥ 250k/s, ≤ 3×".into(),
+        met: Some(per_s >= 250_000.0 && time.as_secs_f64() <= 3.0 * floor_time.as_secs_f64()),
+    });
+    let (rebuild_time, rebuild_peak) = measure::summary(&in_place);
+    table.push(Row {
+        figure: "index, `--rebuild` in place of an existing index".into(),
+        ours: format!(
+            "{} = {}",
+            secs(rebuild_time),
+            rate(store.calls as f64 / rebuild_time.as_secs_f64())
+        ),
+        baseline: format!("{} parse-only floor", secs(floor_time)),
+        ratio: report::times(rebuild_time, floor_time),
+        target: "-".into(),
+        met: None,
+    });
+    table.note(format!(
+        "a first index is built aside and linked into place; `--rebuild` works inside one \
+         transaction on index.db, through its WAL (peak memory {})",
+        bytes(rebuild_peak)
+    ));
+    let (syntax_time, _) = measure::summary(&syntax);
+    table.note(format!(
+        "parse-only floor: read + serde_json::from_slice into shared::record::Call per line; \
+         syntax only (IgnoredAny): {}, our time is {} of it",
+        secs(syntax_time),
+        report::times(time, syntax_time)
+    ));
+    match naive.is_empty() {
+        true => table.note("naive loader skipped: jq or sqlite3 not found".into()),
+        false => {
+            let (naive_time, naive_peak) = measure::summary(&naive);
+            table.push(Row {
+                figure: "index, full: against the naive loader".into(),
+                ours: secs(time),
+                baseline: format!(
+                    "{} = {} jq into sqlite3 .import",
+                    secs(naive_time),
+                    rate(store.calls as f64 / naive_time.as_secs_f64())
+                ),
+                ratio: report::times(time, naive_time),
+                target: "< 1×".into(),
+                met: Some(time < naive_time),
+            });
+            table.note(format!("naive loader peak memory: {}", bytes(naive_peak)));
+        }
+    }
+    table.push(Row {
+        figure: format!(
+            "index, full: peak memory at {} calls",
+            report::count(store.calls)
+        ),
+        ours: bytes(peak),
+        baseline: format!("{} floor", bytes(floor_peak)),
+        ratio: format!("{:.1}×", peak as f64 / floor_peak as f64),
+        target: "≤ 100 MB".into(),
+        met: Some(peak <= 100_000_000),
+    });
+}
+
+/// `promote` then `findings --format md` over the full index, beside one
+/// SQLite scan of the calls.
+fn promote(store: &Store, sizes: &Sizes, tools: &Tools, scratch: &Path, table: &mut Table) {
+    let (mut ours, mut promote, mut findings, mut scans) = (vec![], vec![], vec![], vec![]);
+    for rep in 0..sizes.reps {
+        progress(format_args!(
+            "promote and findings over {} calls ({} of {})",
+            store.calls,
+            rep + 1,
+            sizes.reps
+        ));
+        let (p, f) = store::promote_and_findings(store, NOW, scratch);
+        ours.push(p.time + f.time);
+        promote.push(p.time);
+        findings.push(f.time);
+        if let Some(sqlite3) = &tools.sqlite3 {
+            // The least any reader of every call must do: one table scan.
+            let scan = store::sql(
+                sqlite3,
+                &store.home.join("index.db"),
+                "SELECT count(*) FROM calls WHERE outcome = 'error'",
+                scratch,
+            );
+            scans.push(scan.time);
+        }
+    }
+    let time = median(&ours);
+    let (baseline, ratio) = match scans.is_empty() {
+        true => ("sqlite3 not found".to_owned(), "-".to_owned()),
+        false => {
+            let scan = median(&scans);
+            (
+                format!("{} one scan (sqlite3)", secs(scan)),
+                report::times(time, scan),
+            )
+        }
+    };
+    table.push(Row {
+        figure: format!(
+            "promote + findings over {} calls",
+            report::count(store.calls)
+        ),
+        ours: secs(time),
+        baseline,
+        ratio,
+        target: "≤ 2 s".into(),
+        met: Some(time.as_secs_f64() <= 2.0),
+    });
+    table.note(format!(
+        "promote {}, findings {}",
+        secs(median(&promote)),
+        secs(median(&findings))
+    ));
+}
+
+/// Re-validating unchanged journals beside `sha256sum`, and a 1% append
+/// beside the unchanged case.
+fn revalidate(sizes: &Sizes, tools: &Tools, scratch: &Path, table: &mut Table) {
+    let mut generator = Generator::new(2);
+    let home = scratch.join("large");
+    progress(format_args!(
+        "generating at least {} of journals",
+        bytes(sizes.revalidate_bytes)
+    ));
+    let journals = generator
+        .journals(
+            &home.join("journals"),
+            0,
+            sizes.revalidate_bytes,
+            sizes.journal_bytes,
+        )
+        .expect("write journals");
+    let mut store = Store {
+        calls: workload::count_lines(&journals),
+        home,
+        journals,
+    };
+    progress(format_args!("indexing {} calls", store.calls));
+    let first = store::index(&store, scratch);
+    assert_eq!(first.calls, store.calls);
+
+    let appended = store.calls / 100;
+    let last = store.journals.last().cloned().expect("a journal");
+    let (mut unchanged, mut sums, mut grown): (Vec<Run>, Vec<Run>, Vec<Run>) =
+        (vec![], vec![], vec![]);
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "re-validating {}: index, sha256sum, index after a 1% append ({} of {})",
+            bytes(store.bytes()),
+            rep + 1,
+            sizes.short_reps
+        ));
+        let same = store::index(&store, scratch);
+        assert_eq!((same.calls, same.new), (store.calls, 0));
+        unchanged.push(same.run);
+        sums.push(store::sha256sum(&store, tools, scratch));
+        generator.append(&last, appended).expect("append");
+        store.calls += appended;
+        let more = store::index(&store, scratch);
+        assert_eq!((more.calls, more.new), (store.calls, appended));
+        grown.push(more.run);
+    }
+    let (same, _) = measure::summary(&unchanged);
+    let (sum, _) = measure::summary(&sums);
+    let (more, _) = measure::summary(&grown);
+    let size = store.bytes();
+    table.push(Row {
+        figure: format!(
+            "index, unchanged: {} in {} journals",
+            bytes(size),
+            store.journals.len()
+        ),
+        ours: format!(
+            "{} = {}/s",
+            secs(same),
+            bytes((size as f64 / same.as_secs_f64()) as u64)
+        ),
+        baseline: format!("{} sha256sum", secs(sum)),
+        ratio: report::times(same, sum),
+        target: "≤ 1.3×".into(),
+        met: Some(same.as_secs_f64() <= 1.3 * sum.as_secs_f64()),
+    });
+    table.push(Row {
+        figure: format!("index, +1% appended ({} calls)", report::count(appended)),
+        ours: secs(more),
+        baseline: format!("{} unchanged", secs(same)),
+        ratio: report::times(more, same),
+        target: "≤ 1.2×".into(),
+        met: Some(more.as_secs_f64() <= 1.2 * same.as_secs_f64()),
+    });
+    table.note(format!(
+        "first index of the {} calls re-validated: {} = {}, peak memory {}",
+        report::count(first.calls),
+        secs(first.run.time),
+        rate(first.calls as f64 / first.run.time.as_secs_f64()),
+        bytes(first.run.peak)
+    ));
+}
