@@ -214,7 +214,13 @@ impl Session {
     ) {
         match method {
             "tools/call" => {
-                let Some(tool) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+                // A call needs a tool name; an empty one would make a record
+                // the index refuses, stopping it for the whole store.
+                let Some(tool) = params
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .filter(|name| !name.is_empty())
+                else {
                     self.unparsed += 1;
                     return;
                 };
@@ -550,5 +556,19 @@ mod tests {
         feed(&mut s, Side::Server, "Starting server on stdio...");
         feed(&mut s, Side::Client, "   ");
         assert_eq!(s.unparsed, 1);
+    }
+
+    #[test]
+    fn a_call_without_a_tool_name_is_counted_not_recorded() {
+        // Found by fuzzing: a record with an empty tool name is one the
+        // index refuses, which would stop indexing for the whole store.
+        let mut s = session();
+        for params in [r#"{"name":""}"#, r#"{"name":7}"#, "{}"] {
+            let call =
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
+            feed(&mut s, Side::Client, &call);
+        }
+        assert!(s.finish().is_empty());
+        assert_eq!((s.unparsed, s.seq), (3, 0));
     }
 }

@@ -17,18 +17,27 @@ and its fix hint, argument shapes and the lifecycle state: never an error \
 template, an annotation note, a session token, the salt or a raw value.\n\n\
 With a valid index and no findings, a one-line explanation goes to stderr and \
 the status is 0. A missing, damaged or incomplete index is unavailable \
-evidence (status 3).",
+evidence (status 3).\n\n\
+--from FILE reads the findings of a share envelope (mcpeval.share/1, written by \
+`mcpeval share`) instead of the store, so a maintainer renders what was shared in \
+any format, with a store of their own or none at all; the store is not opened. An \
+envelope that breaks the contract is refused (status 4) naming the file and the value.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval findings\n  \
 mcpeval findings --format agent --state open\n  \
-mcpeval findings --format json | jq '.findings[] | {id, defect_class, score}'"
+mcpeval findings --format json | jq '.findings[] | {id, defect_class, score}'\n  \
+mcpeval findings --from weather.share.json --format agent"
     )
 )]
 pub struct Args {
     /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
     #[arg(long, value_name = "DIR")]
     pub home: Option<PathBuf>,
+
+    /// Read the findings of this share envelope instead of the store
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
 
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Md)]

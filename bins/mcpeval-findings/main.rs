@@ -1,7 +1,9 @@
 //! `mcpeval-findings`: the promoted findings in three formats.
 //!
 //! A reader only: it never creates the store or changes a database. What it
-//! prints comes from `shared::catalog`, which holds nothing raw.
+//! prints comes from `shared::catalog`, which holds nothing raw, or, with
+//! `--from`, from a share envelope read through `shared::envelope`, which
+//! accepts only what a finding may hold.
 
 mod args;
 mod render;
@@ -22,8 +24,13 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
-    let home = Home::resolve(args.home.as_deref())?;
-    let catalog = catalog::load(&home)?;
+    let catalog = match &args.from {
+        Some(file) => catalog::Catalog {
+            promotion: None,
+            findings: shared::envelope::read_findings(file)?,
+        },
+        None => catalog::load(&Home::resolve(args.home.as_deref())?)?,
+    };
     let total = catalog.findings.len();
     let findings: Vec<&Finding> = catalog
         .findings
@@ -33,7 +40,12 @@ fn run(args: Args) -> Result<()> {
         .collect();
 
     if findings.is_empty() {
-        eprintln!("{PROGRAM}: {}", why_none(&catalog, total));
+        let why = match &args.from {
+            Some(file) if total == 0 => format!("no findings in {}", file.display()),
+            Some(_) => format!("no findings match the filters ({total} findings in all)"),
+            None => why_none(&catalog, total),
+        };
+        eprintln!("{PROGRAM}: {why}");
     }
     let mut out = std::io::stdout().lock();
     match args.format {

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, Metadata};
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -227,6 +227,16 @@ pub fn plan(
         if <[u8; 32]>::from(hasher.clone().finalize()) != cp.sha256 {
             return Ok(Plan::Rebuild(format!("bytes changed in {}", cp.name)));
         }
+        // Only the last journal is read past its checkpoint, so an earlier
+        // one must still end exactly as it did: with the same unfinished
+        // line, if any. Were that line shortened or finished, a rebuild
+        // would read what this run never would.
+        if !is_last && unfinished_line_changed(&mut file, &path, cp, stamp.size)? {
+            return Ok(Plan::Rebuild(format!(
+                "{} changed after later journals were indexed",
+                cp.name
+            )));
+        }
         if is_last {
             continuation = Some(Box::new(Continuation {
                 checkpoint: cp.clone(),
@@ -254,6 +264,40 @@ pub fn plan(
         last: continuation,
         new,
     })
+}
+
+/// Whether the bytes after an earlier journal's checkpoint, its unfinished
+/// last line, are no longer an unfinished line of the size it had: `file`
+/// is positioned at the checkpoint. That tail is at most one line, so
+/// reading it is cheap (and done in a small buffer, however long the line
+/// grew); a journal without one costs no read at all.
+fn unfinished_line_changed(
+    file: &mut File,
+    path: &Path,
+    cp: &Checkpoint,
+    size: u64,
+) -> Result<bool> {
+    if size != cp.size {
+        return Ok(true);
+    }
+    let mut tail = (&mut *file).take(size - cp.length);
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = match tail.read(&mut buf) {
+            Ok(0) => return Ok(false),
+            Ok(n) => n,
+            Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+            Err(err) => {
+                return Err(Error::io(
+                    format_args!("cannot read {}", path.display()),
+                    err,
+                ));
+            }
+        };
+        if memchr::memchr(b'\n', &buf[..n]).is_some() {
+            return Ok(true);
+        }
+    }
 }
 
 /// Opens a journal for reading.

@@ -91,6 +91,12 @@ pub fn run(config: &Config) -> Result<Outcome> {
     let home = &config.home;
     home.ensure()?;
     let db = home.index_db();
+    if db.exists() {
+        // Earlier releases kept verification results in index.db; opening
+        // lifecycle.db imports them once, and must do so before a rebuild
+        // may replace the file that holds them.
+        drop(lifecycle::open(home)?);
+    }
     aside::clean(&db)?;
     let mut lines = Lines::new(Progress::new());
     let outcome = match Aside::begin(&db) {

@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use shared::endpoint::Endpoint;
 use shared::home::Home;
 use shared::{Error, Result};
 
@@ -12,11 +13,12 @@ use shared::{Error, Result};
 #[command(
     name = "mcpeval-probe",
     version,
-    about = "Run one manifest case against an MCP server (stdio) and print the signed result",
-    long_about = "Run one manifest case against an MCP server (stdio) and print the signed result.\n\n\
-mcpeval-probe starts the server command given after --, completes a handshake, makes the case's \
-tool calls and judges them. It changes no lifecycle state: pipe the result into \
-`mcpeval verify --record -` to earn credit. Every tools/call is journaled with origin probe.\n\n\
+    about = "Run one manifest case against an MCP server (stdio or Streamable HTTP) and print the signed result",
+    long_about = "Run one manifest case against an MCP server (stdio or Streamable HTTP) and print the signed result.\n\n\
+mcpeval-probe starts the server command given after --, or reaches the Streamable HTTP endpoint \
+given with --url, completes a handshake, makes the case's tool calls and judges them. It changes \
+no lifecycle state: pipe the result into `mcpeval verify --record -` to earn credit. Every \
+tools/call is journaled with origin probe (and transport stdio or http).\n\n\
 Handshake: server/discover (2026-07-28) first; on any other answer (an error of any code, another \
 version, garbage, an exit, or silence) the server is started afresh for the legacy initialize \
 (2025-11-25), since a legacy server is in an undefined state after an unknown request. Each \
@@ -24,6 +26,19 @@ handshake request waits --handshake-timeout (default 10000 ms, server start-up i
 server that ignores server/discover costs that long once per run. \
 Server requests (ping, roots/list) are answered. The server's stderr is discarded unless \
 --server-stderr is given; at the end its stdin is closed, then SIGTERM and SIGKILL follow, 2 s apart.\n\n\
+Streamable HTTP (--url URL, with --header \"Name: value\" for each extra request header, such as \
+Authorization): every message is a POST; an answer may be one JSON body or an event stream that \
+carries notifications and server requests (answered with a POST) before the response. \
+server/discover goes first with MCP-Protocol-Version and Mcp-Method headers and the version in \
+_meta; if the endpoint speaks 2026-07-28, every request carries them (and Mcp-Name for tools/call) \
+and a call past its timeout is cancelled by closing its response stream. On any other answer a \
+fresh client falls back to initialize: the Mcp-Session-Id it issues and the negotiated \
+MCP-Protocol-Version go with every later request, an expired call is cancelled with \
+notifications/cancelled, and the session ends with DELETE. An endpoint that cannot be reached at \
+all gets no fallback. Credentials in the URL are refused; header values, the URL's path and query \
+are never printed, journaled or stored: messages show the origin (scheme://host:port) and header \
+names only. https is checked against the system's trusted roots (SSL_CERT_FILE and SSL_CERT_DIR \
+name others).\n\n\
 Probes. instruction-fidelity: one call, judged against the case's expect (default outcome ok). \
 degradation: N calls, green when none fails (an error or a timeout). error-honesty: N calls; every \
 error must report a boolean retryable, a retryable error must be followed by a success within the \
@@ -41,14 +56,19 @@ numbers and error codes only. Red reasons: expected-ok-got-error, expected-error
 error-code, missing-path, not-equal, timeout, attempt-failed, retryable-unreported, \
 retryable-not-recovered, non-retryable-not-repeated. Transport reasons (no evidence either way): \
 server-start, handshake, server-exited, non-json-line, id-mismatch, invalid-message, \
-malformed-result (a result that is not an object, or a non-boolean isError).\n\n\
+malformed-result (a result that is not an object, or a non-boolean isError); over HTTP also \
+unreachable, http-status (an error status, or 202 to a request), non-json-body and stream-ended \
+(an answer that ended before its response).\n\n\
 Binding: a salted fingerprint of the case definition (canonical, defaults filled in) and manifest \
 version, the timeout, the sandbox declaration, the command line, this executable, and the bytes of \
 the server executable (found along PATH, symlinks followed; a #! script and the interpreter it \
 names, env's program looked up along PATH) and of every argument naming a regular file. Those \
 files are hashed before launch and again after the run; if one changed, no result is printed \
 (status 6), so pass files the server writes through a --flag=path form or the environment. Raw \
-arguments, paths and sandbox prose are never printed.\n\n\
+arguments, paths and sandbox prose are never printed. Over HTTP the target is the endpoint \
+configuration: the URL as given, and each header's name (case-insensitive) with a salted \
+fingerprint of its value, in any order; the software and data behind the endpoint are not bound, \
+so use an immutable deployment when they matter.\n\n\
 Manifest (mcp-eval.manifest.json, at most 1 MiB): unknown properties are rejected at every level; \
 errors name the file, the JSON Pointer of the value and the rule. Case ids and successful string \
 equality values must be identifiers (1 to 128 characters from A-Z a-z 0-9 _ . : -); equality \
@@ -59,14 +79,30 @@ Refusals, before any server starts: a case that does not exist or names another 
 --finding (status 2); one still holding \"<fill:TYPE>\" placeholders, listed by JSON Pointer, or \
 one lacking the oracle a false-success finding needs, a result assertion or an expected error \
 (status 4). The finding counts as false-success when index.db classes it so or --require-oracle \
-is given.",
+is given.\n\n\
+--all runs every case of the manifest in file order (with --finding, only that finding's cases), \
+each against a freshly started server (with --url, a fresh client and session), and changes no \
+lifecycle state. Every case is checked \
+first: one that would be refused stops the run before any server starts. stdout carries JSON \
+Lines, one result per case (--format json), one line per case (text), or one JUnit XML document \
+(--format junit) that CI test reporters read: a <testsuite> named after the manifest file, one \
+<testcase> per case with classname the finding id and name the case id; a red case has a \
+<failure> (type and message the reason; its text the attempts, detail and hint), a transport \
+error an <error>; each case's signed result is its <system-out>, ready for `mcpeval verify \
+--record`. Status with --all: 1 when any case was red; else 5 when any case met a transport \
+error; else 0. Red wins because it is evidence about the server that CI must fail on, while a \
+transport error is a broken run.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval probe --manifest mcp-eval.manifest.json --case literal-status -- my-server --flag\n  \
 mcpeval probe --manifest m.json --case flaky-search --format text -- python3 server.py\n  \
-mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval verify --record -\n\n\
+mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval verify --record -\n  \
+mcpeval probe --manifest m.json --all --format junit -- my-server > mcpeval-junit.xml\n  \
+mcpeval probe --manifest m.json --case literal-status --url http://127.0.0.1:3001/mcp \\\n      \
+--header \"Authorization: Bearer $MCP_TOKEN\"\n\n\
 Manifests are limited to 1 MiB. Timeouts are per call (timeout_ms, default 10000);\n\
-an expired call is cancelled with notifications/cancelled and is red with reason timeout."
+an expired call is cancelled (notifications/cancelled; over 2026-07-28 HTTP by closing\n\
+its response stream) and is red with reason timeout."
     )
 )]
 pub struct Args {
@@ -79,8 +115,17 @@ pub struct Args {
     pub manifest: PathBuf,
 
     /// The id of the case to run
-    #[arg(long, value_name = "ID")]
-    pub case: String,
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub case: Option<String>,
+
+    /// Run every case of the manifest, one after another, each against a fresh server
+    #[arg(long)]
+    pub all: bool,
 
     /// Refuse unless the case names this finding
     #[arg(long, value_name = "ID")]
@@ -99,12 +144,39 @@ pub struct Args {
     pub handshake_timeout: u64,
 
     /// Pass the server's stderr through (it may contain raw values)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "url")]
     pub server_stderr: bool,
 
+    /// Reach the server at this Streamable HTTP endpoint instead of starting a command
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// An extra request header for --url, as "Name: value" (repeatable); its value is never shown or stored
+    #[arg(
+        long = "header",
+        value_name = "HEADER",
+        requires = "url",
+        conflicts_with = "command"
+    )]
+    pub headers: Vec<String>,
+
     /// The server command and its arguments, after `--`
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(
+        last = true,
+        value_name = "CMD",
+        required_unless_present = "url",
+        conflicts_with = "url"
+    )]
     pub command: Vec<OsString>,
+}
+
+/// The server a run reaches.
+#[derive(Debug)]
+pub enum Server {
+    /// Start this command (argv) and speak over its stdin/stdout.
+    Command(Vec<OsString>),
+    /// POST to this endpoint.
+    Endpoint(Endpoint),
 }
 
 /// How the result is printed.
@@ -114,6 +186,8 @@ pub enum Format {
     Json,
     /// One line: finding, case, probe, result, attempts, binding, run, reason, detail
     Text,
+    /// JUnit XML for CI test reporters (with --all only)
+    Junit,
 }
 
 /// What a probe run needs, validated.
@@ -121,13 +195,14 @@ pub enum Format {
 pub struct Config {
     pub home: Home,
     pub manifest: PathBuf,
-    pub case: String,
+    pub case: Option<String>,
+    pub all: bool,
     pub finding: Option<String>,
     pub format: Format,
     pub require_oracle: bool,
     pub server_stderr: bool,
     pub handshake_timeout: std::time::Duration,
-    pub command: Vec<OsString>,
+    pub server: Server,
 }
 
 impl Args {
@@ -139,19 +214,29 @@ impl Args {
                 "invalid --finding {id:?}: a finding id is \"finding-\" and 16 lower-case hex digits"
             )));
         }
-        if self.command.first().is_none_or(|p| p.is_empty()) {
-            return Err(Error::usage("missing the server command after --"));
+        if self.format == Format::Junit && !self.all {
+            return Err(Error::usage(
+                "--format junit reports a whole manifest: use it with --all",
+            ));
         }
+        let server = match &self.url {
+            Some(url) => Server::Endpoint(Endpoint::parse(url, &self.headers)?),
+            None if self.command.first().is_none_or(|p| p.is_empty()) => {
+                return Err(Error::usage("missing the server command after --"));
+            }
+            None => Server::Command(self.command),
+        };
         Ok(Config {
             home: Home::resolve(self.home.as_deref())?,
             manifest: self.manifest,
             case: self.case,
+            all: self.all,
             finding: self.finding,
             format: self.format,
             require_oracle: self.require_oracle,
             server_stderr: self.server_stderr,
             handshake_timeout: std::time::Duration::from_millis(self.handshake_timeout),
-            command: self.command,
+            server,
         })
     }
 }

@@ -1,13 +1,17 @@
-//! `mcpeval-probe`: run one manifest case against an MCP server over stdio
-//! and print the signed result.
+//! `mcpeval-probe`: run one manifest case (or, with `--all`, every case)
+//! against an MCP server, over stdio or Streamable HTTP, and print the
+//! signed results.
 //!
 //! It changes no lifecycle state; it only journals its own calls (origin
 //! `probe`). stdout carries the result and nothing else; the server's
 //! output is judged, never echoed.
 
+mod all;
 mod args;
+mod junit;
 mod output;
 mod run;
+mod target;
 
 use std::process::ExitCode;
 

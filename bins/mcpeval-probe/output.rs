@@ -11,7 +11,8 @@ use crate::args::Format;
 /// Writes `result` to stdout in `format`; a closed pipe ends quietly.
 pub fn print(result: &ProbeResult, format: Format) -> Result<()> {
     let line = match format {
-        Format::Json => result.to_json_line(),
+        // `--format junit` is refused without --all, where junit.rs prints.
+        Format::Json | Format::Junit => result.to_json_line(),
         Format::Text => summary(result),
     };
     let mut out = std::io::stdout().lock();

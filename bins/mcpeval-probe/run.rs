@@ -2,13 +2,12 @@
 //! case, check the binding again, sign and print the result.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use shared::binding;
 use shared::finding::{DefectClass, Probe};
 use shared::journal::Writer;
 use shared::manifest::{Case, Manifest};
-use shared::mcp::Launch;
 use shared::probe::{self, Setup};
 use shared::probe_result::{ProbeResult, SCHEMA, Verdict};
 use shared::salt::Salt;
@@ -16,14 +15,29 @@ use shared::{Error, Result};
 
 use crate::PROGRAM;
 use crate::args::Config;
-use crate::output;
+use crate::{output, target};
 
-/// Runs the configured case; returns the exit status of its verdict.
+/// Runs the configured case, or with `--all` every case; returns the exit
+/// status of the verdicts.
 pub fn run(config: Config) -> Result<u8> {
     let manifest = Manifest::load(&config.manifest)?;
+    if config.all {
+        return crate::all::run(&config, &manifest);
+    }
     let case = select(&manifest, &config)?;
-    refuse_placeholders(case, &config.manifest)?;
+    let attempts = admit(case, &config)?;
+    let mut runner = Runner::new(&config)?;
+    let result = runner.run(&manifest, case, attempts)?;
+    output::print(&result, config.format)?;
+    explain(&result);
+    Ok(result.result.exit_status())
+}
 
+/// Refuses a case that cannot be judged (placeholders left; a
+/// false-success finding without an oracle), before any server starts;
+/// returns its attempt budget.
+pub fn admit(case: &Case, config: &Config) -> Result<u32> {
+    refuse_placeholders(case, &config.manifest)?;
     let facts = probe::finding_facts(&config.home, &case.finding)?;
     let false_success =
         facts.as_ref().and_then(|f| f.defect_class) == Some(DefectClass::FalseSuccess);
@@ -49,67 +63,76 @@ pub fn run(config: Config) -> Result<u8> {
             case.finding
         ));
     }
+    Ok(attempts)
+}
 
-    let salt = Salt::load_or_create(&config.home)?;
-    let mut journal = Writer::new(&config.home)?;
-    let evaluator = binding::evaluator()?;
-    let pinned = binding::pin(&salt, &manifest, case, &config.command, &evaluator)?;
-    let run_id = uuid::Uuid::new_v4();
-    let arg0 = config.command[0].clone();
-    let launch = Launch {
-        program: pinned
-            .program
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(&arg0)),
-        arg0: arg0.clone(),
-        args: config.command[1..].to_vec(),
-        inherit_stderr: config.server_stderr,
-        client: (PROGRAM.to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
-    };
-    let setup = Setup {
-        launch,
-        handshake_timeout: config.handshake_timeout,
-        attempts,
-        salt: &salt,
-        session: format!("s-{}", salt.id16(&[run_id.as_bytes()])),
-        fallback_server: Path::new(&arg0)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "server".to_owned()),
-    };
+/// What every run of one invocation shares: the salt, the journal, the
+/// evaluator's fingerprint.
+pub struct Runner<'c> {
+    config: &'c Config,
+    salt: Salt,
+    journal: Writer,
+    evaluator: [u8; 32],
+}
 
-    let started_at = shared::time::now_rfc3339();
-    let verdicted = probe::run(case, setup, &mut journal)?;
-    let finished_at = shared::time::now_rfc3339();
-    pinned.recheck().map_err(binding::Changed::into_error)?;
+impl<'c> Runner<'c> {
+    pub fn new(config: &'c Config) -> Result<Runner<'c>> {
+        Ok(Runner {
+            salt: Salt::load_or_create(&config.home)?,
+            journal: Writer::new(&config.home)?,
+            evaluator: binding::evaluator()?,
+            config,
+        })
+    }
 
-    let mut result = ProbeResult {
-        schema: SCHEMA.to_owned(),
-        run_id: run_id.to_string(),
-        finding: case.finding.clone(),
-        case: case.id.clone(),
-        probe: case.probe.as_str().to_owned(),
-        binding: pinned.fingerprint.clone(),
-        result: verdicted.verdict,
-        reason: verdicted.reason,
-        detail: verdicted.detail,
-        attempts: verdicted.attempts,
-        started_at,
-        finished_at,
-        mac: String::new(),
-    };
-    result.sign(&salt);
-    output::print(&result, config.format)?;
-    explain(&result);
-    Ok(result.result.exit_status())
+    /// Pins the binding, runs `case` against a fresh server, checks the
+    /// binding again and signs the result.
+    pub fn run(&mut self, manifest: &Manifest, case: &Case, attempts: u32) -> Result<ProbeResult> {
+        let config = self.config;
+        let salt = &self.salt;
+        let prepared = target::prepare(salt, manifest, case, config, &self.evaluator)?;
+        let run_id = uuid::Uuid::new_v4();
+        let setup = Setup {
+            target: prepared.target,
+            handshake_timeout: config.handshake_timeout,
+            attempts,
+            salt,
+            session: format!("s-{}", salt.id16(&[run_id.as_bytes()])),
+            fallback_server: prepared.fallback_server,
+        };
+        let pinned = prepared.pinned;
+
+        let started_at = shared::time::now_rfc3339();
+        let verdicted = probe::run(case, setup, &mut self.journal)?;
+        let finished_at = shared::time::now_rfc3339();
+        pinned.recheck().map_err(binding::Changed::into_error)?;
+
+        let mut result = ProbeResult {
+            schema: SCHEMA.to_owned(),
+            run_id: run_id.to_string(),
+            finding: case.finding.clone(),
+            case: case.id.clone(),
+            probe: case.probe.as_str().to_owned(),
+            binding: pinned.fingerprint.clone(),
+            result: verdicted.verdict,
+            reason: verdicted.reason,
+            detail: verdicted.detail,
+            attempts: verdicted.attempts,
+            started_at,
+            finished_at,
+            mac: String::new(),
+        };
+        result.sign(salt);
+        Ok(result)
+    }
 }
 
 /// The case the flags ask for, refused (status 2) when absent or when it
 /// names another finding than `--finding`.
 fn select<'m>(manifest: &'m Manifest, config: &Config) -> Result<&'m Case> {
     let file = config.manifest.display();
-    let Some(case) = manifest.case(&config.case) else {
+    let wanted = config.case.as_deref().unwrap_or_default();
+    let Some(case) = manifest.case(wanted) else {
         let ids: Vec<&str> = manifest.cases.iter().map(|c| c.id.as_str()).collect();
         let known = if ids.is_empty() {
             "it has no cases".to_owned()
@@ -117,8 +140,7 @@ fn select<'m>(manifest: &'m Manifest, config: &Config) -> Result<&'m Case> {
             format!("its cases are: {}", ids.join(", "))
         };
         return Err(Error::usage(format!(
-            "{file} has no case {:?}; {known}",
-            config.case
+            "{file} has no case {wanted:?}; {known}"
         )));
     };
     if let Some(finding) = &config.finding
@@ -133,7 +155,7 @@ fn select<'m>(manifest: &'m Manifest, config: &Config) -> Result<&'m Case> {
     Ok(case)
 }
 
-fn refuse_placeholders(case: &Case, file: &Path) -> Result<()> {
+pub fn refuse_placeholders(case: &Case, file: &Path) -> Result<()> {
     let holes = case.placeholders();
     if holes.is_empty() {
         return Ok(());
@@ -149,7 +171,7 @@ fn refuse_placeholders(case: &Case, file: &Path) -> Result<()> {
 }
 
 /// Says on stderr why a run was not green, with the remediation hint.
-fn explain(result: &ProbeResult) {
+pub fn explain(result: &ProbeResult) {
     let Some(reason) = result.reason else {
         return;
     };

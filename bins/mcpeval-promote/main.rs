@@ -26,32 +26,38 @@ fn main() -> ExitCode {
 fn run(config: Config) -> Result<()> {
     let home = &config.home;
     let mut index = index_db::open_complete(home)?;
-    let groups = groups::load(&index, &home.index_db())?;
     let salt = Salt::load_or_create(home)?;
-    let selection = select::select(&groups, &salt, config.threshold, config.now);
-
-    let promotion = Promotion {
-        promoted_at: time::now_rfc3339(),
-        scored_as_of: time::rfc3339(config.now),
-        threshold: config.threshold,
-        issues: groups.len() as u64,
-        promoted: selection.findings.len() as u64,
-        one_session: selection.one_session,
-        below_threshold: selection.below_threshold,
-    };
-
-    // Lifecycle first: if it fails, the index still shows the previous run.
     let mut life = lifecycle::open(home)?;
-    let now = promotion.promoted_at.clone();
-    db::write(&mut life, |tx| {
-        rekey::run(tx, &home.lifecycle_db(), &salt, &groups, &now)?;
-        for finding in &selection.findings {
-            lifecycle::ensure(tx, &home.lifecycle_db(), &finding.id, &now)?;
-        }
-        Ok(())
-    })?;
-    db::write(&mut index, |tx| {
-        catalog::replace(tx, home, &promotion, &selection.findings)
+
+    // One write transaction on index.db spans reading the groups and
+    // storing their findings, so an index run cannot commit in between and
+    // leave findings of calls it replaced beside the calls it added. The
+    // lifecycle is written inside it, first: if that fails, the index still
+    // shows the previous run. (Locks are taken index.db, then lifecycle.db;
+    // no command takes them the other way round, so none can deadlock.)
+    let promotion = db::write(&mut index, |tx| {
+        index_db::require_state(tx, &home.index_db())?;
+        let groups = groups::load(tx, &home.index_db())?;
+        let selection = select::select(&groups, &salt, config.threshold, config.now);
+        let promotion = Promotion {
+            promoted_at: time::now_rfc3339(),
+            scored_as_of: time::rfc3339(config.now),
+            threshold: config.threshold,
+            issues: groups.len() as u64,
+            promoted: selection.findings.len() as u64,
+            one_session: selection.one_session,
+            below_threshold: selection.below_threshold,
+        };
+        let now = promotion.promoted_at.clone();
+        db::write(&mut life, |life| {
+            rekey::run(life, &home.lifecycle_db(), &salt, &groups, &now)?;
+            for finding in &selection.findings {
+                lifecycle::ensure(life, &home.lifecycle_db(), &finding.id, &now)?;
+            }
+            Ok(())
+        })?;
+        catalog::replace(tx, home, &promotion, &selection.findings)?;
+        Ok(promotion)
     })?;
 
     let mut out = std::io::stdout().lock();

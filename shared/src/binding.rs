@@ -19,9 +19,15 @@
 //!   (relative to the working directory, symlinks followed); `--flag=path`
 //!   forms are bound as text only.
 //!
-//! The fingerprint is salted and local: raw arguments, paths and sandbox
-//! prose never leave this module, and it covers observed launch artifacts,
-//! not their dependency closure or the environment.
+//! Over Streamable HTTP the target is the endpoint configuration: the URL
+//! exactly as given and each extra header as its lower-cased name and a
+//! salted fingerprint of its value, sorted, so the order of `--header`
+//! flags and the case of their names do not matter. Nothing behind the
+//! endpoint (its software, its data) is bound; no file is pinned.
+//!
+//! The fingerprint is salted and local: raw arguments, paths, URLs, header
+//! values and sandbox prose never leave this module, and it covers observed
+//! launch artifacts, not their dependency closure or the environment.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
@@ -33,6 +39,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::canonical;
+use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::hash::{self, Hasher};
 use crate::manifest::{Case, Manifest};
@@ -128,11 +135,7 @@ pub fn pin(
         }
     }
 
-    let sandbox = case.sandbox.as_ref().map(|name| {
-        json!({"name": name,
-               "declaration": manifest.sandboxes.get(name).map(|s| s.declaration.as_str())})
-    });
-    let case_value: Value = serde_json::from_str(&case.canonical()).expect("canonical JSON parses");
+    let (case_value, sandbox) = definition(manifest, case);
     let document = json!({
         "binding": 1,
         "manifest_version": manifest.manifest_version,
@@ -148,15 +151,68 @@ pub fn pin(
         "executable": executable,
         "files": arg_files,
     });
-    let fingerprint = format!(
-        "b-{}",
-        salt.id16(&[b"binding/1", &canonical::to_vec(&document)])
-    );
     Ok(Pinned {
-        fingerprint,
+        fingerprint: fingerprint(salt, &document),
         program,
         files,
     })
+}
+
+/// Computes the fingerprint of a Streamable HTTP target. Nothing is pinned:
+/// what answers at the endpoint is outside the binding.
+pub fn pin_endpoint(
+    salt: &Salt,
+    manifest: &Manifest,
+    case: &Case,
+    endpoint: &Endpoint,
+    evaluator: &[u8; 32],
+) -> Pinned {
+    let mut headers: Vec<(String, String)> = endpoint
+        .headers()
+        .iter()
+        .map(|(name, value)| {
+            let name = name.as_str().to_ascii_lowercase();
+            let value = salt.id16(&[b"binding/header", name.as_bytes(), value.as_bytes()]);
+            (name, value)
+        })
+        .collect();
+    headers.sort();
+    let (case_value, sandbox) = definition(manifest, case);
+    let document = json!({
+        "binding": 1,
+        "manifest_version": manifest.manifest_version,
+        "case": case_value,
+        "timeout_ms": case.timeout_ms,
+        "sandbox": sandbox,
+        "target": {
+            "transport": "http",
+            "url": endpoint.url_text(),
+            "headers": headers,
+        },
+        "evaluator": hash::hex(evaluator),
+    });
+    Pinned {
+        fingerprint: fingerprint(salt, &document),
+        program: None,
+        files: Vec::new(),
+    }
+}
+
+/// The case (canonical, defaults filled in) and its sandbox declaration.
+fn definition(manifest: &Manifest, case: &Case) -> (Value, Option<Value>) {
+    let sandbox = case.sandbox.as_ref().map(|name| {
+        json!({"name": name,
+               "declaration": manifest.sandboxes.get(name).map(|s| s.declaration.as_str())})
+    });
+    let case_value: Value = serde_json::from_str(&case.canonical()).expect("canonical JSON parses");
+    (case_value, sandbox)
+}
+
+fn fingerprint(salt: &Salt, document: &Value) -> String {
+    format!(
+        "b-{}",
+        salt.id16(&[b"binding/1", &canonical::to_vec(document)])
+    )
 }
 
 impl Pinned {
@@ -347,6 +403,42 @@ mod tests {
         let edited = fp(&m, &argv);
         assert_ne!(first.fingerprint, edited.fingerprint);
         assert_eq!(edited.recheck(), Ok(()));
+    }
+
+    #[test]
+    fn an_endpoint_binds_its_url_and_headers_not_their_order() {
+        let m = base(100, "d", false);
+        let case = m.case("c").unwrap();
+        let bind = |url: &str, headers: &[&str]| {
+            let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+            let endpoint = Endpoint::parse(url, &headers).unwrap();
+            pin_endpoint(&salt(), &m, case, &endpoint, &EVAL).fingerprint
+        };
+        let url = "http://127.0.0.1:3001/mcp";
+        let first = bind(url, &["Authorization: Bearer a", "X-Team: blue"]);
+        assert!(crate::probe_result::is_binding(&first));
+        assert_eq!(
+            first,
+            bind(url, &["x-team:blue", "AUTHORIZATION:  Bearer a"])
+        );
+        let others = [
+            bind(
+                "http://127.0.0.1:3001/mcp/",
+                &["Authorization: Bearer a", "X-Team: blue"],
+            ),
+            bind(url, &["Authorization: Bearer b", "X-Team: blue"]),
+            bind(url, &["Authorization: Bearer a"]),
+            bind(
+                url,
+                &["Authorization: Bearer a", "X-Team: blue", "X-Team: red"],
+            ),
+            bind(url, &["Authorization: Bearer a", "X-Other: blue"]),
+        ];
+        for other in &others {
+            assert_ne!(&first, other);
+        }
+        let stdio = fp(&m, &[OsStr::new("/bin/true")]).fingerprint;
+        assert_ne!(first, stdio);
     }
 
     #[test]

@@ -195,6 +195,17 @@ pub fn load(home: &Home) -> Result<Catalog> {
     load_from(&index, home, &states)
 }
 
+/// Like [`load`], but a store that was never indexed (no `index.db`)
+/// is `Ok(None)`, not an error: readers that also work before the first
+/// index (`serve`, `readiness`, `share`) start here. A damaged or
+/// incomplete index is still status 3, in the words `load` uses.
+pub fn load_if_indexed(home: &Home) -> Result<Option<Catalog>> {
+    if !home.index_db().exists() {
+        return Ok(None);
+    }
+    load(home).map(Some)
+}
+
 fn load_from(
     index: &Connection,
     home: &Home,

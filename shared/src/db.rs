@@ -80,6 +80,7 @@ pub fn open_existing(path: &Path, schema: &Schema) -> Result<Option<Connection>>
 fn connect(path: &Path, flags: OpenFlags, page_size: Option<u32>) -> Result<Connection> {
     let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| sql_error(path, e))?;
+    crate::fault::watch(&conn);
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| sql_error(path, e))?;
     // Only an empty file takes a page size, and only before it is in WAL
@@ -153,13 +154,15 @@ fn migrate(conn: &Connection, path: &Path, schema: &Schema) -> Result<()> {
 }
 
 /// Runs `work` in a `BEGIN IMMEDIATE` transaction, committing on `Ok`.
+/// A busy database is reported as [`sql_error`] does: after waiting
+/// [`BUSY_TIMEOUT`], naming the file, never as a bare "database is locked".
 pub fn write<T>(conn: &mut Connection, work: impl FnOnce(&Transaction) -> Result<T>) -> Result<T> {
+    let path = std::path::PathBuf::from(conn.path().unwrap_or("the database"));
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| Error::unavailable(format!("cannot start a write transaction: {e}")))?;
+        .map_err(|e| sql_error(&path, e))?;
     let value = work(&tx)?;
-    tx.commit()
-        .map_err(|e| Error::unavailable(format!("cannot commit: {e}")))?;
+    tx.commit().map_err(|e| sql_error(&path, e))?;
     Ok(value)
 }
 

@@ -202,8 +202,16 @@ pub fn open_complete(home: &Home) -> Result<Connection> {
         Err(err) if err.status() == crate::exit::UNAVAILABLE => return Err(err.with_hint(rebuild)),
         Err(err) => return Err(err),
     };
-    match state(&conn, &path) {
-        Ok(Some(_)) => Ok(conn),
+    require_state(&conn, &path)?;
+    Ok(conn)
+}
+
+/// Checks that an indexing run completed (status 3 when none did). A
+/// writer that read the index before its transaction checks again inside.
+pub fn require_state(conn: &Connection, path: &Path) -> Result<State> {
+    let rebuild = "index.db is derived from the journals: `mcpeval index --rebuild` recreates it";
+    match state(conn, path) {
+        Ok(Some(state)) => Ok(state),
         Ok(None) => Err(Error::unavailable(format!(
             "{} is incomplete: no indexing run has finished",
             path.display()

@@ -66,6 +66,37 @@ pub fn files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(names.into_iter().map(|n| dir.join(n)).collect())
 }
 
+/// Tool and server names are cut to this many bytes in a record that would
+/// otherwise be oversized.
+const MAX_NAME: usize = 1024;
+
+/// One record as the journal line capture writes (newline included): never
+/// over [`MAX_LINE`], so the index can always read it.
+pub fn encode(call: &Call) -> Vec<u8> {
+    let mut line = Vec::with_capacity(1024);
+    encode_into(call, &mut line);
+    line
+}
+
+fn encode_into(call: &Call, line: &mut Vec<u8>) {
+    line.clear();
+    serde_json::to_writer(&mut *line, call).expect("records serialize");
+    if line.len() > MAX_LINE {
+        // A huge argument object, or a client or server sending names
+        // tens of kilobytes long: keep the record readable by the index
+        // rather than lose the call or stop the index at this line.
+        let mut slim = call.clone();
+        slim.args_shape = serde_json::Value::String("object".into());
+        for name in [&mut slim.tool, &mut slim.server] {
+            let cut = crate::sanitize::truncate(name, MAX_NAME).len();
+            name.truncate(cut);
+        }
+        line.clear();
+        serde_json::to_writer(&mut *line, &slim).expect("records serialize");
+    }
+    line.push(b'\n');
+}
+
 /// Appends records to this process's journal, rotating as needed.
 #[derive(Debug)]
 pub struct Writer {
@@ -138,17 +169,7 @@ fn write_record(
     line: &mut Vec<u8>,
     call: &Call,
 ) -> Result<()> {
-    line.clear();
-    serde_json::to_writer(&mut *line, call).expect("records serialize");
-    if line.len() > MAX_LINE {
-        // Only a huge argument object can get here; keep the record
-        // readable by the index rather than lose the call.
-        let mut slim = call.clone();
-        slim.args_shape = serde_json::Value::String("object".into());
-        line.clear();
-        serde_json::to_writer(&mut *line, &slim).expect("records serialize");
-    }
-    line.push(b'\n');
+    encode_into(call, line);
     let now = jiff::Timestamp::now();
     let day = time::utc_day(now);
     let rotate = match current {
@@ -207,5 +228,21 @@ mod tests {
         assert!(!is_journal_name("20261130T070000.123Z-0123ABCD.jsonl"));
         assert!(!is_journal_name(".lock"));
         assert!(!is_journal_name("20261130T070000.123Z-0123abcd.jsonl~"));
+    }
+
+    #[test]
+    fn an_encoded_record_is_never_oversized() {
+        let line = r#"{"schema":"mcpeval.call/1","identity":{"event_id":"6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b","session":"s-1a2b3c4d5e6f7a8b","seq":1},"origin":"capture","transport":"stdio","server":"w","tool":"t","started_at":"2026-11-30T07:00:00.123Z","duration_ms":1,"advertised":null,"args_shape":{},"outcome":"ok"}"#;
+        let mut call: Call = serde_json::from_str(line).unwrap();
+        assert_eq!(encode(&call), format!("{line}\n").into_bytes());
+        // Found by fuzzing capture: names tens of kilobytes long (from a
+        // client, or a server's serverInfo) made a line the index refuses.
+        call.tool = "é".repeat(40_000);
+        call.server = "\u{1}".repeat(40_000);
+        let encoded = encode(&call);
+        assert!(encoded.len() <= MAX_LINE + 1, "{}", encoded.len());
+        let slim: Call = serde_json::from_slice(&encoded).unwrap();
+        assert_eq!((slim.tool.len(), slim.server.len()), (1024, 1024));
+        assert_eq!(slim.args_shape, "object");
     }
 }

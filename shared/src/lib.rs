@@ -6,14 +6,19 @@
 //! plumbing and the exit statuses. Logic that one binary alone needs lives in
 //! that binary, never here.
 
+pub mod atomic_file;
 pub mod binding;
 pub mod canonical;
 pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod endpoint;
+pub mod envelope;
 pub mod error;
+pub mod evidence;
 pub mod exit;
+pub mod fault;
 pub mod finding;
 pub mod hash;
 pub mod home;
@@ -30,7 +35,9 @@ pub mod record;
 pub mod salt;
 pub mod sanitize;
 pub mod score;
+pub mod sse;
 pub mod time;
+pub mod verification;
 
 pub use error::{Error, Result};
 

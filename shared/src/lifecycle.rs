@@ -1,10 +1,13 @@
 //! `lifecycle.db`: the store's durable, authoritative database.
 //!
-//! It holds what cannot be derived from the journals again: today the
-//! annotations people add to calls; later migrations add lifecycle state
-//! and verification history. Unlike `index.db` it is never deleted or
-//! rebuilt, so migrations here only ever add, and nothing in this module may
-//! drop or rewrite a stored row.
+//! It holds what cannot be derived from the journals again: the
+//! annotations people add to calls, each finding's lifecycle state, every
+//! verification run and the history of changes (the rules that move a
+//! finding live in [`crate::verification`]). Opening it also imports, once,
+//! the index-only evidence of earlier releases ([`crate::evidence`]).
+//! Unlike `index.db` it is never deleted or rebuilt, so migrations here
+//! only ever add, and nothing in this module may drop or rewrite a stored
+//! row.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -47,20 +50,27 @@ CREATE TABLE annotations(
 /// The longest note, in characters (not bytes).
 pub const MAX_NOTE_CHARS: usize = 240;
 
-/// Opens `lifecycle.db`, creating the store and the database if needed.
+/// Opens `lifecycle.db`, creating the store and the database if needed,
+/// and imports the index-only evidence of earlier releases once (see
+/// [`crate::evidence`]).
 pub fn open(home: &Home) -> Result<Connection> {
     home.ensure()?;
-    db::open(&home.lifecycle_db(), &SCHEMA)
+    let mut conn = db::open(&home.lifecycle_db(), &SCHEMA)?;
+    crate::evidence::import(&mut conn, home)?;
+    Ok(conn)
 }
 
-/// Opens `lifecycle.db` when it exists (migrating it forward); `Ok(None)`
-/// when the store has none yet. Readers use this so they never create it.
+/// Opens `lifecycle.db` when it exists (migrating it forward and importing
+/// index-only evidence once, as [`open`] does); `Ok(None)` when the store
+/// has none yet. Readers use this so they never create it.
 pub fn open_if_present(home: &Home) -> Result<Option<Connection>> {
     let path = home.lifecycle_db();
     if !path.exists() {
         return Ok(None);
     }
-    db::open(&path, &SCHEMA).map(Some)
+    let mut conn = db::open(&path, &SCHEMA)?;
+    crate::evidence::import(&mut conn, home)?;
+    Ok(Some(conn))
 }
 
 /// What an annotation says about its call.
@@ -500,6 +510,28 @@ pub fn states(
         })
         .map_err(fail)?;
     rows.collect::<rusqlite::Result<_>>().map_err(fail)
+}
+
+/// The current (not retired) state of one finding, if it has one.
+pub fn state(conn: &Connection, path: &Path, finding_id: &str) -> Result<Option<FindingState>> {
+    conn.query_row(
+        "SELECT state, streak, binding, probe_attached, reopened, updated_at
+         FROM finding_state WHERE finding_id = ?1 AND retired_for IS NULL",
+        [finding_id],
+        |r| {
+            let state: String = r.get(0)?;
+            Ok(FindingState {
+                state: State::parse(&state).unwrap_or_default(),
+                streak: r.get(1)?,
+                binding: r.get(2)?,
+                probe_attached: r.get(3)?,
+                reopened: r.get(4)?,
+                updated_at: r.get(5)?,
+            })
+        },
+    )
+    .optional()
+    .map_err(|e| db::sql_error(path, e))
 }
 
 /// Gives `finding_id` an `open` state unless it already has one.

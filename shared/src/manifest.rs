@@ -1276,4 +1276,20 @@ mod tests {
         let missing = Manifest::load(&dir.path().join("nope.json")).unwrap_err();
         assert_eq!(missing.status(), crate::exit::REJECTED);
     }
+
+    #[test]
+    fn a_number_reads_back_as_the_same_number() {
+        // Found by fuzzing: 2^64 + 2^52 parsed to a float one unit off, so
+        // the canonical text (what credit is bound to) changed once written
+        // and read again. serde_json now parses floats exactly.
+        let expect =
+            Expect::parse(r#"{"outcome":"ok","equals":{"e":118446744073709551616}}"#).unwrap();
+        let canonical = expect.to_value();
+        let again = Expect::parse(&canonical.to_string()).unwrap();
+        assert_eq!(again.to_value(), canonical);
+        assert_eq!(
+            canonical["equals"]["e"].as_f64(),
+            Some(118446744073709551616.0)
+        );
+    }
 }

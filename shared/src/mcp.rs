@@ -1,6 +1,9 @@
 //! The MCP client probes speak through: JSON-RPC 2.0 over a server's
-//! stdin/stdout, on `serde_json::Value`, so that it can say exactly what a
-//! server sent.
+//! stdin/stdout, or over Streamable HTTP ([`http`]), on
+//! `serde_json::Value`, so that it can say exactly what a server sent.
+//! Both transports deliver what arrives as [`Incoming`] items on one
+//! channel, so the request loop, the era logic and the classification
+//! below are the same for both.
 //!
 //! Era: `server/discover` first (the 2026-07-28 revision, with the protocol
 //! data in `_meta`); on *any* other answer — an error of any code, a result
@@ -12,9 +15,12 @@
 //! launch, which is cheap next to a wrong verdict.
 //!
 //! Every request has a deadline; an expired call is cancelled with
-//! `notifications/cancelled` and its late answer ignored. Server requests
-//! are answered (`ping`, an empty `roots/list`, a declined elicitation,
-//! method-not-found otherwise) so a server never waits on us.
+//! `notifications/cancelled` (over 2026-07-28 HTTP by closing its response
+//! stream, which that revision defines as the cancellation) and its late
+//! answer ignored. Server requests are answered (`ping`, an empty
+//! `roots/list`, a declined elicitation, method-not-found otherwise) so a
+//! server never waits on us; over 2026-07-28 HTTP one is a protocol break,
+//! since that revision carries input requests inside results.
 //!
 //! What the server writes is never echoed: a line that is not JSON is
 //! dropped in the reader with only its line number kept, and the errors of
@@ -23,7 +29,11 @@
 //!
 //! Shutdown: close stdin, wait, SIGTERM to the server's process group,
 //! wait, SIGKILL. The server runs in its own process group so helpers it
-//! started (an `npx` wrapper's node, a shell's child) go with it.
+//! started (an `npx` wrapper's node, a shell's child) go with it. Over
+//! HTTP nothing is started; the era fallback opens a fresh client instead
+//! of a fresh process, and a legacy session ends with a DELETE.
+
+mod http;
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -36,6 +46,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use crate::endpoint::Endpoint;
 use crate::probe_result::Reason;
 
 /// The modern protocol revision tried first.
@@ -73,6 +84,34 @@ pub struct Launch {
     pub client: (String, String),
 }
 
+/// How to reach a server over Streamable HTTP.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    /// The endpoint and the extra headers every request carries.
+    pub endpoint: Endpoint,
+    /// `clientInfo` name and version.
+    pub client: (String, String),
+}
+
+/// Where the server is: a command to start, or an endpoint to reach.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Start this command and speak over its stdin/stdout.
+    Stdio(Launch),
+    /// POST to this Streamable HTTP endpoint.
+    Http(Remote),
+}
+
+impl Target {
+    /// The transport name journal records carry.
+    pub fn transport(&self) -> crate::record::Transport {
+        match self {
+            Target::Stdio(_) => crate::record::Transport::Stdio,
+            Target::Http(_) => crate::record::Transport::Http,
+        }
+    }
+}
+
 /// The protocol era the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
@@ -98,6 +137,14 @@ pub enum Broken {
     IdMismatch,
     /// JSON that is not a JSON-RPC message; what was wrong with it.
     InvalidMessage(&'static str),
+    /// The HTTP endpoint could not be reached; why, with its origin only.
+    Unreachable(String),
+    /// An HTTP error status, or no body where a response was due.
+    HttpStatus(String),
+    /// An HTTP body or event that is not JSON; which one.
+    NonJsonBody(String),
+    /// An HTTP answer that ended or broke off before its response.
+    StreamEnded(String),
 }
 
 impl Broken {
@@ -110,13 +157,23 @@ impl Broken {
             Broken::NonJson(_) => Reason::NonJsonLine,
             Broken::IdMismatch => Reason::IdMismatch,
             Broken::InvalidMessage(_) => Reason::InvalidMessage,
+            Broken::Unreachable(_) => Reason::Unreachable,
+            Broken::HttpStatus(_) => Reason::HttpStatus,
+            Broken::NonJsonBody(_) => Reason::NonJsonBody,
+            Broken::StreamEnded(_) => Reason::StreamEnded,
         }
     }
 
     /// A short description for people, free of server bytes.
     pub fn describe(&self) -> String {
         match self {
-            Broken::Start(what) | Broken::Handshake(what) | Broken::Exited(what) => what.clone(),
+            Broken::Start(what)
+            | Broken::Handshake(what)
+            | Broken::Exited(what)
+            | Broken::Unreachable(what)
+            | Broken::HttpStatus(what)
+            | Broken::NonJsonBody(what)
+            | Broken::StreamEnded(what) => what.clone(),
             Broken::NonJson(line) => format!("stdout line {line} is not a JSON message"),
             Broken::IdMismatch => "a response carried an id no pending request had".into(),
             Broken::InvalidMessage(what) => (*what).into(),
@@ -133,11 +190,23 @@ pub enum Reply {
     Timeout,
 }
 
-/// What the stdout reader saw.
+/// What arrived from the server, in order.
 enum Incoming {
     Message(Value),
+    /// stdio: this stdout line was not JSON.
     NotJson(u64),
+    /// stdio: stdout closed.
     Closed,
+    /// HTTP: the exchange of this request (`None`: a reply or notice we
+    /// sent) failed; the loop ignores failures of requests it no longer
+    /// waits for.
+    Failed(Option<i64>, Broken),
+}
+
+/// The channel to the server.
+enum Link {
+    Stdio(Process),
+    Http(Box<http::Http>),
 }
 
 /// A started server process and its pipes. Lines for its stdin go
@@ -152,7 +221,7 @@ struct Process {
 
 /// A connected server.
 pub struct Client {
-    process: Process,
+    link: Link,
     era: Era,
     next_id: i64,
     /// Requests given up on; their late answers are ignored once.
@@ -171,11 +240,20 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
+    /// Reaches the server of `target` and completes a handshake, modern
+    /// first. Each handshake request waits at most `timeout`.
+    pub fn open(target: &Target, timeout: Duration) -> Result<Client, Broken> {
+        match target {
+            Target::Stdio(launch) => Client::connect(launch, timeout),
+            Target::Http(remote) => Client::connect_http(remote, timeout),
+        }
+    }
+
     /// Starts the server and completes a handshake, modern first. Each
     /// handshake request waits at most `timeout`.
     pub fn connect(launch: &Launch, timeout: Duration) -> Result<Client, Broken> {
         let mut first = Client::start(launch)?;
-        if first.discover(timeout) {
+        if first.discover(timeout).unwrap_or(false) {
             first.era = Era::Modern;
             return Ok(first);
         }
@@ -183,6 +261,38 @@ impl Client {
         let mut second = Client::start(launch)?;
         second.initialize(timeout)?;
         Ok(second)
+    }
+
+    /// Completes a handshake with a Streamable HTTP endpoint, modern
+    /// first; the legacy attempt gets a fresh client (no connection or
+    /// state of the first is reused). An endpoint that cannot be reached
+    /// at all gets no second attempt: nothing answered, so there is no
+    /// era to fall back from.
+    pub fn connect_http(remote: &Remote, timeout: Duration) -> Result<Client, Broken> {
+        let mut first = Client::dial(remote, timeout)?;
+        match first.discover(timeout) {
+            Ok(true) => {
+                first.era = Era::Modern;
+                return Ok(first);
+            }
+            Err(broken @ Broken::Unreachable(_)) => return Err(broken),
+            _ => {}
+        }
+        first.shutdown();
+        let mut second = Client::dial(remote, timeout)?;
+        second.initialize(timeout)?;
+        Ok(second)
+    }
+
+    fn dial(remote: &Remote, timeout: Duration) -> Result<Client, Broken> {
+        Ok(Client {
+            link: Link::Http(Box::new(http::Http::open(&remote.endpoint, timeout)?)),
+            era: Era::Legacy,
+            next_id: 1,
+            abandoned: HashSet::new(),
+            server_name: None,
+            client: remote.client.clone(),
+        })
     }
 
     fn start(launch: &Launch) -> Result<Client, Broken> {
@@ -210,12 +320,12 @@ impl Client {
         let (to_server, lines) = mpsc::channel();
         std::thread::spawn(move || write_lines(stdin, &lines));
         Ok(Client {
-            process: Process {
+            link: Link::Stdio(Process {
                 child,
                 stdin: Some(to_server),
                 rx,
                 done: false,
-            },
+            }),
             era: Era::Legacy,
             next_id: 1,
             abandoned: HashSet::new(),
@@ -235,15 +345,16 @@ impl Client {
     }
 
     /// Tries `server/discover`; true when the server speaks our modern
-    /// revision. Anything else, including a broken conversation, is false.
-    fn discover(&mut self, timeout: Duration) -> bool {
-        let Ok(Reply::Response(response)) =
-            self.request("server/discover", Map::new(), timeout, true)
+    /// revision, false for any other answer or silence; a broken
+    /// conversation is its error.
+    fn discover(&mut self, timeout: Duration) -> Result<bool, Broken> {
+        let Reply::Response(response) =
+            self.request("server/discover", Map::new(), timeout, true)?
         else {
-            return false;
+            return Ok(false);
         };
         let Some(result) = response.get("result").and_then(Value::as_object) else {
-            return false;
+            return Ok(false);
         };
         let speaks = result
             .get("supportedVersions")
@@ -257,7 +368,7 @@ impl Client {
                 .and_then(Value::as_str)
                 .map(str::to_owned);
         }
-        speaks
+        Ok(speaks)
     }
 
     fn initialize(&mut self, timeout: Duration) -> Result<(), Broken> {
@@ -294,6 +405,10 @@ impl Client {
             .and_then(|info| info.get("name"))
             .and_then(Value::as_str)
             .map(str::to_owned);
+        if let Link::Http(http) = &mut self.link {
+            let version = result.get("protocolVersion").and_then(Value::as_str);
+            http.negotiated(version.unwrap_or(LEGACY_VERSION));
+        }
         self.notify("notifications/initialized", Map::new())
     }
 
@@ -338,18 +453,30 @@ impl Client {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 self.abandoned.insert(id);
-                let mut cancel = Map::new();
-                cancel.insert("requestId".into(), json!(id));
-                cancel.insert("reason".into(), json!("timeout"));
-                if modern {
-                    cancel.insert("_meta".into(), self.meta());
+                // Over 2026-07-28 HTTP, closing the response stream is the
+                // cancellation; everywhere else it is a notice.
+                let modern_http = modern && matches!(self.link, Link::Http(_));
+                if !modern_http {
+                    let mut cancel = Map::new();
+                    cancel.insert("requestId".into(), json!(id));
+                    cancel.insert("reason".into(), json!("timeout"));
+                    if modern {
+                        cancel.insert("_meta".into(), self.meta());
+                    }
+                    // A server that cannot take the notice will show it on
+                    // the next request; the timeout is the verdict here.
+                    let _ = self.notify("notifications/cancelled", cancel);
                 }
-                // A server that cannot take the notice will show it on the
-                // next request; the timeout is the verdict here.
-                let _ = self.notify("notifications/cancelled", cancel);
+                if let Link::Http(http) = &mut self.link {
+                    http.abandon(id);
+                }
                 return Ok(Reply::Timeout);
             }
-            let incoming = match self.process.rx.recv_timeout(left) {
+            let received = match &self.link {
+                Link::Stdio(process) => process.rx.recv_timeout(left),
+                Link::Http(http) => http.recv_timeout(left),
+            };
+            let incoming = match received {
                 Ok(incoming) => incoming,
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => Incoming::Closed,
@@ -364,8 +491,13 @@ impl Client {
                 Incoming::Closed => {
                     return Err(Broken::Exited(format!(
                         "the server {} while {method} was pending",
-                        self.process.exit_description()
+                        self.exit_description()
                     )));
+                }
+                Incoming::Failed(exchange, broken) => {
+                    if exchange.is_none_or(|e| e == id) {
+                        return Err(broken);
+                    }
                 }
             }
         }
@@ -390,6 +522,13 @@ impl Client {
         let id = map.get("id").filter(|id| !id.is_null());
         match (map.get("method"), id) {
             (Some(Value::String(method)), Some(id)) => {
+                if self.era == Era::Modern && matches!(self.link, Link::Http(_)) {
+                    // 2026-07-28 HTTP has no way to answer: input requests
+                    // travel inside results.
+                    return Err(Broken::InvalidMessage(
+                        "a server request arrived on a 2026-07-28 response stream, which carries none",
+                    ));
+                }
                 let reply = answer(method, id.clone());
                 self.send(&reply)?;
                 Ok(None)
@@ -430,32 +569,50 @@ impl Client {
     }
 
     fn send(&mut self, message: &Value) -> Result<(), Broken> {
+        let process = match &mut self.link {
+            Link::Stdio(process) => process,
+            Link::Http(http) => return http.send(message),
+        };
         let mut line = serde_json::to_vec(message).expect("messages serialize");
         line.push(b'\n');
         // The writer thread ends at the first failed write (the server
         // stopped reading); sending to it then fails.
-        let sent = match &self.process.stdin {
+        let sent = match &process.stdin {
             Some(stdin) => stdin.send(line).is_ok(),
             None => false,
         };
         sent.then_some(()).ok_or_else(|| {
             Broken::Exited(format!(
                 "the server {} and stopped reading its stdin",
-                self.process.exit_description()
+                process.exit_description()
             ))
         })
     }
 
-    /// Ends the server: close stdin, wait, SIGTERM, wait, SIGKILL.
-    /// Returns how it ended, when known.
+    fn exit_description(&mut self) -> String {
+        match &mut self.link {
+            Link::Stdio(process) => process.exit_description(),
+            Link::Http(_) => "closed the connection".into(),
+        }
+    }
+
+    /// Ends the conversation. stdio: close stdin, wait, SIGTERM, wait,
+    /// SIGKILL, and return how the server ended, when known. HTTP: end a
+    /// legacy session with DELETE; `None`.
     pub fn shutdown(&mut self) -> Option<ExitStatus> {
-        self.process.shutdown()
+        match &mut self.link {
+            Link::Stdio(process) => process.shutdown(),
+            Link::Http(http) => {
+                http.shutdown();
+                None
+            }
+        }
     }
 }
 
 impl Drop for Client {
     fn drop(&mut self) {
-        self.process.shutdown();
+        self.shutdown();
     }
 }
 
@@ -602,6 +759,10 @@ mod tests {
             Broken::NonJson(1),
             Broken::IdMismatch,
             Broken::InvalidMessage(""),
+            Broken::Unreachable(String::new()),
+            Broken::HttpStatus(String::new()),
+            Broken::NonJsonBody(String::new()),
+            Broken::StreamEnded(String::new()),
         ];
         for b in all {
             assert_eq!(b.reason().verdict(), Verdict::TransportError, "{b:?}");

@@ -28,10 +28,10 @@ use crate::finding::{DefectClass, Probe};
 use crate::home::Home;
 use crate::journal::Writer;
 use crate::manifest::{Case, Expect, Outcome as Expected, Step, Unmet};
-use crate::mcp::{Broken, Client, Launch, Reply};
+use crate::mcp::{Broken, Client, Reply, Target};
 use crate::outcome;
 use crate::probe_result::{Reason, Verdict, clean_detail};
-use crate::record::{Call, Channel, Identity, Origin, Outcome, SCHEMA_V1, Transport};
+use crate::record::{Call, Channel, Identity, Origin, Outcome, SCHEMA_V1};
 use crate::salt::Salt;
 use crate::sanitize;
 use crate::score;
@@ -64,6 +64,7 @@ pub fn finding_facts(home: &Home, finding: &str) -> Result<Option<FindingFacts>>
     };
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = rusqlite::Connection::open_with_flags(&path, flags).map_err(fail)?;
+    crate::fault::watch(&conn);
     conn.busy_timeout(crate::db::BUSY_TIMEOUT).map_err(fail)?;
     let mut columns = Vec::new();
     {
@@ -124,8 +125,8 @@ pub fn attempt_budget(case: &Case, failure_rate: Option<f64>) -> u32 {
 /// Everything a run needs besides the case.
 #[derive(Debug)]
 pub struct Setup<'a> {
-    /// The server to start.
-    pub launch: Launch,
+    /// The server to start or reach.
+    pub target: Target,
     /// How long each handshake request waits (see [`crate::mcp::HANDSHAKE_TIMEOUT`]).
     pub handshake_timeout: Duration,
     /// Attempts for degradation and error-honesty (see [`attempt_budget`]).
@@ -162,7 +163,7 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
         )));
     };
     let timeout = Duration::from_millis(case.timeout_ms);
-    let client = match Client::connect(&setup.launch, setup.handshake_timeout) {
+    let client = match Client::open(&setup.target, setup.handshake_timeout) {
         Ok(client) => client,
         Err(broken) => return Ok(transport(&broken, 0)),
     };
@@ -412,7 +413,7 @@ impl Session<'_, '_> {
                 seq: u64::from(self.seq),
             },
             origin: Origin::Probe,
-            transport: Transport::Stdio,
+            transport: self.setup.target.transport(),
             server: self
                 .client
                 .server_name()

@@ -113,11 +113,22 @@ pub enum Reason {
     /// Transport: a `tools/call` result that is not an object, or whose
     /// `isError` is not a boolean.
     MalformedResult,
+    /// Transport: the HTTP endpoint could not be reached.
+    Unreachable,
+    /// Transport: the HTTP endpoint answered with an error status, or
+    /// without a body where a response was due.
+    HttpStatus,
+    /// Transport: an HTTP answer (a body, or an event of a stream) was
+    /// not JSON.
+    NonJsonBody,
+    /// Transport: an HTTP answer ended or broke off before the JSON-RPC
+    /// response.
+    StreamEnded,
 }
 
 impl Reason {
     /// Every reason, red ones first.
-    pub const ALL: [Reason; 17] = [
+    pub const ALL: [Reason; 21] = [
         Reason::ExpectedOkGotError,
         Reason::ExpectedErrorGotOk,
         Reason::ErrorCode,
@@ -135,6 +146,10 @@ impl Reason {
         Reason::IdMismatch,
         Reason::InvalidMessage,
         Reason::MalformedResult,
+        Reason::Unreachable,
+        Reason::HttpStatus,
+        Reason::NonJsonBody,
+        Reason::StreamEnded,
     ];
 
     /// The reason code as printed (`not-equal`, `malformed-result`, …).
@@ -157,6 +172,10 @@ impl Reason {
             Reason::IdMismatch => "id-mismatch",
             Reason::InvalidMessage => "invalid-message",
             Reason::MalformedResult => "malformed-result",
+            Reason::Unreachable => "unreachable",
+            Reason::HttpStatus => "http-status",
+            Reason::NonJsonBody => "non-json-body",
+            Reason::StreamEnded => "stream-ended",
         }
     }
 
@@ -174,7 +193,11 @@ impl Reason {
             | Reason::NonJsonLine
             | Reason::IdMismatch
             | Reason::InvalidMessage
-            | Reason::MalformedResult => Verdict::TransportError,
+            | Reason::MalformedResult
+            | Reason::Unreachable
+            | Reason::HttpStatus
+            | Reason::NonJsonBody
+            | Reason::StreamEnded => Verdict::TransportError,
             _ => Verdict::Red,
         }
     }
@@ -216,7 +239,7 @@ impl Reason {
                 "The server command could not be started: check the command after --."
             }
             Reason::Handshake => {
-                "The server completed neither server/discover nor initialize: check that it speaks MCP on stdio."
+                "The server completed neither server/discover nor initialize: check that it speaks MCP on stdio, or Streamable HTTP at --url."
             }
             Reason::ServerExited => {
                 "The server exited or closed stdout mid-run: keep serving until stdin closes."
@@ -231,6 +254,18 @@ impl Reason {
                 "The server sent JSON that is not a JSON-RPC message: answer with result or error."
             }
             Reason::MalformedResult => "Return a CallToolResult object with a boolean isError.",
+            Reason::Unreachable => {
+                "The endpoint could not be reached: check --url, and that the server listens there."
+            }
+            Reason::HttpStatus => {
+                "The endpoint answered with an HTTP error status: check --url and the --header credentials, and answer each request with its JSON-RPC response."
+            }
+            Reason::NonJsonBody => {
+                "The endpoint's answer was not JSON: answer with application/json or text/event-stream carrying JSON-RPC messages."
+            }
+            Reason::StreamEnded => {
+                "The HTTP answer ended before the JSON-RPC response: keep each response open until its response is sent."
+            }
         }
     }
 }

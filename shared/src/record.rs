@@ -249,3 +249,194 @@ fn check_time(value: &str, field: &str) -> Result<(), String> {
         None => Err(format!("{field} is not an RFC 3339 time stamp")),
     }
 }
+
+/// A journal line read back: either schema, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// An `mcpeval.call/1` record.
+    V1(Call),
+    /// A legacy `mcpeval.call/0` record.
+    V0(LegacyCall),
+}
+
+impl Record {
+    /// Parses and checks one line (without its newline) with the strict
+    /// types of either schema. The error names the field or rule at fault
+    /// and never echoes the line.
+    pub fn parse(line: &[u8]) -> Result<Record, String> {
+        if line.len() > MAX_LINE {
+            return Err(format!(
+                "oversized record: the line is {} bytes, over the limit of {MAX_LINE}",
+                line.len()
+            ));
+        }
+        let value: Value = serde_json::from_slice(line).map_err(|e| {
+            format!(
+                "not valid JSON: {}",
+                e.to_string().split(" at line ").next().unwrap_or("")
+            )
+        })?;
+        let schema = value
+            .get("schema")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        match schema.as_deref() {
+            Some(SCHEMA_V1) => {
+                let call: Call = serde_json::from_value(value)
+                    .map_err(|e| format!("invalid {SCHEMA_V1} record: {e}"))?;
+                call.validate()
+                    .map_err(|e| format!("invalid {SCHEMA_V1} record: {e}"))?;
+                Ok(Record::V1(call))
+            }
+            Some(SCHEMA_V0) => {
+                let call: LegacyCall = serde_json::from_value(value)
+                    .map_err(|e| format!("invalid {SCHEMA_V0} record: {e}"))?;
+                call.validate()
+                    .map_err(|e| format!("invalid {SCHEMA_V0} record: {e}"))?;
+                Ok(Record::V0(call))
+            }
+            Some(other) => Err(format!(
+                "unknown schema {other:?}; expected \"{SCHEMA_V1}\" or \"{SCHEMA_V0}\""
+            )),
+            None => Err("not a record: no \"schema\" string".into()),
+        }
+    }
+
+    /// The server name.
+    pub fn server(&self) -> &str {
+        match self {
+            Record::V1(c) => &c.server,
+            Record::V0(c) => &c.server,
+        }
+    }
+
+    /// The tool name.
+    pub fn tool(&self) -> &str {
+        match self {
+            Record::V1(c) => &c.tool,
+            Record::V0(c) => &c.tool,
+        }
+    }
+
+    /// When the call started (legacy: `ts`), RFC 3339.
+    pub fn started_at(&self) -> &str {
+        match self {
+            Record::V1(c) => &c.started_at,
+            Record::V0(c) => &c.ts,
+        }
+    }
+
+    /// Captured traffic or a probe's call; legacy records are captures.
+    pub fn origin(&self) -> Origin {
+        match self {
+            Record::V1(c) => c.origin,
+            Record::V0(_) => Origin::Capture,
+        }
+    }
+
+    /// What came back.
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            Record::V1(c) => c.outcome,
+            Record::V0(c) => c.outcome,
+        }
+    }
+
+    /// Why the outcome is unknown (legacy records do not say).
+    pub fn unknown(&self) -> Option<Unknown> {
+        match self {
+            Record::V1(c) => c.unknown,
+            Record::V0(_) => None,
+        }
+    }
+
+    /// The error code, if any.
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            Record::V1(c) => c.error.as_ref().and_then(|e| e.code),
+            Record::V0(c) => c.err_code,
+        }
+    }
+
+    /// The session token.
+    pub fn session(&self) -> &str {
+        match self {
+            Record::V1(c) => &c.identity.session,
+            Record::V0(c) => &c.session,
+        }
+    }
+
+    /// The turn within the session.
+    pub fn seq(&self) -> u64 {
+        match self {
+            Record::V1(c) => c.identity.seq,
+            Record::V0(c) => c.seq,
+        }
+    }
+
+    /// The event id (current records only).
+    pub fn event_id(&self) -> Option<&str> {
+        match self {
+            Record::V1(c) => Some(&c.identity.event_id),
+            Record::V0(_) => None,
+        }
+    }
+
+    /// The record as JSON, re-serialized from its checked fields, so only
+    /// what the contract allows is in it.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Record::V1(c) => serde_json::to_value(c),
+            Record::V0(c) => serde_json::to_value(c),
+        }
+        .unwrap_or(Value::Null)
+    }
+}
+
+/// The complete lines of journal bytes (each without its newline), and
+/// how many bytes they span: an unfinished last line is left out, for a
+/// later read once its newline arrives.
+pub fn complete_lines(bytes: &[u8]) -> (usize, impl Iterator<Item = &[u8]>) {
+    let end = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    let lines = bytes[..end]
+        .split(|&b| b == b'\n')
+        .take(bytes[..end].iter().filter(|&&b| b == b'\n').count());
+    (end, lines)
+}
+
+#[cfg(test)]
+mod record_tests {
+    use super::*;
+
+    #[test]
+    fn only_complete_lines_count() {
+        let (end, lines) = complete_lines(b"a\n\nbb\ncc");
+        assert_eq!(end, 6);
+        assert_eq!(lines.collect::<Vec<_>>(), vec![&b"a"[..], b"", b"bb"]);
+        assert_eq!(complete_lines(b"x").0, 0);
+    }
+
+    #[test]
+    fn parses_both_schemas_and_names_what_is_wrong() {
+        let v1 = br#"{"schema":"mcpeval.call/1","identity":{"event_id":"6f1c2a3b-4d5e-4f60-8a7b-000000000001","session":"s-0000000000000001","seq":1},"origin":"capture","transport":"stdio","server":"w","tool":"t","started_at":"2026-11-30T07:00:00.123Z","duration_ms":4,"advertised":true,"args_shape":{},"outcome":"ok"}"#;
+        let r = Record::parse(v1).unwrap();
+        assert_eq!((r.server(), r.tool(), r.seq()), ("w", "t", 1));
+        let v0 = br#"{"schema":"mcpeval.call/0","session":"s-0000000000000001","seq":2,"server":"w","tool":"t","ts":"2026-11-30T07:00:00Z","outcome":"error","err_code":-32603,"template_id":null,"retryable":null,"args_shape":{}}"#;
+        assert_eq!(Record::parse(v0).unwrap().code(), Some(-32603));
+        assert!(
+            Record::parse(b"{")
+                .unwrap_err()
+                .starts_with("not valid JSON")
+        );
+        assert!(
+            Record::parse(br#"{"schema":"x"}"#)
+                .unwrap_err()
+                .contains("unknown schema")
+        );
+        let extra = br#"{"schema":"mcpeval.call/0","session":"s-0000000000000001","seq":2,"server":"w","tool":"t","ts":"2026-11-30T07:00:00Z","outcome":"ok","err_code":null,"template_id":null,"retryable":null,"args_shape":{},"raw":"v"}"#;
+        assert!(Record::parse(extra).unwrap_err().contains("unknown field"));
+    }
+}

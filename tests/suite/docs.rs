@@ -63,3 +63,53 @@ fn every_binary_answers_help() {
         );
     }
 }
+
+/// Rust files under `dir`, recursively.
+fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_bad_input_row_names_a_test_that_exists() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = readme
+        .split("## When input is bad\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a section 'When input is bad'");
+    let mut files = Vec::new();
+    for dir in ["tests/suite", "bins", "shared/src"] {
+        sources(&repo().join(dir), &mut files);
+    }
+    let rows: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| input") && !l.starts_with("| ---"))
+        .collect();
+    assert!(rows.len() >= 30, "{} rows", rows.len());
+    for row in rows {
+        let test = row
+            .trim_end_matches(" |")
+            .rsplit(" | ")
+            .next()
+            .and_then(|cell| cell.strip_prefix('`')?.strip_suffix('`'))
+            .unwrap_or_else(|| panic!("no test named in: {row}"));
+        let (file, name) = (
+            test.split("::").next().unwrap(),
+            test.rsplit("::").next().unwrap(),
+        );
+        let found = files.iter().any(|path| {
+            path.file_stem().is_some_and(|s| s == file)
+                && std::fs::read_to_string(path)
+                    .unwrap()
+                    .contains(&format!("fn {name}("))
+        });
+        assert!(found, "README names {test}, which no {file}.rs defines");
+    }
+}

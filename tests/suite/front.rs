@@ -186,11 +186,18 @@ fn list_json_shows_origin_description_and_shadowed_copies() {
 fn a_builtin_found_only_on_path_keeps_its_description() {
     let store = Store::new();
     let dir = plugin_dir(&store, "bin");
-    // `share` is a built-in name; the test build has no mcpeval-share.
+    // `share` is a built-in name. A copy of the front alone in its own
+    // directory has no siblings, so the one on PATH is all it can find,
+    // whichever built-ins this build has.
     let share = script(&dir, "mcpeval-share", "exit 0", 0o755);
-    assert!(!bin("mcpeval-share").exists());
-    let mut cmd = front(&store, &[&dir]);
-    cmd.args(["--format=json", "--list"]);
+    let lone = plugin_dir(&store, "lone");
+    let copy = lone.join("mcpeval");
+    fs::copy(bin("mcpeval"), &copy).unwrap();
+    let mut cmd = Command::new(&copy);
+    store.env(&mut cmd);
+    let path = std::iter::once(dir.clone()).chain(std::env::split_paths(SYSTEM_PATH));
+    cmd.env("PATH", std::env::join_paths(path).unwrap())
+        .args(["--format=json", "--list"]);
     let commands = list_json(cmd);
     assert_eq!(
         entry(&commands, "share"),

@@ -248,6 +248,67 @@ fn an_unfinished_last_line_waits_for_its_newline() {
     assert_eq!(number(&store, "SELECT max(line) FROM calls"), 3);
 }
 
+#[test]
+fn an_earlier_journals_unfinished_line_finished_in_place_rebuilds() {
+    // Found by the history property: only the last journal is read past its
+    // checkpoint, so an earlier journal whose unfinished line became a
+    // complete record without growing was never read again, while a
+    // rebuild indexed that record.
+    let store = Store::new();
+    let third = Rec::ok(3, 1, 3, "get_forecast").line();
+    let torn = format!("{}x", third.trim_end());
+    let path = write(&store, 1, &(lines(&calls(2, 1)) + &torn));
+    write(&store, 2, &lines(&calls(1, 2)));
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (3 new) from 2 journals in S s; full rebuild: no previous index"
+    );
+    // The same size: the stray byte becomes the newline.
+    fs::write(&path, lines(&calls(2, 1)) + &third).unwrap();
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 4 calls (1 new) from 2 journals in S s; full rebuild: {} changed after later journals were indexed",
+            journal_name(1)
+        )
+    );
+
+    // Shorter: a long unfinished line replaced by a short complete one.
+    let store = Store::new();
+    let mut long = Rec::ok(3, 1, 3, "get_forecast");
+    long.0["args_shape"] =
+        serde_json::json!({"a_long_argument_name_to_outgrow_the_record": "string"});
+    let long = long.line();
+    let path = write(&store, 1, &(lines(&calls(2, 1)) + long.trim_end()));
+    write(&store, 2, &lines(&calls(1, 2)));
+    indexed(&store);
+    fs::write(&path, lines(&calls(3, 1))).unwrap();
+    assert!(
+        fs::metadata(&path).unwrap().len() < (lines(&calls(2, 1)).len() + long.len() - 1) as u64
+    );
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 4 calls (1 new) from 2 journals in S s; full rebuild: {} changed after later journals were indexed",
+            journal_name(1)
+        )
+    );
+    // An unfinished line that stays unfinished costs no rebuild.
+    let store = Store::new();
+    let path = write(&store, 1, &(lines(&calls(2, 1)) + &torn));
+    write(&store, 2, &lines(&calls(1, 2)));
+    indexed(&store);
+    fs::write(
+        &path,
+        lines(&calls(2, 1)) + &torn.replace("get_forecast", "get_forecasT"),
+    )
+    .unwrap();
+    assert_eq!(
+        indexed(&store),
+        "indexed 3 calls (0 new) from 2 journals in S s"
+    );
+}
+
 /// index.db's bytes and what a reader sees in it.
 fn snapshot(store: &Store) -> (Vec<u8>, Vec<(String, i64)>) {
     let bytes = fs::read(store.home().join("index.db")).unwrap();

@@ -20,8 +20,8 @@ use jiff::Timestamp;
 
 use crate::http::json::Scanner;
 use crate::http::sessions::{Key, Observer};
-use crate::http::sse::{Decoder, Item};
 use crate::session::Side;
+use shared::sse::{Decoder, Item};
 
 /// A JSON body longer than this is relayed but not observed.
 const MAX_JSON: usize = 64 * 1024 * 1024;

@@ -11,7 +11,6 @@ mod body;
 mod json;
 mod proxy;
 mod sessions;
-mod sse;
 pub mod upstream;
 
 use std::sync::Arc;

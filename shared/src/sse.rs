@@ -1,11 +1,13 @@
-//! An incremental decoder of `text/event-stream` bodies, for observation.
+//! An incremental decoder of `text/event-stream` bodies: how Streamable
+//! HTTP carries JSON-RPC messages. Capture observes copies of the bytes it
+//! relays with it; the probe client reads its response streams with it.
 //!
 //! It follows the WHATWG event-stream rules that matter to a reader of
 //! `data:`: lines end in CRLF, LF or CR (also split across chunks), a
 //! leading BOM is dropped, `:` lines are comments, one space after the
 //! colon is stripped, multi-line data is joined with `\n`, and a blank line
-//! dispatches. It only reads copies of the bytes: the relay forwards the
-//! original chunks untouched, whatever this decoder makes of them.
+//! dispatches. It never buffers more than one event, and only decodes: what
+//! the data means is the caller's business.
 
 /// An event's data longer than this is not observed (it is still relayed).
 pub const MAX_EVENT: usize = 64 * 1024 * 1024;
@@ -37,6 +39,7 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder at the start of a stream.
     pub fn new() -> Decoder {
         Decoder {
             at_start: true,

@@ -1,0 +1,51 @@
+//! `mcpeval-close`: close a finding by hand, with a reason in its history.
+//!
+//! The only way to close a finding without an attached probe. It writes
+//! one state change and one history line in one transaction, and never
+//! touches verification runs.
+
+mod args;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use serde_json::json;
+use shared::home::Home;
+use shared::{Error, Result, exit, lifecycle, verification};
+
+use crate::args::{Args, Format};
+
+fn main() -> ExitCode {
+    shared::cli::main(close)
+}
+
+fn close(args: Args) -> Result<()> {
+    if !shared::finding::is_finding_id(&args.finding) {
+        return Err(Error::usage(format!(
+            "invalid --finding {:?}: a finding id is \"finding-\" and 16 lower-case hex digits",
+            args.finding
+        )));
+    }
+    verification::check_reason(&args.reason)
+        .map_err(|why| Error::usage(format!("invalid --reason: {why}")))?;
+    let home = Home::resolve(args.home.as_deref())?;
+    let mut conn = lifecycle::open(&home)?;
+    verification::standing(&home, &conn, &args.finding)?.require(&args.finding, exit::USAGE)?;
+    let changed =
+        verification::close(&mut conn, &home.lifecycle_db(), &args.finding, &args.reason)?;
+    let was = changed.as_ref().map(|(before, _)| before.state.as_str());
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        Format::Text => match was {
+            Some(was) => writeln!(out, "{} state=closed (was {was})", args.finding)?,
+            None => writeln!(out, "{} state=closed (already closed)", args.finding)?,
+        },
+        Format::Json => writeln!(
+            out,
+            "{}",
+            json!({"finding": args.finding, "state": "closed", "was": was.unwrap_or("closed"),
+                   "changed": was.is_some()})
+        )?,
+    }
+    Ok(out.flush()?)
+}

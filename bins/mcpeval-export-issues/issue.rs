@@ -1,0 +1,193 @@
+//! One finding as an issue body a tracker accepts as is.
+//!
+//! It prints only what `shared::catalog::Finding` holds, so it is as
+//! sanitized as `findings`: shapes, never values.
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+use shared::catalog::Finding;
+
+/// The file name of a finding's issue: stable across runs.
+pub fn file_name(id: &str) -> String {
+    format!("{id}.md")
+}
+
+/// The finding id a file name stands for, when it is one of ours.
+pub fn finding_of(file_name: &str) -> Option<&str> {
+    file_name
+        .strip_suffix(".md")
+        .filter(|id| shared::finding::is_finding_id(id))
+}
+
+/// The command that writes the finding's one-case manifest.
+pub fn generate_command(f: &Finding) -> String {
+    let d = &f.derived;
+    let expect = if d.defect_class == "false-success" {
+        " --expect expect.json"
+    } else {
+        ""
+    };
+    format!(
+        "mcpeval generate --finding {id} --confirm-read-only{expect} --output {id}.manifest.json",
+        id = d.id
+    )
+}
+
+/// The command that verifies a repair with that manifest.
+pub fn verify_command(f: &Finding) -> String {
+    format!(
+        "mcpeval verify --finding {id} --case {id} --manifest {id}.manifest.json -- <server command>",
+        id = f.derived.id
+    )
+}
+
+/// The whole markdown body.
+pub fn render(f: &Finding) -> String {
+    let d = &f.derived;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# {}: `{}` on server `{}` fails\n",
+        d.defect_class,
+        tick(&d.tool),
+        tick(&d.server)
+    );
+    let _ = writeln!(
+        s,
+        "Finding `{}` ({} severity, score {:.3}; state {}, streak {}/3{}). \
+Recorded by mcpeval from real agent traffic; every figure below is an aggregate \
+and every argument a shape, never a value.\n",
+        d.id,
+        f.severity,
+        d.score,
+        f.state,
+        f.streak,
+        if f.probe_attached {
+            ", probe attached"
+        } else {
+            ", no probe attached yet"
+        }
+    );
+    let _ = writeln!(s, "## Evidence\n");
+    let _ = writeln!(s, "| figure | value |\n| --- | --- |");
+    let rows: [(&str, String); 13] = [
+        ("failures", d.failures.to_string()),
+        ("calls", d.calls.to_string()),
+        ("failure rate", format!("{:.1}%", 100.0 * d.failure_rate)),
+        ("95% Wilson lower bound", format!("{:.3}", d.wilson_lower)),
+        ("sessions", d.sessions.to_string()),
+        ("first seen", d.first_seen.clone()),
+        ("last seen", d.last_seen.clone()),
+        (
+            "failure windows",
+            format!(
+                "median {} turn{}",
+                d.median_window_turns,
+                if d.median_window_turns == 1.0 {
+                    ""
+                } else {
+                    "s"
+                }
+            ),
+        ),
+        (
+            "blast radius",
+            format!(
+                "{} tool{}",
+                d.blast_radius,
+                if d.blast_radius == 1 { "" } else { "s" }
+            ),
+        ),
+        ("error code", codes(d.err_code, &d.err_codes)),
+        ("retryable", retryable(d.retryable).to_owned()),
+        ("severity", f.severity.to_owned()),
+        ("score", format!("{:.3}", d.score)),
+    ];
+    for (name, value) in rows {
+        let _ = writeln!(s, "| {name} | {} |", value.replace('|', "\\|"));
+    }
+    let _ = writeln!(s, "\n## Repro (shape level)\n");
+    let _ = writeln!(
+        s,
+        "Call the tool with arguments of this shape (each scalar stands for a value of that JSON type):\n"
+    );
+    let shape = d.args_shapes.first().cloned().unwrap_or_else(|| json!({}));
+    let call = json!({"method": "tools/call", "params": {"name": d.tool, "arguments": shape}});
+    let _ = writeln!(
+        s,
+        "```json\n{}\n```",
+        serde_json::to_string_pretty(&call).unwrap_or_default()
+    );
+    if d.args_shapes.len() > 1 {
+        let others: Vec<String> = d.args_shapes[1..]
+            .iter()
+            .map(|v: &Value| format!("`{v}`"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "\nOther argument shapes seen failing: {}",
+            others.join(", ")
+        );
+    }
+    let _ = writeln!(s, "\n## Fix hint\n\n{}", d.fix_hint);
+    let _ = writeln!(s, "\n## Prove the fix\n");
+    if d.defect_class == "false-success" {
+        let _ = writeln!(
+            s,
+            "First write `expect.json`, the result that tells the bug from the repair, e.g. \
+`{{\"outcome\": \"ok\", \"equals_paths\": {{\"/structuredContent/status\": \"ready\"}}}}`. Then:\n"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "```sh\n{}\n# fill every \"<fill:TYPE>\" placeholder it lists, then, against the repaired server:\n{}\n```",
+        generate_command(f),
+        verify_command(f)
+    );
+    let _ = writeln!(
+        s,
+        "\nThree consecutive green runs close the finding; a red run reopens it."
+    );
+    s
+}
+
+/// Backticks inside a code span would end it.
+fn tick(text: &str) -> String {
+    text.replace('`', "'")
+}
+
+fn codes(main: Option<i64>, all: &[i64]) -> String {
+    match main {
+        None => "none".into(),
+        Some(code) if all.len() <= 1 => code.to_string(),
+        Some(code) => {
+            let list: Vec<String> = all.iter().map(i64::to_string).collect();
+            format!("{} (most frequent {code})", list.join(", "))
+        }
+    }
+}
+
+fn retryable(value: Option<bool>) -> &'static str {
+    match value {
+        Some(true) => "always",
+        Some(false) => "never",
+        None => "mixed or unreported",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_finding_files_are_ours() {
+        assert_eq!(
+            finding_of("finding-0123456789abcdef.md"),
+            Some("finding-0123456789abcdef")
+        );
+        assert_eq!(finding_of("finding-0123456789ABCDEF.md"), None);
+        assert_eq!(finding_of("README.md"), None);
+        assert_eq!(finding_of("finding-0123456789abcdef.md~"), None);
+    }
+}

@@ -1,0 +1,91 @@
+//! `mcpeval-generate`: write a one-case manifest that probes a finding.
+//!
+//! It reads the catalog and, optionally, an expect file, and writes one
+//! file. It never calls the server, never journals, and never replaces an
+//! existing manifest with anything that did not pass validation.
+
+mod args;
+mod case;
+mod output;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use shared::manifest::{Expect, Manifest};
+use shared::{Error, Result, catalog};
+
+use crate::args::{Args, Config};
+
+const PROGRAM: &str = "mcpeval-generate";
+
+fn main() -> ExitCode {
+    shared::cli::main(|args: Args| generate(args.into_config()?))
+}
+
+fn generate(config: Config) -> Result<()> {
+    if !config.force && config.output.exists() {
+        return Err(output::exists_error(&config.output));
+    }
+    let expect = config
+        .expect
+        .as_deref()
+        .map(Expect::parse_file)
+        .transpose()?;
+    let catalog = catalog::load(&config.home)?;
+    let finding = catalog::find(&catalog, &config.finding).ok_or_else(|| {
+        Error::usage(format!(
+            "no finding {} in the catalog; nothing was written",
+            config.finding
+        ))
+        .with_hint("list the findings with `mcpeval findings`")
+    })?;
+    let doc = case::manifest(finding, expect.as_ref())?;
+    let text = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&doc).expect("manifests serialize")
+    );
+    let value: serde_json::Value = serde_json::from_str(&text).expect("manifests parse");
+    // Validate exactly what will be written, before the output is opened.
+    let manifest = Manifest::parse(&text).map_err(|r| r.into_error(&config.output))?;
+    output::write(&config.output, &text, config.force)?;
+
+    let case = &manifest.cases[0];
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "{PROGRAM}: wrote {}: case {} ({}, tool {}{})",
+        config.output.display(),
+        case.id,
+        case.probe.as_str(),
+        case.steps[0].tool,
+        case.attempts
+            .map(|n| format!(", {n} attempts"))
+            .unwrap_or_default()
+    );
+    let holes = case.placeholders();
+    if !holes.is_empty() {
+        let _ = writeln!(
+            err,
+            "{PROGRAM}: fill {} placeholder(s) before `mcpeval verify`:",
+            holes.len()
+        );
+        for pointer in &holes {
+            let placeholder = value
+                .pointer(pointer)
+                .and_then(|v| v.as_str())
+                .unwrap_or("");
+            let _ = writeln!(
+                err,
+                "  {pointer}: replace \"{placeholder}\" with {}",
+                case::what_to_fill(placeholder)
+            );
+        }
+    }
+    if expect.is_some() {
+        let _ = writeln!(
+            err,
+            "{PROGRAM}: review the expect: it must tell the reported defect from the repair"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! `--all`: every case of a manifest, for CI. Each case is admitted before
+//! any server starts, then run against a fresh server in file order.
+
+use std::io::Write;
+
+use shared::manifest::{Case, Manifest};
+use shared::probe_result::{ProbeResult, Verdict};
+use shared::{Error, Result, exit};
+
+use crate::args::{Config, Format};
+use crate::junit;
+use crate::output;
+use crate::run::{self, Runner};
+
+/// Runs every selected case; the status is 1 when any was red, else 5
+/// when any met a transport error, else 0.
+pub fn run(config: &Config, manifest: &Manifest) -> Result<u8> {
+    let cases: Vec<&Case> = manifest
+        .cases
+        .iter()
+        .filter(|c| config.finding.as_ref().is_none_or(|f| *f == c.finding))
+        .collect();
+    if cases.is_empty() {
+        let what = match &config.finding {
+            Some(f) => format!("no case for {f}"),
+            None => "no cases".to_owned(),
+        };
+        return Err(Error::usage(format!(
+            "{} has {what}; nothing was run",
+            config.manifest.display()
+        )));
+    }
+    let mut budgets = Vec::with_capacity(cases.len());
+    for case in &cases {
+        budgets.push(run::admit(case, config)?);
+    }
+    let mut runner = Runner::new(config)?;
+    let mut results: Vec<ProbeResult> = Vec::with_capacity(cases.len());
+    for (case, attempts) in cases.iter().zip(budgets) {
+        let result = runner.run(manifest, case, attempts)?;
+        run::explain(&result);
+        if config.format != Format::Junit {
+            // Streamed, so a long manifest shows progress as it runs.
+            output::print(&result, config.format)?;
+        }
+        results.push(result);
+    }
+    if config.format == Format::Junit {
+        let suite = config
+            .manifest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "manifest".to_owned());
+        let mut out = std::io::stdout().lock();
+        out.write_all(junit::document(&suite, &results).as_bytes())?;
+        out.flush()?;
+    }
+    let any = |v: Verdict| results.iter().any(|r| r.result == v);
+    Ok(if any(Verdict::Red) {
+        exit::RED
+    } else if any(Verdict::TransportError) {
+        exit::TRANSPORT
+    } else {
+        exit::SUCCESS
+    })
+}

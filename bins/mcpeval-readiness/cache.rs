@@ -1,0 +1,384 @@
+//! `trends.db`: per-journal daily call and failure counts, kept in step
+//! with the journals by the index's own byte rules.
+//!
+//! A journal's identity is its content: the cache keeps, per journal, how
+//! many bytes it read and their SHA-256, and re-hashes those bytes on every
+//! run (time stamps never prove a file unchanged). Only the last cached
+//! journal may grow, and only journals sorting after it may appear; any
+//! other change throws the cache away and reads everything again. Each
+//! refresh is one `BEGIN IMMEDIATE` transaction, so a refused line leaves
+//! the cache as it was. The cache holds names and counts, nothing else.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{ErrorKind, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, Transaction, params};
+use sha2::Digest;
+use shared::db::{self, Schema, sql_error};
+use shared::error::{Error, IoContext, Result};
+use shared::hash::Hasher;
+use shared::home::Home;
+use shared::lock::LockFile;
+use shared::record::{Origin, Outcome, Record, Unknown};
+
+/// The migrations of `trends.db`; append new steps, never edit one.
+pub const SCHEMA: Schema = Schema {
+    name: "trends.db",
+    migrations: &[MIGRATION_1],
+    page_size: None,
+};
+
+const MIGRATION_1: &str = "
+-- journals: what the cache read of each journal: `length` bytes (up to the
+-- last newline) hashing to `sha256`, holding `lines` lines; `size` is the
+-- file's size then (more than `length` while its last line was unfinished).
+CREATE TABLE journals(
+    name   TEXT PRIMARY KEY,
+    length INTEGER NOT NULL,
+    sha256 BLOB NOT NULL,
+    lines  INTEGER NOT NULL,
+    size   INTEGER NOT NULL
+);
+-- daily: captured calls and failures per journal, UTC day, server and tool.
+CREATE TABLE daily(
+    journal  TEXT NOT NULL,
+    day      TEXT NOT NULL,
+    server   TEXT NOT NULL,
+    tool     TEXT NOT NULL,
+    calls    INTEGER NOT NULL,
+    failures INTEGER NOT NULL,
+    PRIMARY KEY (journal, day, server, tool)
+) WITHOUT ROWID;
+";
+
+/// Counts of one (day, server, tool), summed over the journals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Daily {
+    pub day: String,
+    pub server: String,
+    pub tool: String,
+    pub calls: u64,
+    pub failures: u64,
+}
+
+/// What a refresh did, and the counts it leaves.
+#[derive(Debug, Default)]
+pub struct Refresh {
+    /// Why the cache was thrown away and read again, if it was.
+    pub rebuilt: Option<String>,
+    /// Journals the cache covers.
+    pub journals: u64,
+    /// Journal bytes read and parsed this run (validation hashing aside).
+    pub bytes_read: u64,
+    /// Captured calls counted this run.
+    pub calls_added: u64,
+    /// Every (day, server, tool) with its counts.
+    pub daily: Vec<Daily>,
+}
+
+struct Checkpoint {
+    name: String,
+    length: u64,
+    sha256: Vec<u8>,
+    lines: u64,
+    size: u64,
+}
+
+/// Brings `trends.db` up to date with the journals and reads its counts.
+/// A store that does not exist yet has no counts and is not created.
+pub fn refresh(home: &Home) -> Result<Refresh> {
+    if !home.root().is_dir() {
+        return Ok(Refresh::default());
+    }
+    let journals_dir = home.journals();
+    let lock = journals_dir
+        .is_dir()
+        .then(|| LockFile::open(&home.journal_lock()))
+        .transpose()?;
+    let _guard = lock.as_ref().map(LockFile::shared).transpose()?;
+    let files = shared::journal::files(&journals_dir)?;
+
+    let path = home.trends_db();
+    let mut conn = db::open(&path, &SCHEMA)?;
+    let mut refresh = Refresh::default();
+    db::write(&mut conn, |tx| {
+        let checkpoints = load(tx, &path)?;
+        let mut hashers = BTreeMap::new();
+        let reason = if checkpoints.is_empty() {
+            None
+        } else {
+            plan(&journals_dir, &checkpoints, &files, &mut hashers)?
+        };
+        let mut known: BTreeMap<String, Checkpoint> = BTreeMap::new();
+        if let Some(reason) = reason {
+            tx.execute_batch("DELETE FROM daily; DELETE FROM journals;")
+                .map_err(|e| sql_error(&path, e))?;
+            hashers.clear();
+            refresh.rebuilt = Some(reason);
+        } else {
+            known = checkpoints
+                .into_iter()
+                .map(|c| (c.name.clone(), c))
+                .collect();
+        }
+        for file in &files {
+            let name = file_name(file);
+            let start = known.get(&name);
+            let hasher = hashers.remove(&name).unwrap_or_default();
+            read_journal(tx, &path, file, &name, start, hasher, &mut refresh)?;
+        }
+        Ok(())
+    })?;
+    refresh.journals = files.len() as u64;
+    refresh.daily = counts(&conn, &path)?;
+    Ok(refresh)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn load(conn: &Connection, path: &Path) -> Result<Vec<Checkpoint>> {
+    let fail = |e| sql_error(path, e);
+    let mut stmt = conn
+        .prepare("SELECT name, length, sha256, lines, size FROM journals ORDER BY name")
+        .map_err(fail)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(Checkpoint {
+                name: r.get(0)?,
+                length: r.get(1)?,
+                sha256: r.get(2)?,
+                lines: r.get(3)?,
+                size: r.get(4)?,
+            })
+        })
+        .map_err(fail)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(fail)
+}
+
+/// Checks every cached journal against the disk; `Some(reason)` when the
+/// cache must be rebuilt. The hash state after each verified prefix is
+/// kept in `hashers`, so the last journal's growth is hashed once.
+fn plan(
+    dir: &Path,
+    checkpoints: &[Checkpoint],
+    files: &[PathBuf],
+    hashers: &mut BTreeMap<String, Hasher>,
+) -> Result<Option<String>> {
+    let on_disk: BTreeSet<String> = files.iter().map(|f| file_name(f)).collect();
+    let cached: BTreeSet<&str> = checkpoints.iter().map(|c| c.name.as_str()).collect();
+    let last = checkpoints.last().map(|c| c.name.as_str()).unwrap_or("");
+    let mut all: BTreeSet<&str> = cached.clone();
+    all.extend(on_disk.iter().map(String::as_str));
+    for name in all {
+        if !on_disk.contains(name) {
+            return Ok(Some(format!("{name} removed")));
+        }
+        if !cached.contains(name) && name < last {
+            return Ok(Some(format!("{name} sorts before cached journals")));
+        }
+    }
+    for (i, cp) in checkpoints.iter().enumerate() {
+        let path = dir.join(&cp.name);
+        let mut file = File::open(&path).context(format_args!("cannot open {}", path.display()))?;
+        let size = file
+            .metadata()
+            .context(format_args!("cannot stat {}", path.display()))?
+            .len();
+        if size < cp.length {
+            return Ok(Some(format!("{} truncated", cp.name)));
+        }
+        if i + 1 < checkpoints.len() && size > cp.size {
+            return Ok(Some(format!(
+                "{} grew after later journals were cached",
+                cp.name
+            )));
+        }
+        let mut hasher = Hasher::new();
+        match hash_prefix(&mut file, cp.length, &mut hasher) {
+            Ok(()) => {}
+            Err(err) if err.kind() == ErrorKind::UnexpectedEof => {
+                return Ok(Some(format!("{} truncated", cp.name)));
+            }
+            Err(err) => {
+                return Err(Error::io(
+                    format_args!("cannot read {}", path.display()),
+                    err,
+                ));
+            }
+        }
+        if hasher.clone().finalize().as_slice() != cp.sha256.as_slice() {
+            return Ok(Some(format!("bytes changed in {}", cp.name)));
+        }
+        // Only the last journal is read past its checkpoint: an earlier one
+        // must end with the same unfinished line, if any, or the counts
+        // would miss a line it finished without growing.
+        if i + 1 < checkpoints.len() && unfinished_line_changed(&mut file, &path, cp, size)? {
+            return Ok(Some(format!(
+                "{} changed after later journals were cached",
+                cp.name
+            )));
+        }
+        hashers.insert(cp.name.clone(), hasher);
+    }
+    Ok(None)
+}
+
+/// Whether the bytes after an earlier journal's checkpoint (`file` is
+/// positioned there) are no longer the unfinished line of the size seen.
+fn unfinished_line_changed(
+    file: &mut File,
+    path: &Path,
+    cp: &Checkpoint,
+    size: u64,
+) -> Result<bool> {
+    if size != cp.size {
+        return Ok(true);
+    }
+    let mut tail = std::io::Read::take(&mut *file, size - cp.length);
+    let mut buf = [0u8; 8192];
+    loop {
+        match std::io::Read::read(&mut tail, &mut buf) {
+            Ok(0) => return Ok(false),
+            Ok(n) if buf[..n].contains(&b'\n') => return Ok(true),
+            Ok(_) => {}
+            Err(err) if err.kind() == ErrorKind::Interrupted => {}
+            Err(err) => {
+                return Err(Error::io(
+                    format_args!("cannot read {}", path.display()),
+                    err,
+                ));
+            }
+        }
+    }
+}
+
+fn hash_prefix(file: &mut File, len: u64, hasher: &mut Hasher) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let want = left.min(buf.len() as u64) as usize;
+        let n = file.read(&mut buf[..want])?;
+        if n == 0 {
+            return Err(ErrorKind::UnexpectedEof.into());
+        }
+        hasher.update(&buf[..n]);
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+/// Reads the complete lines of `file` after `start` (all of it when
+/// `None`), adds their counts and moves the checkpoint.
+fn read_journal(
+    tx: &Transaction,
+    db: &Path,
+    file: &Path,
+    name: &str,
+    start: Option<&Checkpoint>,
+    mut hasher: Hasher,
+    refresh: &mut Refresh,
+) -> Result<()> {
+    let (offset, first_line) = start.map_or((0, 0), |c| (c.length, c.lines));
+    let mut f = File::open(file).context(format_args!("cannot open {}", file.display()))?;
+    let size = f
+        .metadata()
+        .context(format_args!("cannot stat {}", file.display()))?
+        .len();
+    if start.is_some_and(|c| c.size == size && c.length == size) {
+        return Ok(());
+    }
+    f.seek(SeekFrom::Start(offset))
+        .context(format_args!("cannot read {}", file.display()))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .context(format_args!("cannot read {}", file.display()))?;
+    let (complete, lines) = shared::record::complete_lines(&bytes);
+    hasher.update(&bytes[..complete]);
+
+    let mut counts: BTreeMap<(String, String, String), (u64, u64)> = BTreeMap::new();
+    let mut number = first_line;
+    for line in lines {
+        number += 1;
+        let record = Record::parse(line).map_err(|why| {
+            Error::rejected(format!("{}:{number}: {why}", file.display())).with_hint(
+                "trends.db was left unchanged; repair that line (or move the journal out of journals/), then run `mcpeval readiness` again",
+            )
+        })?;
+        if record.origin() != Origin::Capture {
+            continue;
+        }
+        let Some(day) =
+            shared::time::parse(record.started_at()).map(|t| t.strftime("%Y-%m-%d").to_string())
+        else {
+            continue;
+        };
+        let failed = match record.outcome() {
+            Outcome::Error => true,
+            Outcome::Unknown => record.unknown() == Some(Unknown::Malformed),
+            Outcome::Ok => false,
+        };
+        let entry = counts
+            .entry((day, record.server().to_owned(), record.tool().to_owned()))
+            .or_default();
+        entry.0 += 1;
+        entry.1 += u64::from(failed);
+        refresh.calls_added += 1;
+    }
+    refresh.bytes_read += complete as u64;
+
+    let fail = |e| sql_error(db, e);
+    let mut upsert = tx
+        .prepare_cached(
+            "INSERT INTO daily(journal, day, server, tool, calls, failures) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT(journal, day, server, tool)
+             DO UPDATE SET calls = calls + excluded.calls, failures = failures + excluded.failures",
+        )
+        .map_err(fail)?;
+    for ((day, server, tool), (calls, failures)) in counts {
+        upsert
+            .execute(params![name, day, server, tool, calls, failures])
+            .map_err(fail)?;
+    }
+    tx.execute(
+        "INSERT INTO journals(name, length, sha256, lines, size) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT(name) DO UPDATE SET length = excluded.length, sha256 = excluded.sha256,
+            lines = excluded.lines, size = excluded.size",
+        params![
+            name,
+            offset + complete as u64,
+            hasher.finalize().as_slice(),
+            number,
+            size
+        ],
+    )
+    .map_err(fail)?;
+    Ok(())
+}
+
+fn counts(conn: &Connection, path: &Path) -> Result<Vec<Daily>> {
+    let fail = |e| sql_error(path, e);
+    let mut stmt = conn
+        .prepare(
+            "SELECT day, server, tool, sum(calls), sum(failures) FROM daily
+             GROUP BY day, server, tool ORDER BY server, tool, day",
+        )
+        .map_err(fail)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(Daily {
+                day: r.get(0)?,
+                server: r.get(1)?,
+                tool: r.get(2)?,
+                calls: r.get(3)?,
+                failures: r.get(4)?,
+            })
+        })
+        .map_err(fail)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(fail)
+}

@@ -1,0 +1,72 @@
+//! The report for people (markdown) and for scripts (one JSON object).
+
+use std::io::Write;
+
+use shared::Result;
+
+use crate::verdict::Report;
+
+/// One JSON object on one line.
+pub fn json(out: &mut impl Write, report: &Report) -> Result<()> {
+    serde_json::to_writer(&mut *out, report).map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// A section per server: verdict, reasons, findings, then a table of
+/// failures/calls per tool and day.
+pub fn markdown(out: &mut impl Write, report: &Report) -> Result<()> {
+    writeln!(
+        out,
+        "# mcpeval readiness: {} UTC day{} to {}\n",
+        report.days.len(),
+        if report.days.len() == 1 { "" } else { "s" },
+        report.as_of
+    )?;
+    if report.servers.is_empty() {
+        writeln!(out, "No captured calls in these days and no open findings.")?;
+        return Ok(());
+    }
+    for s in &report.servers {
+        writeln!(out, "## {}: {}\n", s.server.replace('|', "\\|"), s.verdict)?;
+        for reason in &s.reasons {
+            writeln!(out, "- {reason}")?;
+        }
+        if let Some(o) = &s.open_findings {
+            writeln!(
+                out,
+                "\nOpen findings: {} high, {} medium, {} low.",
+                o.high, o.medium, o.low
+            )?;
+        }
+        if s.tools.is_empty() {
+            writeln!(out)?;
+            continue;
+        }
+        write!(out, "\n| tool |")?;
+        for day in &report.days {
+            write!(out, " {} |", &day[5..])?;
+        }
+        write!(out, "\n| --- |")?;
+        for _ in &report.days {
+            write!(out, " ---: |")?;
+        }
+        writeln!(out)?;
+        for t in &s.tools {
+            write!(out, "| {} |", t.tool.replace('|', "\\|"))?;
+            for d in &t.daily {
+                if d.calls == 0 {
+                    write!(out, " - |")?;
+                } else {
+                    write!(out, " {}/{} |", d.failures, d.calls)?;
+                }
+            }
+            writeln!(out)?;
+        }
+        writeln!(
+            out,
+            "\nCells are failures/calls of captured traffic; - is no calls.\n"
+        )?;
+    }
+    Ok(())
+}

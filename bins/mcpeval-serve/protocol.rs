@@ -1,0 +1,213 @@
+//! The JSON-RPC loop and the two protocol eras.
+//!
+//! Hand-written over `serde_json::Value` rather than on an SDK: the
+//! server's surface is six tools answered one at a time, the eras differ
+//! only in a few result fields, and the tests drive it with the official
+//! Python SDK in both eras, which is what holds the wire format honest.
+//! Requests are answered in order; notifications get no answer; a line
+//! that is not JSON gets a parse error, never an echo of its bytes.
+
+use std::io::{BufRead, Write};
+
+use serde_json::{Map, Value, json};
+use shared::Result;
+use shared::home::Home;
+
+use crate::tools;
+
+/// The modern revision (server/discover, protocol data in `_meta`).
+pub const MODERN: &str = "2026-07-28";
+/// Legacy revisions `initialize` negotiates, newest first.
+pub const LEGACY: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+
+const VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+/// JSON-RPC and MCP error codes this server answers with.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const UNSUPPORTED_VERSION: i64 = -32022;
+
+/// What the server tells clients about itself.
+const INSTRUCTIONS: &str = "mcpeval: recurring MCP tool failures seen in real agent traffic, \
+and the loop that proves their fixes. list_findings shows what fails; generate_manifest writes \
+a probe case for a finding; verify_finding runs it against the repaired server (three green \
+runs in a row close the finding); annotate_call records an observation about a call; \
+readiness sums up each server.";
+
+/// Serves on stdin/stdout until stdin closes.
+pub fn serve(home: &Home) -> Result<()> {
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut out = std::io::stdout().lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(err) => return Err(shared::Error::io("cannot read stdin", err)),
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let reply = match serde_json::from_slice::<Value>(&line) {
+            Ok(message) => handle(home, &message),
+            Err(_) => Some(error(
+                Value::Null,
+                PARSE_ERROR,
+                "Parse error: the line is not JSON",
+                None,
+            )),
+        };
+        if let Some(reply) = reply {
+            let mut bytes = serde_json::to_vec(&reply).map_err(std::io::Error::from)?;
+            bytes.push(b'\n');
+            out.write_all(&bytes)?;
+            out.flush()?;
+        }
+    }
+}
+
+fn error(id: Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut err = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        err["data"] = data;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": err})
+}
+
+fn server_info() -> Value {
+    json!({"name": crate::PROGRAM, "title": "mcpeval", "version": env!("CARGO_PKG_VERSION")})
+}
+
+fn capabilities() -> Value {
+    json!({"tools": {"listChanged": false}})
+}
+
+/// The answer to one message, `None` for notifications and responses.
+fn handle(home: &Home, message: &Value) -> Option<Value> {
+    let Some(object) = message.as_object() else {
+        return Some(error(
+            Value::Null,
+            INVALID_REQUEST,
+            "Invalid Request: expected one JSON-RPC object",
+            None,
+        ));
+    };
+    let method = object.get("method").and_then(Value::as_str);
+    let id = object.get("id").cloned();
+    let (Some(method), Some(id)) = (method, id) else {
+        // A notification (no id) or a response to nothing we asked.
+        return None;
+    };
+    let empty = Map::new();
+    let params = match object.get("params") {
+        None => &empty,
+        Some(Value::Object(p)) => p,
+        Some(_) => {
+            return Some(error(
+                id,
+                INVALID_PARAMS,
+                "Invalid params: params must be an object",
+                None,
+            ));
+        }
+    };
+    let requested = params
+        .get("_meta")
+        .and_then(|m| m.get(VERSION_META))
+        .and_then(Value::as_str);
+    if let Some(version) = requested
+        && version != MODERN
+    {
+        let supported = supported();
+        return Some(error(
+            id,
+            UNSUPPORTED_VERSION,
+            &format!("Unsupported protocol version {version:?}"),
+            Some(json!({"supported": supported, "requested": version})),
+        ));
+    }
+    let modern = requested.is_some();
+    let result = match method {
+        "initialize" => Ok(initialize(params)),
+        "server/discover" => Ok(json!({
+            "supportedVersions": supported(),
+            "capabilities": capabilities(),
+            "instructions": INSTRUCTIONS,
+            "_meta": {SERVER_INFO_META: server_info()},
+            "cacheScope": "public",
+            "ttlMs": 0,
+        })),
+        "ping" => Ok(json!({})),
+        "tools/list" => {
+            let mut r = json!({"tools": tools::definitions()});
+            if modern {
+                r["cacheScope"] = json!("public");
+                r["ttlMs"] = json!(0);
+            }
+            Ok(r)
+        }
+        "tools/call" => call(home, params),
+        other => Err((METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+    };
+    Some(match result {
+        Ok(mut result) => {
+            if modern || method == "server/discover" {
+                result["resultType"] = json!("complete");
+            }
+            json!({"jsonrpc": "2.0", "id": id, "result": result})
+        }
+        Err((code, message)) => error(id, code, &message, None),
+    })
+}
+
+/// Every version this server speaks, newest first.
+fn supported() -> Vec<&'static str> {
+    let mut all = vec![MODERN];
+    all.extend(LEGACY);
+    all
+}
+
+/// The legacy handshake: the client's version when we speak it, else our newest.
+fn initialize(params: &Map<String, Value>) -> Value {
+    let asked = params.get("protocolVersion").and_then(Value::as_str);
+    let version = asked
+        .and_then(|v| LEGACY.iter().find(|l| **l == v))
+        .copied()
+        .unwrap_or(LEGACY[0]);
+    json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(),
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+    })
+}
+
+fn call(home: &Home, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+    let name = params.get("name").and_then(Value::as_str).ok_or((
+        INVALID_PARAMS,
+        "Invalid params: tools/call needs a string \"name\"".to_owned(),
+    ))?;
+    let empty = Map::new();
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(a)) => a,
+        Some(_) => {
+            return Err((
+                INVALID_PARAMS,
+                "Invalid params: \"arguments\" must be an object".to_owned(),
+            ));
+        }
+    };
+    tools::call(home, name, arguments).ok_or_else(|| {
+        let names: Vec<&str> = tools::names().collect();
+        (
+            INVALID_PARAMS,
+            format!("Unknown tool {name:?}; the tools are: {}", names.join(", ")),
+        )
+    })
+}

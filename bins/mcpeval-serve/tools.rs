@@ -1,0 +1,559 @@
+//! The six tools: their schemas, and what each call does.
+//!
+//! Reading tools (`list_findings`, `get_finding`) answer from
+//! `shared::catalog`, whose findings hold nothing raw. The others run the
+//! suite's command for them (see `siblings.rs`) and relay it. Arguments
+//! are checked against the advertised schema and a wrong one is named in
+//! an isError result, never guessed at.
+
+use std::ffi::OsString;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value, json};
+use shared::catalog::{self, Catalog, Finding};
+use shared::home::Home;
+
+use crate::siblings::{self, Ran};
+
+const STATES: [&str; 4] = ["open", "fix-claimed", "verifying", "closed"];
+const KINDS: [&str; 5] = [
+    "false-success",
+    "workaround",
+    "misleading-error",
+    "slow",
+    "other",
+];
+
+/// The tool names, in the order `tools/list` gives them.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    [
+        "list_findings",
+        "get_finding",
+        "generate_manifest",
+        "verify_finding",
+        "annotate_call",
+        "readiness",
+    ]
+    .into_iter()
+}
+
+fn finding_schema() -> Value {
+    let s = json!({"type": "string"});
+    let n = json!({"type": "number"});
+    let i = json!({"type": "integer"});
+    json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "pattern": "^finding-[0-9a-f]{16}$"},
+            "kind": {"enum": ["error", "malformed", "false-success"]},
+            "server": s, "tool": s, "defect_class": s, "fix_hint": s,
+            "severity": {"enum": ["high", "medium", "low"]},
+            "score": n, "failures": i, "calls": i, "failure_rate": n, "wilson_lower": n,
+            "sessions": i, "first_seen": s, "last_seen": s, "median_window_turns": n,
+            "blast_radius": i, "err_code": {"type": ["integer", "null"]},
+            "err_codes": {"type": "array", "items": i},
+            "retryable": {"type": ["boolean", "null"]},
+            "args_shapes": {"type": "array"},
+            "state": {"enum": STATES}, "streak": i, "probe_attached": {"type": "boolean"},
+            "reopened": i
+        },
+        "required": ["id", "kind", "server", "tool", "defect_class", "fix_hint", "severity",
+                     "score", "failures", "calls", "state", "streak", "probe_attached"]
+    })
+}
+
+/// The relayed command's facts, shared by the tools that run one.
+fn relay_properties() -> Map<String, Value> {
+    let mut p = Map::new();
+    p.insert(
+        "exit_status".into(),
+        json!({"type": "integer", "description": "the command's exit status (see `mcpeval help`)"}),
+    );
+    p.insert("stdout".into(), json!({"type": "string"}));
+    p.insert("stderr".into(), json!({"type": "string"}));
+    p
+}
+
+fn relay_schema(extra: Value) -> Value {
+    let mut props = relay_properties();
+    if let Value::Object(more) = extra {
+        props.extend(more);
+    }
+    json!({"type": "object", "properties": props, "required": ["exit_status", "stdout", "stderr"]})
+}
+
+/// `tools/list`'s tools.
+pub fn definitions() -> Vec<Value> {
+    let id = json!({"type": "string", "pattern": "^finding-[0-9a-f]{16}$", "description": "a finding id, as list_findings shows it"});
+    vec![
+        json!({
+            "name": "list_findings",
+            "title": "List findings",
+            "description": "The promoted findings, highest score first: recurring tool failures with their figures, defect class, fix hint, argument shapes and lifecycle state. Empty (with a note) before the first index.",
+            "inputSchema": {"type": "object", "properties": {
+                "state": {"type": "array", "items": {"enum": STATES}, "description": "only findings in these states"},
+                "server": {"type": "array", "items": {"type": "string"}, "description": "only findings of these servers"}
+            }, "additionalProperties": false},
+            "outputSchema": {"type": "object", "properties": {
+                "findings": {"type": "array", "items": finding_schema()},
+                "note": {"type": "string"}
+            }, "required": ["findings"]},
+            "annotations": {"title": "List findings", "readOnlyHint": true, "openWorldHint": false}
+        }),
+        json!({
+            "name": "get_finding",
+            "title": "Get one finding",
+            "description": "One finding by id, with every figure `mcpeval findings --format json` gives.",
+            "inputSchema": {"type": "object", "properties": {"id": id}, "required": ["id"], "additionalProperties": false},
+            "outputSchema": {"type": "object", "properties": {"finding": finding_schema()}, "required": ["finding"]},
+            "annotations": {"title": "Get one finding", "readOnlyHint": true, "openWorldHint": false}
+        }),
+        json!({
+            "name": "generate_manifest",
+            "title": "Generate a manifest case",
+            "description": "Runs `mcpeval generate` for a finding and returns the one-case manifest it wrote (case id = finding id). The same rules apply: confirm_read_only must be true; a false-success finding needs expect. Fill every \"<fill:TYPE>\" placeholder before verify_finding.",
+            "inputSchema": {"type": "object", "properties": {
+                "finding": id,
+                "confirm_read_only": {"type": "boolean", "description": "confirm the probe's calls are safe to repeat against the server (required by generate)"},
+                "expect": {"type": "object", "description": "an expect object (outcome, equals_paths, ...), passed as generate's --expect file"},
+                "output": {"type": "string", "description": "where to write the manifest; without it, only the returned copy exists"},
+                "force": {"type": "boolean", "description": "replace an existing output file"}
+            }, "required": ["finding", "confirm_read_only"], "additionalProperties": false},
+            "outputSchema": relay_schema(json!({
+                "manifest": {"type": ["object", "null"], "description": "the manifest written, when generate succeeded"},
+                "output": {"type": ["string", "null"]}
+            })),
+            "annotations": {"title": "Generate a manifest case", "readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
+        }),
+        json!({
+            "name": "verify_finding",
+            "title": "Verify a fix",
+            "description": "Runs `mcpeval verify`: starts the server command, runs the manifest case and records the result in the finding's lifecycle (three green runs in a row close it; a red run reopens it). Returns the verify line.",
+            "inputSchema": {"type": "object", "properties": {
+                "finding": id,
+                "case": {"type": "string", "description": "the case id (default: the finding id, as generate_manifest names it)"},
+                "manifest": {"type": "string", "description": "path of the manifest file"},
+                "command": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "the server command and its arguments"}
+            }, "required": ["finding", "manifest", "command"], "additionalProperties": false},
+            "outputSchema": relay_schema(json!({})),
+            "annotations": {"title": "Verify a fix", "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": true}
+        }),
+        json!({
+            "name": "annotate_call",
+            "title": "Annotate a call",
+            "description": "Runs `mcpeval annotate`: stores a bounded observation about one captured call (by event_id, or session and seq for legacy records). false-success annotations that recur become findings. Never put credentials, private paths or payload fragments in the note.",
+            "inputSchema": {"type": "object", "properties": {
+                "event_id": {"type": "string", "description": "the call's identity.event_id"},
+                "session": {"type": "string", "description": "legacy records: the session token"},
+                "seq": {"type": "integer", "minimum": 1, "description": "legacy records: the turn"},
+                "kind": {"enum": KINDS},
+                "note": {"type": "string", "maxLength": 240}
+            }, "required": ["kind", "note"], "additionalProperties": false},
+            "outputSchema": relay_schema(json!({"annotation_id": {"type": ["integer", "null"]}})),
+            "annotations": {"title": "Annotate a call", "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}
+        }),
+        json!({
+            "name": "readiness",
+            "title": "Readiness",
+            "description": "Runs `mcpeval readiness --format json`: per server, recent daily failure rates per tool, open findings by severity and a verdict (ready, at-risk, not-ready) with its reasons.",
+            "inputSchema": {"type": "object", "properties": {
+                "days": {"type": "integer", "minimum": 1, "maximum": 366},
+                "server": {"type": "array", "items": {"type": "string"}}
+            }, "additionalProperties": false},
+            "outputSchema": relay_schema(json!({"report": {"type": ["object", "null"]}})),
+            "annotations": {"title": "Readiness", "readOnlyHint": true, "openWorldHint": false}
+        }),
+    ]
+}
+
+/// Runs tool `name`; `None` when there is no such tool.
+pub fn call(home: &Home, name: &str, args: &Map<String, Value>) -> Option<Value> {
+    let known: &[&str] = match name {
+        "list_findings" => &["state", "server"],
+        "get_finding" => &["id"],
+        "generate_manifest" => &["finding", "confirm_read_only", "expect", "output", "force"],
+        "verify_finding" => &["finding", "case", "manifest", "command"],
+        "annotate_call" => &["event_id", "session", "seq", "kind", "note"],
+        "readiness" => &["days", "server"],
+        _ => return None,
+    };
+    if let Some(extra) = args.keys().find(|k| !known.contains(&k.as_str())) {
+        return Some(failed(format!(
+            "invalid arguments: unknown argument {extra:?}; {name} takes {}",
+            known.join(", ")
+        )));
+    }
+    let outcome = match name {
+        "list_findings" => list_findings(home, args),
+        "get_finding" => get_finding(home, args),
+        "generate_manifest" => generate_manifest(home, args),
+        "verify_finding" => verify_finding(home, args),
+        "annotate_call" => annotate_call(home, args),
+        _ => readiness(home, args),
+    };
+    Some(outcome.unwrap_or_else(failed))
+}
+
+/// A successful result: structured content and its text rendering.
+fn ok(structured: Value, text: String) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": false})
+}
+
+/// A tool error with the words a person would read on stderr.
+fn failed(text: String) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+// --- arguments ------------------------------------------------------------
+
+fn string(args: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("invalid arguments: {key} must be a string")),
+    }
+}
+
+fn required(args: &Map<String, Value>, key: &str) -> Result<String, String> {
+    string(args, key)?.ok_or_else(|| format!("invalid arguments: {key} is required"))
+}
+
+fn strings(args: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("invalid arguments: {key} must be an array of strings"))
+            })
+            .collect(),
+        Some(_) => Err(format!(
+            "invalid arguments: {key} must be an array of strings"
+        )),
+    }
+}
+
+fn boolean(args: &Map<String, Value>, key: &str) -> Result<bool, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(format!("invalid arguments: {key} must be true or false")),
+    }
+}
+
+fn finding_id(args: &Map<String, Value>, key: &str) -> Result<String, String> {
+    let id = required(args, key)?;
+    if shared::finding::is_finding_id(&id) {
+        Ok(id)
+    } else {
+        Err(format!(
+            "invalid arguments: {key} {id:?} is not a finding id (\"finding-\" and 16 lower-case hex digits)"
+        ))
+    }
+}
+
+// --- reading tools --------------------------------------------------------
+
+/// The words `mcpeval findings` prints for `err`.
+fn cli_error(err: &shared::Error) -> String {
+    format!("mcpeval-findings: error: {err}")
+}
+
+fn list_findings(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+    let states = strings(args, "state")?;
+    if let Some(bad) = states.iter().find(|s| !STATES.contains(&s.as_str())) {
+        return Err(format!(
+            "invalid arguments: state {bad:?} is not one of {}",
+            STATES.join(", ")
+        ));
+    }
+    let servers = strings(args, "server")?;
+    let catalog = match catalog::load_if_indexed(home) {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            let note = "no findings: no index yet; run `mcpeval index` and `mcpeval promote`";
+            return Ok(ok(json!({"findings": [], "note": note}), note.to_owned()));
+        }
+        Err(err) => return Err(cli_error(&err)),
+    };
+    let findings: Vec<&Finding> = catalog
+        .findings
+        .iter()
+        .filter(|f| states.is_empty() || states.iter().any(|s| s == f.state))
+        .filter(|f| servers.is_empty() || servers.contains(&f.derived.server))
+        .collect();
+    let mut structured = json!({"findings": findings});
+    let text = if findings.is_empty() {
+        let note = why_none(&catalog);
+        structured["note"] = json!(note);
+        note
+    } else {
+        findings
+            .iter()
+            .map(|f| summary(f))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    Ok(ok(structured, text))
+}
+
+fn why_none(catalog: &Catalog) -> String {
+    match &catalog.promotion {
+        None => {
+            "no findings: nothing was promoted since the index last changed; run `mcpeval promote`"
+                .into()
+        }
+        Some(p) if catalog.findings.is_empty() => format!(
+            "no findings: promote found none of {} issues recurring in two sessions at threshold {}",
+            p.issues, p.threshold
+        ),
+        Some(_) => format!(
+            "no findings match the filters ({} findings in all)",
+            catalog.findings.len()
+        ),
+    }
+}
+
+/// One line per finding for the text rendering.
+fn summary(f: &Finding) -> String {
+    let d = &f.derived;
+    format!(
+        "{} [{}; severity {}, score {:.3}, state {}] {} / {}: {} of {} calls failed in {} sessions. Fix: {}",
+        d.id,
+        d.defect_class,
+        f.severity,
+        d.score,
+        f.state,
+        d.server,
+        d.tool,
+        d.failures,
+        d.calls,
+        d.sessions,
+        d.fix_hint
+    )
+}
+
+fn get_finding(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+    let id = finding_id(args, "id")?;
+    let catalog = catalog::load(home).map_err(|e| cli_error(&e))?;
+    let finding = catalog::find(&catalog, &id).ok_or_else(|| {
+        format!("mcpeval-serve: error: no finding {id} in this store; list_findings shows the ids")
+    })?;
+    let text = format!(
+        "{}\nargument shapes: {}\nlast seen {}; windows of median {} turns; blast radius {}",
+        summary(finding),
+        serde_json::to_string(&finding.derived.args_shapes).unwrap_or_default(),
+        finding.derived.last_seen,
+        finding.derived.median_window_turns,
+        finding.derived.blast_radius
+    );
+    Ok(ok(json!({"finding": finding}), text))
+}
+
+// --- tools that run a command ---------------------------------------------
+
+/// The relayed facts; isError unless the status is one of `fine`.
+fn relayed(ran: &Ran, fine: &[i32], mut structured: Value, text: String) -> Value {
+    structured["exit_status"] = json!(ran.status);
+    structured["stdout"] = json!(ran.stdout);
+    structured["stderr"] = json!(ran.stderr);
+    let is_error = !fine.contains(&ran.status);
+    json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": structured,
+        "isError": is_error
+    })
+}
+
+/// Text of a relayed command: stdout, then stderr.
+fn both(ran: &Ran) -> String {
+    let mut text = ran.stdout.clone();
+    if !ran.stderr.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&ran.stderr);
+    }
+    text.trim_end().to_owned()
+}
+
+/// A private scratch directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Scratch, String> {
+        let dir =
+            std::env::temp_dir().join(format!("mcpeval-serve-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| format!("mcpeval-serve: error: cannot create {}: {e}", dir.display()))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn generate_manifest(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+    let finding = finding_id(args, "finding")?;
+    let confirm = boolean(args, "confirm_read_only")?;
+    let force = boolean(args, "force")?;
+    let output = string(args, "output")?;
+    let scratch = Scratch::new()?;
+    let target = match &output {
+        Some(path) => PathBuf::from(path),
+        None => scratch.0.join(format!("{finding}.manifest.json")),
+    };
+    let mut argv: Vec<OsString> = vec!["--finding".into(), finding.clone().into()];
+    if confirm {
+        argv.push("--confirm-read-only".into());
+    }
+    match args.get("expect") {
+        None | Some(Value::Null) => {}
+        Some(expect @ Value::Object(_)) => {
+            let file = scratch.0.join("expect.json");
+            std::fs::write(&file, expect.to_string()).map_err(|e| {
+                format!("mcpeval-serve: error: cannot write {}: {e}", file.display())
+            })?;
+            argv.push("--expect".into());
+            argv.push(file.into());
+        }
+        Some(_) => return Err("invalid arguments: expect must be an object".into()),
+    }
+    if force {
+        argv.push("--force".into());
+    }
+    argv.push("--output".into());
+    argv.push(target.clone().into());
+    let ran = siblings::run("generate", home.root(), &argv)?;
+    let manifest = (ran.status == 0)
+        .then(|| std::fs::read(&target).ok())
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    let mut text = both(&ran);
+    if let Some(m) = &manifest {
+        text.push_str("\n\n");
+        text.push_str(&serde_json::to_string_pretty(m).unwrap_or_default());
+    }
+    let structured = json!({"manifest": manifest, "output": output});
+    Ok(relayed(&ran, &[0], structured, text))
+}
+
+fn verify_finding(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+    let finding = finding_id(args, "finding")?;
+    let case = string(args, "case")?.unwrap_or_else(|| finding.clone());
+    let manifest = required(args, "manifest")?;
+    let command = strings(args, "command")?;
+    if command.is_empty() {
+        return Err(
+            "invalid arguments: command must name the server command and its arguments".into(),
+        );
+    }
+    let mut argv: Vec<OsString> = vec![
+        "--finding".into(),
+        finding.into(),
+        "--case".into(),
+        case.into(),
+        "--manifest".into(),
+        manifest.into(),
+        "--".into(),
+    ];
+    argv.extend(command.into_iter().map(OsString::from));
+    let ran = siblings::run("verify", home.root(), &argv)?;
+    // A red run (1) is a verdict, not a failure of the tool.
+    Ok(relayed(&ran, &[0, 1], json!({}), both(&ran)))
+}
+
+fn annotate_call(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+    let kind = required(args, "kind")?;
+    if !KINDS.contains(&kind.as_str()) {
+        return Err(format!(
+            "invalid arguments: kind {kind:?} is not one of {}",
+            KINDS.join(", ")
+        ));
+    }
+    let note = required(args, "note")?;
+    let mut argv: Vec<OsString> = Vec::new();
+    if let Some(event) = string(args, "event_id")? {
+        argv.extend(["--event-id".into(), event.into()]);
+    }
+    if let Some(session) = string(args, "session")? {
+        argv.extend(["--session".into(), session.into()]);
+    }
+    match args.get("seq") {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(n)) if n.as_u64().is_some() => {
+            argv.extend(["--seq".into(), n.to_string().into()]);
+        }
+        Some(_) => return Err("invalid arguments: seq must be a positive integer".into()),
+    }
+    argv.extend(["--kind".into(), kind.into(), "--note".into(), note.into()]);
+    let ran = siblings::run("annotate", home.root(), &argv)?;
+    let id = ran
+        .stdout
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|_| ran.status == 0);
+    Ok(relayed(
+        &ran,
+        &[0],
+        json!({"annotation_id": id}),
+        both(&ran),
+    ))
+}
+
+fn readiness(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+    let mut argv: Vec<OsString> = vec!["--format".into(), "json".into()];
+    match args.get("days") {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(n)) if n.as_u64().is_some() => {
+            argv.extend(["--days".into(), n.to_string().into()]);
+        }
+        Some(_) => return Err("invalid arguments: days must be an integer from 1 to 366".into()),
+    }
+    for server in strings(args, "server")? {
+        argv.extend(["--server".into(), server.into()]);
+    }
+    let ran = siblings::run("readiness", home.root(), &argv)?;
+    let report = (ran.status == 0)
+        .then(|| serde_json::from_str::<Value>(&ran.stdout).ok())
+        .flatten();
+    let text = match &report {
+        Some(r) => {
+            let lines: Vec<String> = r["servers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| {
+                    let reasons: Vec<&str> = s["reasons"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    format!(
+                        "{}: {} ({})",
+                        s["server"].as_str().unwrap_or(""),
+                        s["verdict"].as_str().unwrap_or(""),
+                        reasons.join("; ")
+                    )
+                })
+                .collect();
+            if lines.is_empty() {
+                "no captured calls in these days and no open findings".to_owned()
+            } else {
+                lines.join("\n")
+            }
+        }
+        None => both(&ran),
+    };
+    Ok(relayed(&ran, &[0], json!({"report": report}), text))
+}

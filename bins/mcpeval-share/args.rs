@@ -1,0 +1,52 @@
+//! Command-line flags of `mcpeval-share`.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Pack share-safe findings and evidence into one file for a server's maintainer.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpeval-share",
+    version,
+    about = "Pack share-safe findings and evidence into one file for a server's maintainer",
+    long_about = "Pack share-safe findings and evidence into one file for a server's maintainer.\n\n\
+The file is one JSON object, schema mcpeval.share/1: created_at; servers; findings, exactly as \
+`mcpeval findings --format json` prints them; evidence, per server and tool the captured calls, \
+successes, errors, unknown outcomes, failure rate, sessions, first and last call and error-code \
+counts; and journals, the journal records of the chosen servers, re-serialized from their checked \
+fields (argument shapes, salted ids and codes: never a value). The receiver reads it with \
+`mcpeval findings --from FILE`, in a store of their own or none.\n\n\
+Never included: lifecycle.db rows, the .salt, annotation notes. Notes are the store's one prose \
+channel and are not redacted, so they travel only with --include-notes, and then every note that \
+will be included is printed on stderr before the file is written; only notes on calls in the \
+shared records are taken. Review them.\n\n\
+--server chooses servers (repeatable; default every server with calls or findings); a name with \
+neither is a usage error. The file is written to a temporary file beside FILE (mode 0600) and \
+renamed into place, so FILE is never half-written. Without an index the envelope carries no \
+findings (said on stderr); a damaged or incomplete index is status 3; a malformed journal line is \
+status 4, naming its file and line, and nothing is written.",
+    after_help = shared::cli::footer(
+        "Examples:\n  \
+mcpeval share --output weather.share.json --server weather\n  \
+mcpeval share --output all.share.json --include-notes\n  \
+mcpeval findings --from weather.share.json --format md    # on the receiving side"
+    )
+)]
+pub struct Args {
+    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    /// The envelope file to write
+    #[arg(long, value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// Only this server (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub server: Vec<String>,
+
+    /// Include the annotation notes on shared calls (printed on stderr first)
+    #[arg(long)]
+    pub include_notes: bool,
+}

@@ -1,0 +1,83 @@
+//! Per-tool aggregates of the shared records: what a maintainer needs to
+//! weigh the findings, counted from captured calls only.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use shared::record::{Origin, Outcome, Record, Unknown};
+
+/// The captured traffic of one (server, tool).
+#[derive(Debug, Default, Serialize)]
+pub struct Tool {
+    pub server: String,
+    pub tool: String,
+    pub calls: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub malformed: u64,
+    pub unanswered: u64,
+    /// (errors + malformed) / calls.
+    pub failure_rate: f64,
+    pub sessions: u64,
+    pub first_call: String,
+    pub last_call: String,
+    /// Error code (as text) → how many errors carried it.
+    pub err_codes: BTreeMap<String, u64>,
+}
+
+/// Aggregates `records` per (server, tool), in name order.
+pub fn per_tool(records: &[Record]) -> Vec<Tool> {
+    let mut tools: BTreeMap<(String, String), (Tool, BTreeSet<String>)> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.origin() == Origin::Capture) {
+        let (t, sessions) = tools
+            .entry((r.server().to_owned(), r.tool().to_owned()))
+            .or_insert_with(|| {
+                (
+                    Tool {
+                        server: r.server().to_owned(),
+                        tool: r.tool().to_owned(),
+                        first_call: r.started_at().to_owned(),
+                        last_call: r.started_at().to_owned(),
+                        ..Tool::default()
+                    },
+                    BTreeSet::new(),
+                )
+            });
+        t.calls += 1;
+        match (r.outcome(), r.unknown()) {
+            (Outcome::Ok, _) => t.ok += 1,
+            (Outcome::Error, _) => {
+                t.errors += 1;
+                if let Some(code) = r.code() {
+                    *t.err_codes.entry(code.to_string()).or_default() += 1;
+                }
+            }
+            (Outcome::Unknown, Some(Unknown::Malformed)) => t.malformed += 1,
+            (Outcome::Unknown, _) => t.unanswered += 1,
+        }
+        sessions.insert(r.session().to_owned());
+        let at = r.started_at();
+        if later(&t.first_call, at) {
+            t.first_call = at.to_owned();
+        }
+        if later(at, &t.last_call) {
+            t.last_call = at.to_owned();
+        }
+    }
+    tools
+        .into_values()
+        .map(|(mut t, sessions)| {
+            t.sessions = sessions.len() as u64;
+            t.failure_rate = (t.errors + t.malformed) as f64 / t.calls as f64;
+            t
+        })
+        .collect()
+}
+
+/// Whether time stamp `a` is after `b` (compared as instants).
+fn later(a: &str, b: &str) -> bool {
+    match (shared::time::parse(a), shared::time::parse(b)) {
+        (Some(a), Some(b)) => a > b,
+        _ => a > b,
+    }
+}

@@ -1,0 +1,151 @@
+//! Building the envelope and writing it whole.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+use shared::catalog::Finding;
+use shared::envelope::SCHEMA;
+use shared::error::{Error, IoContext, Result};
+use shared::home::Home;
+use shared::record::Record;
+
+use crate::PROGRAM;
+use crate::args::Args;
+use crate::evidence::{self, Tool};
+use crate::notes::{self, Note};
+
+/// The envelope, fields in the order they are written.
+#[derive(Serialize)]
+struct Envelope<'a> {
+    schema: &'static str,
+    created_at: String,
+    servers: Vec<String>,
+    findings: Vec<&'a Finding>,
+    evidence: Vec<Tool>,
+    journals: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    notes: Option<Vec<Note>>,
+}
+
+/// Runs `share`.
+pub fn run(args: Args) -> Result<()> {
+    let home = Home::resolve(args.home.as_deref())?;
+    let catalog = shared::catalog::load_if_indexed(&home)?;
+    let records = read_journals(&home)?;
+
+    let known: BTreeSet<&str> = records
+        .iter()
+        .map(Record::server)
+        .chain(
+            catalog
+                .iter()
+                .flat_map(|c| c.findings.iter().map(|f| f.derived.server.as_str())),
+        )
+        .collect();
+    for name in &args.server {
+        if !known.contains(name.as_str()) {
+            let list: Vec<&str> = known.iter().copied().collect();
+            return Err(Error::usage(format!(
+                "--server {name:?} has no captured calls and no findings in this store; known servers: {}",
+                if list.is_empty() {
+                    "none".to_owned()
+                } else {
+                    list.join(", ")
+                }
+            )));
+        }
+    }
+    let servers: Vec<String> = if args.server.is_empty() {
+        known.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        let set: BTreeSet<&String> = args.server.iter().collect();
+        set.into_iter().cloned().collect()
+    };
+    let chosen = |s: &str| servers.iter().any(|c| c == s);
+    let records: Vec<Record> = records.into_iter().filter(|r| chosen(r.server())).collect();
+    let findings: Vec<&Finding> = catalog
+        .iter()
+        .flat_map(|c| c.findings.iter())
+        .filter(|f| chosen(&f.derived.server))
+        .collect();
+
+    let mut stderr = std::io::stderr().lock();
+    if catalog.is_none() {
+        let _ = writeln!(
+            stderr,
+            "{PROGRAM}: note: no index yet, so the envelope carries no findings; run `mcpeval index` and `mcpeval promote` first to include them"
+        );
+    }
+    let notes = if args.include_notes {
+        let notes = notes::on(&home, &records)?;
+        let _ = writeln!(
+            stderr,
+            "{PROGRAM}: --include-notes: {} note{} will be included, as written:",
+            notes.len(),
+            if notes.len() == 1 { "" } else { "s" }
+        );
+        for n in &notes {
+            let _ = writeln!(stderr, "  {} on {}: {}", n.kind, n.target(), n.note);
+        }
+        Some(notes)
+    } else {
+        None
+    };
+
+    let envelope = Envelope {
+        schema: SCHEMA,
+        created_at: shared::time::now_rfc3339(),
+        servers,
+        findings,
+        evidence: evidence::per_tool(&records),
+        journals: records.iter().map(Record::to_value).collect(),
+        notes,
+    };
+    let mut bytes = serde_json::to_vec(&envelope).map_err(std::io::Error::from)?;
+    bytes.push(b'\n');
+    shared::atomic_file::write(&args.output, &bytes, 0o600)?;
+    let _ = writeln!(
+        stderr,
+        "{PROGRAM}: wrote {}: {}, {} of {}{}",
+        args.output.display(),
+        count(envelope.findings.len(), "finding"),
+        count(envelope.journals.len(), "journal record"),
+        count(envelope.servers.len(), "server"),
+        envelope
+            .notes
+            .as_ref()
+            .map(|n| format!(", {}", count(n.len(), "note")))
+            .unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// `1 finding`, `2 findings`.
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Every complete line of every journal, checked; a bad line refuses the
+/// whole run before anything is written.
+fn read_journals(home: &Home) -> Result<Vec<Record>> {
+    let mut out = Vec::new();
+    for path in shared::journal::files(&home.journals())? {
+        read_journal(&path, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn read_journal(path: &Path, out: &mut Vec<Record>) -> Result<()> {
+    let bytes = std::fs::read(path).context(format_args!("cannot read {}", path.display()))?;
+    for (n, line) in shared::record::complete_lines(&bytes).1.enumerate() {
+        let record = Record::parse(line).map_err(|why| {
+            Error::rejected(format!("{}:{}: {why}", path.display(), n + 1))
+                .with_hint("nothing was written; repair that line (or move the journal out of journals/) and share again")
+        })?;
+        out.push(record);
+    }
+    Ok(())
+}

@@ -1,0 +1,251 @@
+//! Command-line flags of `mcpeval-verify`, checked into a [`Config`].
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use shared::endpoint::Endpoint;
+use shared::home::Home;
+use shared::{Error, Result};
+
+/// Probe a claimed fix and credit the finding's lifecycle.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpeval-verify",
+    version,
+    about = "Probe a claimed fix and move the finding towards closed: three green runs in a row close it",
+    long_about = "Probe a claimed fix and move the finding towards closed: three green runs in a row close it.\n\n\
+With --finding, --case, --manifest and a server command after -- (or --url URL, with --header \
+\"Name: value\" for each extra request header, for a server that speaks Streamable HTTP), it runs \
+the case by executing mcpeval-probe (found beside this executable, else on PATH) with the same \
+arguments, then records the signed result exactly as --record does. Header values and the URL's \
+path and query are never printed or stored; lifecycle.db keeps only the binding's fingerprint. Every refusal of mcpeval-probe (no such case, a case of \
+another finding, placeholders left to fill, a false-success finding without an oracle) happens \
+before the server starts and records nothing. The finding must be known: promoted in the current \
+catalog, or tracked in lifecycle.db (a finding that was promoted once stays verifiable when a later \
+promote no longer lists it).\n\n\
+With --record FILE (or - for stdin) it records a result that mcpeval-probe printed earlier. The \
+result's mac must verify with this store's salt: an edited result, or one made by another store, \
+is refused (status 6). A run is credited once: recording the same result again adds nothing and \
+says so (status 0); a different result under a recorded run id is refused (status 6). A \
+transport-error result records nothing (status 5).\n\n\
+Lifecycle: a red run on an open or fix-claimed finding leaves it fix-claimed with no streak; a \
+green run makes it verifying with streak 1; each further green run under the same credit binding \
+counts up, and the third closes it; a green run under another binding (the case definition, its \
+timeout or sandbox, the server command, the server's files, the URL or a header value, or \
+mcpeval-probe itself changed) \
+starts a fresh streak at 1. A red run on a verifying or closed finding reopens it (state=open) and \
+counts a reopening. A green run on a closed finding keeps it closed and leaves its streak as it \
+is. The first recorded run attaches the probe, which lifts the finding's severity cap. Imported \
+legacy evidence never counts towards a streak. Every run is kept in lifecycle.db with its binding \
+and run id, and every change in the finding's history, in one transaction.\n\n\
+Output: FINDING case=C result=green|red state=S streak=N/3 run=UUID; a red line ends with \
+reason=R and is followed by an indented hint: line. A replayed result prints FINDING case=C \
+run=UUID already recorded: no credit added (state=S streak=N/3). With --format json, one object \
+with the same facts. mcpeval-probe's own diagnostics (notes, the detail of a red run) appear on \
+stderr.",
+    after_help = shared::cli::footer(
+        "Examples:\n  \
+mcpeval verify --finding finding-0123456789abcdef --case literal-status \\\n      \
+--manifest mcp-eval.manifest.json -- my-server --flag\n  \
+mcpeval verify --finding finding-0123456789abcdef --case literal-status \\\n      \
+--manifest mcp-eval.manifest.json --url http://127.0.0.1:3001/mcp \\\n      \
+--header \"Authorization: Bearer $MCP_TOKEN\"\n  \
+mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval verify --record -\n  \
+mcpeval verify --record result.json --format json | jq .state\n\n\
+Exit status 0 is a green run (or a replay), 1 a red run. A refused or failed run records\n\
+nothing: 2 an unknown finding or case, 4 an invalid manifest or result file, 5 a\n\
+transport error, 6 a result that does not verify, a conflicting run id, or (with\n\
+--record) an unknown finding; 74 when mcpeval-probe cannot be found."
+    )
+)]
+pub struct Args {
+    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    /// The finding the case proves
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "record",
+        conflicts_with = "record"
+    )]
+    pub finding: Option<String>,
+
+    /// The id of the case to run (its finding must be --finding)
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "record",
+        conflicts_with = "record"
+    )]
+    pub case: Option<String>,
+
+    /// The manifest file (mcp-eval.manifest.json)
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "record",
+        conflicts_with = "record"
+    )]
+    pub manifest: Option<PathBuf>,
+
+    /// Record a result printed by mcpeval-probe, from FILE or - for stdin
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+
+    /// Output: one line for people, or one JSON object
+    #[arg(long, value_enum, default_value_t = Format::Text, value_name = "FORMAT")]
+    pub format: Format,
+
+    /// Passed to mcpeval-probe: how long each handshake request waits, start-up included [default: 10000]
+    #[arg(long, value_name = "MS", conflicts_with = "record", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub handshake_timeout: Option<u64>,
+
+    /// Passed to mcpeval-probe: let the server's stderr through (it may contain raw values)
+    #[arg(long, conflicts_with_all = ["record", "url"])]
+    pub server_stderr: bool,
+
+    /// Passed to mcpeval-probe: reach the server at this Streamable HTTP endpoint instead of starting a command
+    #[arg(long, value_name = "URL", conflicts_with = "record")]
+    pub url: Option<String>,
+
+    /// Passed to mcpeval-probe: an extra request header for --url, as "Name: value" (repeatable); its value is never shown or stored
+    #[arg(
+        long = "header",
+        value_name = "HEADER",
+        requires = "url",
+        conflicts_with_all = ["record", "command"]
+    )]
+    pub headers: Vec<String>,
+
+    /// The server command and its arguments, after `--`
+    #[arg(
+        last = true,
+        value_name = "CMD",
+        required_unless_present_any = ["record", "url"],
+        conflicts_with_all = ["record", "url"]
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// How the outcome is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One line (two when red) for people
+    Text,
+    /// One JSON object for scripts
+    Json,
+}
+
+/// What to do, validated.
+#[derive(Debug)]
+pub struct Config {
+    pub home: Home,
+    pub format: Format,
+    pub mode: Mode,
+}
+
+/// Run a case, or record a result.
+#[derive(Debug)]
+pub enum Mode {
+    Run(RunConfig),
+    Record(Source),
+}
+
+/// A case to run through mcpeval-probe.
+#[derive(Debug)]
+pub struct RunConfig {
+    pub finding: String,
+    pub case: String,
+    pub manifest: PathBuf,
+    pub handshake_timeout: Option<u64>,
+    pub server_stderr: bool,
+    pub server: Server,
+}
+
+/// The server mcpeval-probe reaches.
+pub enum Server {
+    /// The command after `--`.
+    Command(Vec<OsString>),
+    /// `--url` and each `--header`, as given (checked, and passed on
+    /// unchanged so the probe binds exactly what the user wrote).
+    Endpoint { url: String, headers: Vec<String> },
+}
+
+/// By hand: the URL and header values may hold tokens.
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Server::Command(command) => f.debug_tuple("Command").field(command).finish(),
+            Server::Endpoint { headers, .. } => f
+                .debug_struct("Endpoint")
+                .field("headers", &headers.len())
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// Where a result to record comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    Stdin,
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Stdin => f.write_str("stdin"),
+            Source::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+impl Args {
+    pub fn into_config(self) -> Result<Config> {
+        let home = Home::resolve(self.home.as_deref())?;
+        let mode = match self.record {
+            Some(path) if path.as_os_str() == "-" => Mode::Record(Source::Stdin),
+            Some(path) => Mode::Record(Source::File(path)),
+            None => {
+                let missing = |flag: &str| Error::usage(format!("missing {flag}"));
+                let finding = self.finding.ok_or_else(|| missing("--finding"))?;
+                if !shared::finding::is_finding_id(&finding) {
+                    return Err(Error::usage(format!(
+                        "invalid --finding {finding:?}: a finding id is \"finding-\" and 16 lower-case hex digits"
+                    )));
+                }
+                let server = match self.url {
+                    Some(url) => {
+                        // Refused here, with this program's name, before
+                        // the finding is looked up or a probe starts.
+                        Endpoint::parse(&url, &self.headers)?;
+                        Server::Endpoint {
+                            url,
+                            headers: self.headers,
+                        }
+                    }
+                    None if self.command.first().is_none_or(|p| p.is_empty()) => {
+                        return Err(Error::usage("missing the server command after --"));
+                    }
+                    None => Server::Command(self.command),
+                };
+                Mode::Run(RunConfig {
+                    finding,
+                    case: self.case.ok_or_else(|| missing("--case"))?,
+                    manifest: self.manifest.ok_or_else(|| missing("--manifest"))?,
+                    handshake_timeout: self.handshake_timeout,
+                    server_stderr: self.server_stderr,
+                    server,
+                })
+            }
+        };
+        Ok(Config {
+            home,
+            format: self.format,
+            mode,
+        })
+    }
+}

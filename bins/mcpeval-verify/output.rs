@@ -1,0 +1,72 @@
+//! What verify prints: the result line (and hint), or one JSON object.
+//! stdout carries this and nothing else.
+
+use std::io::Write;
+
+use serde::Serialize;
+use shared::Result;
+use shared::probe_result::ProbeResult;
+use shared::verification::{GREENS_TO_CLOSE, Recorded};
+
+use crate::args::Format;
+
+/// The facts of one recorded (or replayed) run.
+#[derive(Debug, Serialize)]
+struct Facts<'a> {
+    finding: &'a str,
+    case: &'a str,
+    result: &'static str,
+    state: &'static str,
+    streak: u32,
+    streak_to_close: u32,
+    reopened: u32,
+    run: &'a str,
+    reason: Option<&'static str>,
+    hint: Option<&'static str>,
+    already_recorded: bool,
+}
+
+/// Prints the outcome of recording `result` in `format`.
+pub fn print(result: &ProbeResult, recorded: &Recorded, format: Format) -> Result<()> {
+    let state = recorded.state();
+    let facts = Facts {
+        finding: &result.finding,
+        case: &result.case,
+        result: result.result.as_str(),
+        state: state.state.as_str(),
+        streak: state.streak,
+        streak_to_close: GREENS_TO_CLOSE,
+        reopened: state.reopened,
+        run: &result.run_id,
+        reason: result.reason.map(|r| r.as_str()),
+        hint: result.reason.map(|r| r.hint()),
+        already_recorded: matches!(recorded, Recorded::Replay { .. }),
+    };
+    let text = match format {
+        Format::Json => serde_json::to_string(&facts).expect("facts serialize"),
+        Format::Text => line(&facts),
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `FINDING case=C result=R state=S streak=N/3 run=UUID`, then on red
+/// ` reason=R` and an indented hint line; or the replay line.
+fn line(f: &Facts<'_>) -> String {
+    if f.already_recorded {
+        return format!(
+            "{} case={} run={} already recorded: no credit added (state={} streak={}/{})",
+            f.finding, f.case, f.run, f.state, f.streak, f.streak_to_close
+        );
+    }
+    let mut line = format!(
+        "{} case={} result={} state={} streak={}/{} run={}",
+        f.finding, f.case, f.result, f.state, f.streak, f.streak_to_close, f.run
+    );
+    if let (Some(reason), Some(hint)) = (f.reason, f.hint) {
+        line.push_str(&format!(" reason={reason}\n  hint: {hint}"));
+    }
+    line
+}

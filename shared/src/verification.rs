@@ -1,0 +1,417 @@
+//! Recording verification runs and manual closures: the lifecycle rules.
+//!
+//! A finding moves `open → fix-claimed → verifying → closed`:
+//! - a red run on an open or fix-claimed finding leaves it fix-claimed,
+//!   with no streak;
+//! - a green run starts a streak (verifying, 1/3); further greens under
+//!   the same credit binding count up, and the third closes it; a green
+//!   under another binding starts a fresh streak at 1;
+//! - a red run on a verifying or closed finding reopens it (open, streak
+//!   0) and counts a reopening;
+//! - a green run on a closed finding keeps it closed and changes nothing
+//!   but the record of runs;
+//! - `close` closes any finding by hand, with a reason kept in history.
+//!
+//! Each run is recorded once: its run id is unique, a replay of the same
+//! result earns nothing, and another result under a known run id is
+//! refused. Everything a run changes (state, the run, the history line)
+//! is written in one `BEGIN IMMEDIATE` transaction, so a run is either
+//! wholly recorded or not at all. Legacy imported evidence never takes
+//! part in a streak. Nothing here ever deletes a row.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::catalog;
+use crate::db;
+use crate::error::{Error, Result};
+use crate::hash;
+use crate::home::Home;
+use crate::lifecycle::{self, FindingState, State};
+use crate::probe_result::{ProbeResult, Verdict};
+
+/// Consecutive green runs under one binding that close a finding.
+pub const GREENS_TO_CLOSE: u32 = 3;
+
+/// Whether a finding may be verified or closed, and why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// It has a lifecycle state: it was promoted at some point.
+    Tracked(FindingState),
+    /// The current catalog has it, but lifecycle.db has no state yet.
+    Promoted,
+    /// An id of an earlier release, re-keyed to this one.
+    Retired(String),
+    /// Neither the lifecycle nor the catalog knows it.
+    Unknown,
+}
+
+/// Looks `id` up: lifecycle.db first (authoritative, needs no index),
+/// then the promoted catalog in index.db (which must then be complete,
+/// else status 3).
+pub fn standing(home: &Home, conn: &Connection, id: &str) -> Result<Standing> {
+    let path = home.lifecycle_db();
+    let row: Option<(String, Option<String>)> = conn
+        .query_row(
+            "SELECT finding_id, retired_for FROM finding_state WHERE finding_id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(|e| db::sql_error(&path, e))?;
+    match row {
+        Some((_, Some(to))) => return Ok(Standing::Retired(to)),
+        Some(_) => {
+            let state = lifecycle::state(conn, &path, id)?.unwrap_or_default();
+            return Ok(Standing::Tracked(state));
+        }
+        None => {}
+    }
+    let catalog = catalog::load(home)?;
+    Ok(match catalog::find(&catalog, id) {
+        Some(_) => Standing::Promoted,
+        None => Standing::Unknown,
+    })
+}
+
+impl Standing {
+    /// `Ok` for a finding that may be verified or closed; otherwise the
+    /// error, with `status`, saying what to do.
+    pub fn require(&self, id: &str, status: u8) -> Result<()> {
+        match self {
+            Standing::Tracked(_) | Standing::Promoted => Ok(()),
+            Standing::Retired(to) => Err(Error::new(
+                status,
+                format!("{id} is an id of an earlier release; its state moved to {to}"),
+            )
+            .with_hint(format!("use {to}"))),
+            Standing::Unknown => Err(Error::new(
+                status,
+                format!("no finding {id} in this store: it was never promoted"),
+            )
+            .with_hint("list the findings with `mcpeval findings`, or run `mcpeval index` and `mcpeval promote`")),
+        }
+    }
+}
+
+/// The state after one green or red run under `binding`.
+pub fn advance(current: &FindingState, green: bool, binding: &str, now: &str) -> FindingState {
+    let mut next = FindingState {
+        probe_attached: true,
+        updated_at: now.to_owned(),
+        ..current.clone()
+    };
+    let reset = |next: &mut FindingState, state| {
+        next.state = state;
+        next.streak = 0;
+        next.binding = None;
+    };
+    match (current.state, green) {
+        // Closed stays closed until a red run says otherwise.
+        (State::Closed, true) => {}
+        (State::Open | State::FixClaimed, false) => reset(&mut next, State::FixClaimed),
+        (State::Verifying | State::Closed, false) => {
+            reset(&mut next, State::Open);
+            next.reopened += 1;
+        }
+        (State::Verifying, true) if current.binding.as_deref() == Some(binding) => {
+            next.streak = current.streak + 1;
+            if next.streak >= GREENS_TO_CLOSE {
+                next.state = State::Closed;
+            }
+        }
+        (State::Open | State::FixClaimed | State::Verifying, true) => {
+            next.state = State::Verifying;
+            next.streak = 1;
+            next.binding = Some(binding.to_owned());
+        }
+    }
+    next
+}
+
+/// What recording a run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    /// A new run: the state before and after it.
+    New {
+        /// Before the run.
+        before: FindingState,
+        /// After the run.
+        after: FindingState,
+    },
+    /// The same result was recorded before: no credit, no change.
+    Replay {
+        /// The finding's state, unchanged.
+        state: FindingState,
+    },
+}
+
+impl Recorded {
+    /// The finding's state after recording.
+    pub fn state(&self) -> &FindingState {
+        match self {
+            Recorded::New { after, .. } => after,
+            Recorded::Replay { state } => state,
+        }
+    }
+}
+
+/// SHA-256 of a result's canonical form: tells a replay from a conflict.
+pub fn digest(result: &ProbeResult) -> String {
+    hash::hex(&hash::sha256(result.canonical_unsigned().as_bytes()))
+}
+
+/// Records a green or red run whose MAC the caller has verified, in one
+/// `BEGIN IMMEDIATE` transaction. A transport error records nothing
+/// (status 5); another result under a recorded run id is refused
+/// (status 6).
+pub fn record(conn: &mut Connection, path: &Path, result: &ProbeResult) -> Result<Recorded> {
+    let green = match result.result {
+        Verdict::Green => true,
+        Verdict::Red => false,
+        Verdict::TransportError => {
+            return Err(Error::transport(format!(
+                "run {} of case \"{}\" ended in a transport error; no verification evidence was recorded",
+                result.run_id, result.case
+            )));
+        }
+    };
+    let digest = digest(result);
+    let fail = |e| db::sql_error(path, e);
+    db::write(conn, |tx| {
+        let known: Option<Option<String>> = tx
+            .query_row(
+                "SELECT digest FROM verifications WHERE run_id = ?1",
+                [&result.run_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(fail)?;
+        if let Some(recorded) = known {
+            if recorded.as_deref() != Some(digest.as_str()) {
+                return Err(Error::refused(format!(
+                    "run {} is already recorded with a different result; a run earns credit once",
+                    result.run_id
+                ))
+                .with_hint(
+                    "record the result the run printed, or run the case again for a new run",
+                ));
+            }
+            let state = lifecycle::state(tx, path, &result.finding)?.unwrap_or_default();
+            return Ok(Recorded::Replay { state });
+        }
+        let now = crate::time::now_rfc3339();
+        let retired: Option<String> = tx
+            .query_row(
+                "SELECT retired_for FROM finding_state WHERE finding_id = ?1",
+                [&result.finding],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(fail)?
+            .flatten();
+        if let Some(to) = retired {
+            return Err(Error::refused(format!(
+                "{} is an id of an earlier release; its state moved to {to}; nothing was recorded",
+                result.finding
+            ))
+            .with_hint(format!("run the case again with its finding set to {to}")));
+        }
+        lifecycle::ensure(tx, path, &result.finding, &now)?;
+        let before = lifecycle::state(tx, path, &result.finding)?.unwrap_or_default();
+        let after = advance(&before, green, &result.binding, &now);
+        tx.execute(
+            "UPDATE finding_state SET state = ?2, streak = ?3, binding = ?4, probe_attached = ?5,
+                 reopened = ?6, updated_at = ?7
+             WHERE finding_id = ?1",
+            params![
+                result.finding,
+                after.state.as_str(),
+                after.streak,
+                after.binding,
+                after.probe_attached,
+                after.reopened,
+                now
+            ],
+        )
+        .map_err(fail)?;
+        tx.execute(
+            "INSERT INTO verifications(run_id, finding_id, case_id, binding, result, reason,
+                 started_at, finished_at, recorded_at, legacy, digest)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10)",
+            params![
+                result.run_id,
+                result.finding,
+                result.case,
+                result.binding,
+                result.result.as_str(),
+                result.reason.map(|r| r.as_str()),
+                result.started_at,
+                result.finished_at,
+                now,
+                digest
+            ],
+        )
+        .map_err(fail)?;
+        let mut detail = format!(
+            "case={} result={} streak={}/{GREENS_TO_CLOSE} run={}",
+            result.case,
+            result.result.as_str(),
+            after.streak,
+            result.run_id
+        );
+        if let Some(reason) = result.reason {
+            detail.push_str(&format!(" reason={}", reason.as_str()));
+        }
+        lifecycle::record_history(
+            tx,
+            path,
+            &result.finding,
+            &now,
+            "verified",
+            Some(before.state),
+            Some(after.state),
+            Some(&detail),
+        )?;
+        Ok(Recorded::New { before, after })
+    })
+}
+
+/// The longest closing reason, in characters.
+pub const MAX_REASON_CHARS: usize = 240;
+
+/// Checks a closing reason: not blank, at most [`MAX_REASON_CHARS`]
+/// characters, no control characters.
+pub fn check_reason(reason: &str) -> Result<(), String> {
+    if reason.trim().is_empty() {
+        return Err("the reason is empty; say why the finding is closed".into());
+    }
+    let chars = reason.chars().count();
+    if chars > MAX_REASON_CHARS {
+        return Err(format!(
+            "the reason has {chars} characters; the limit is {MAX_REASON_CHARS}"
+        ));
+    }
+    if let Some((at, c)) = reason.chars().enumerate().find(|(_, c)| c.is_control()) {
+        return Err(format!(
+            "the reason contains the control character U+{:04X} at character {}; use plain text on one line",
+            u32::from(c),
+            at + 1
+        ));
+    }
+    Ok(())
+}
+
+/// Closes `finding` by hand in one `BEGIN IMMEDIATE` transaction and
+/// returns the state before and after; a closed finding stays as it is
+/// (`None`). The streak and binding are kept; the reason goes to history.
+pub fn close(
+    conn: &mut Connection,
+    path: &Path,
+    finding: &str,
+    reason: &str,
+) -> Result<Option<(FindingState, FindingState)>> {
+    check_reason(reason).map_err(Error::usage)?;
+    db::write(conn, |tx| {
+        let now = crate::time::now_rfc3339();
+        lifecycle::ensure(tx, path, finding, &now)?;
+        let before = lifecycle::state(tx, path, finding)?.unwrap_or_default();
+        if before.state == State::Closed {
+            return Ok(None);
+        }
+        let after = FindingState {
+            state: State::Closed,
+            updated_at: now.clone(),
+            ..before.clone()
+        };
+        tx.execute(
+            "UPDATE finding_state SET state = 'closed', updated_at = ?2 WHERE finding_id = ?1",
+            params![finding, now],
+        )
+        .map_err(|e| db::sql_error(path, e))?;
+        lifecycle::record_history(
+            tx,
+            path,
+            finding,
+            &now,
+            "closed-by-hand",
+            Some(before.state),
+            Some(State::Closed),
+            Some(reason),
+        )?;
+        Ok(Some((before, after)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(state: State, streak: u32, binding: Option<&str>) -> FindingState {
+        FindingState {
+            state,
+            streak,
+            binding: binding.map(str::to_owned),
+            ..FindingState::default()
+        }
+    }
+
+    fn step(from: &FindingState, green: bool, binding: &str) -> (State, u32, u32) {
+        let next = advance(from, green, binding, "t");
+        assert!(next.probe_attached);
+        (next.state, next.streak, next.reopened)
+    }
+
+    #[test]
+    fn the_transitions() {
+        use State::*;
+        let open = at(Open, 0, None);
+        assert_eq!(step(&open, false, "b-1"), (FixClaimed, 0, 0));
+        assert_eq!(
+            step(&at(FixClaimed, 0, None), false, "b-1"),
+            (FixClaimed, 0, 0)
+        );
+        assert_eq!(step(&open, true, "b-1"), (Verifying, 1, 0));
+        assert_eq!(
+            step(&at(FixClaimed, 0, None), true, "b-1"),
+            (Verifying, 1, 0)
+        );
+        let one = at(Verifying, 1, Some("b-1"));
+        assert_eq!(step(&one, true, "b-1"), (Verifying, 2, 0));
+        assert_eq!(
+            step(&at(Verifying, 2, Some("b-1")), true, "b-1"),
+            (Closed, 3, 0)
+        );
+        assert_eq!(
+            step(&at(Verifying, 2, Some("b-1")), true, "b-2"),
+            (Verifying, 1, 0)
+        );
+        assert_eq!(step(&one, false, "b-1"), (Open, 0, 1));
+        let closed = at(Closed, 3, Some("b-1"));
+        assert_eq!(step(&closed, true, "b-2"), (Closed, 3, 0));
+        assert_eq!(step(&closed, false, "b-1"), (Open, 0, 1));
+        assert_eq!(advance(&one, false, "b-1", "t").binding, None);
+        assert_eq!(
+            advance(&one, true, "b-2", "t").binding.as_deref(),
+            Some("b-2")
+        );
+    }
+
+    #[test]
+    fn reasons_are_bounded() {
+        assert!(check_reason("fixed upstream in 2.4.1").is_ok());
+        assert!(check_reason(&"é".repeat(240)).is_ok());
+        assert!(
+            check_reason(&"é".repeat(241))
+                .unwrap_err()
+                .contains("241 characters")
+        );
+        assert!(
+            check_reason("a\tb")
+                .unwrap_err()
+                .contains("U+0009 at character 2")
+        );
+        assert!(check_reason("  ").is_err());
+    }
+}

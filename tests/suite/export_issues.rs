@@ -1,0 +1,253 @@
+//! `mcpeval-export-issues`: a file for exactly each open finding, the
+//! commands in it run as printed, nothing unsanitized in it, stale files
+//! reported and pruned only when asked.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::seeded::{
+    self, finding_of, findings, fixture_store, ok, run, secrets, seeded, set_state,
+};
+use crate::support::{Store, bin_dir, text};
+
+fn names(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn export(store: &Store, dir: &Path, extra: &[&str]) -> (Value, String) {
+    let mut args = vec!["--dir", dir.to_str().unwrap(), "--format", "json"];
+    args.extend_from_slice(extra);
+    let out = run(store, "mcpeval-export-issues", &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        text(&out.stderr),
+    )
+}
+
+#[test]
+fn one_file_per_open_finding_with_its_evidence() {
+    let store = seeded();
+    let all = findings(&store);
+    assert_eq!(all.len(), 3);
+    let alerts = finding_of(&store, "weather", "alerts");
+    let alerts_id = alerts["id"].as_str().unwrap();
+    set_state(&store, alerts_id, "closed");
+    let route = finding_of(&store, "maps", "route");
+    set_state(&store, route["id"].as_str().unwrap(), "verifying");
+
+    let dir = store.scratch().join("issues");
+    let (report, stderr) = export(&store, &dir, &[]);
+    let want: BTreeSet<String> = all
+        .iter()
+        .filter(|f| f["id"] != alerts_id)
+        .map(|f| format!("{}.md", f["id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(names(&dir), want);
+    assert_eq!(report["written"].as_array().unwrap().len(), 2);
+    assert!(
+        stderr.contains("2 open findings in") && stderr.contains("2 written, 0 unchanged; 0 stale"),
+        "{stderr}"
+    );
+
+    let body =
+        std::fs::read_to_string(dir.join(format!("{}.md", route["id"].as_str().unwrap()))).unwrap();
+    assert!(
+        body.starts_with("# invalid-arguments: `route` on server `maps` fails\n"),
+        "{body}"
+    );
+    for row in [
+        "| failures | 2 |",
+        "| calls | 4 |",
+        "| failure rate | 50.0% |",
+        "| sessions | 2 |",
+        "| blast radius | 1 tool |",
+        "| error code | -32602 |",
+        "| retryable | never |",
+    ] {
+        assert!(body.contains(row), "{row} missing:\n{body}");
+    }
+    let wilson = format!(
+        "| 95% Wilson lower bound | {:.3} |",
+        route["wilson_lower"].as_f64().unwrap()
+    );
+    assert!(body.contains(&wilson), "{body}");
+    let severity = format!("| severity | {} |", route["severity"].as_str().unwrap());
+    let score = format!("| score | {:.3} |", route["score"].as_f64().unwrap());
+    assert!(body.contains(&severity) && body.contains(&score), "{body}");
+    assert!(body.contains("state verifying"), "{body}");
+    // The repro is the shape, with the tool.
+    assert!(body.contains("\"name\": \"route\""), "{body}");
+    assert!(
+        body.contains("\"avoid\": [\n        \"string\"\n      ]"),
+        "{body}"
+    );
+    assert!(
+        body.contains("Validate against the advertised inputSchema and name the offending field.")
+    );
+
+    // Nothing that identifies a call, a template or a note.
+    for file in names(&dir) {
+        let bytes = std::fs::read_to_string(dir.join(&file)).unwrap();
+        for secret in secrets() {
+            assert!(!bytes.contains(&secret), "{file} holds {secret}");
+        }
+        assert!(!bytes.contains(&seeded::salt_hex(&store)[..16]));
+    }
+
+    // A second run rewrites nothing; a closed finding's old file is stale.
+    std::fs::write(dir.join(format!("{alerts_id}.md")), "old").unwrap();
+    std::fs::write(dir.join("notes.md"), "mine").unwrap();
+    let (again, stderr) = export(&store, &dir, &[]);
+    assert_eq!(again["written"], Value::Array(vec![]));
+    assert_eq!(again["unchanged"].as_array().unwrap().len(), 2);
+    let stale_path = dir.join(format!("{alerts_id}.md")).display().to_string();
+    assert_eq!(again["stale"], serde_json::json!([stale_path]));
+    assert!(stderr.contains(&format!("stale: {stale_path}")), "{stderr}");
+    assert!(dir.join(format!("{alerts_id}.md")).exists());
+
+    // --prune removes it, and only it.
+    let (pruned, _) = export(&store, &dir, &["--prune"]);
+    assert_eq!(pruned["pruned"], serde_json::json!([stale_path]));
+    assert!(!dir.join(format!("{alerts_id}.md")).exists());
+    assert!(dir.join("notes.md").exists());
+}
+
+#[test]
+fn server_filter_and_text_output() {
+    let store = seeded();
+    let dir = store.scratch().join("issues");
+    let out = ok(
+        &store,
+        "mcpeval-export-issues",
+        &["--dir", dir.to_str().unwrap(), "--server", "maps"],
+    );
+    let route = finding_of(&store, "maps", "route");
+    let path = dir.join(format!("{}.md", route["id"].as_str().unwrap()));
+    assert_eq!(out, format!("{}\n", path.display()));
+    assert_eq!(names(&dir).len(), 1);
+}
+
+#[test]
+fn an_index_that_is_missing_is_unavailable_evidence() {
+    let store = Store::new();
+    let dir = store.scratch().join("issues");
+    let out = run(
+        &store,
+        "mcpeval-export-issues",
+        &["--dir", dir.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("no index yet"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The commands in an issue file, run exactly as printed through the
+/// `mcpeval` front in a shell, in the directory the issue suggests.
+#[test]
+fn the_commands_in_an_issue_run_as_printed() {
+    let store = seeded();
+    let dir = store.scratch().join("issues");
+    export(&store, &dir, &[]);
+    let forecast = finding_of(&store, "weather", "forecast");
+    let id = forecast["id"].as_str().unwrap();
+    let body = std::fs::read_to_string(dir.join(format!("{id}.md"))).unwrap();
+    let block = body
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap();
+    let lines: Vec<&str> = block.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        lines,
+        vec![
+            format!(
+                "mcpeval generate --finding {id} --confirm-read-only --output {id}.manifest.json"
+            ),
+            format!(
+                "mcpeval verify --finding {id} --case {id} --manifest {id}.manifest.json -- <server command>"
+            ),
+        ]
+    );
+    let work = store.scratch().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut sh = Command::new("sh");
+    store.env(&mut sh);
+    let path = format!("{}:{}", bin_dir().display(), crate::support::SYSTEM_PATH);
+    let out = sh
+        .env("PATH", path)
+        .current_dir(&work)
+        .args(["-c", lines[0]])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}: {}", lines[0], text(&out.stderr));
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(work.join(format!("{id}.manifest.json"))).unwrap())
+            .unwrap();
+    assert_eq!(manifest["cases"][0]["id"], id);
+    assert_eq!(manifest["cases"][0]["finding"], id);
+}
+
+/// Both commands of an issue, run as printed, on a finding of the fixture
+/// server's `status` tool: only `<server command>` and the placeholders
+/// are the reader's to fill.
+#[test]
+fn generate_then_verify_as_printed_turns_green() {
+    let (store, id) = fixture_store();
+    let dir = store.scratch().join("issues");
+    export(&store, &dir, &[]);
+    let body = std::fs::read_to_string(dir.join(format!("{id}.md"))).unwrap();
+    let block = body
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap();
+    let lines: Vec<&str> = block.lines().filter(|l| !l.starts_with('#')).collect();
+    let work = store.scratch().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::copy(
+        crate::support::fixture("probe_server.py"),
+        work.join("server.py"),
+    )
+    .unwrap();
+    let sh = |line: &str| {
+        let mut sh = Command::new("sh");
+        store.env(&mut sh);
+        let path = format!("{}:{}", bin_dir().display(), crate::support::SYSTEM_PATH);
+        sh.env("PATH", path)
+            .current_dir(&work)
+            .args(["-c", line])
+            .output()
+            .unwrap()
+    };
+    let generated = sh(lines[0]);
+    assert!(generated.status.success(), "{}", text(&generated.stderr));
+    let manifest = work.join(format!("{id}.manifest.json"));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    crate::seeded::fill(&mut doc);
+    std::fs::write(&manifest, doc.to_string()).unwrap();
+    let verify = lines[1].replace("<server command>", "python3 server.py");
+    let verified = sh(&verify);
+    assert_eq!(
+        verified.status.code(),
+        Some(0),
+        "{verify}: {}",
+        text(&verified.stderr)
+    );
+    let line = text(&verified.stdout);
+    assert!(
+        line.starts_with(&format!(
+            "{id} case={id} result=green state=verifying streak=1/3 run="
+        )),
+        "{line}"
+    );
+}

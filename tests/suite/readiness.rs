@@ -1,0 +1,412 @@
+//! `mcpeval-readiness`: daily figures checked by hand on a journal written
+//! here, the verdict rule, and the trends.db cache: validated by bytes,
+//! extended on append, rebuilt on change, never trusted blindly.
+
+use serde_json::{Value, json};
+
+use crate::records::{self, Rec};
+use crate::seeded::{ok, run, set_state};
+use crate::support::{Store, text};
+
+const NOW: &str = "2026-11-30T12:00:00Z";
+
+fn at(rec: Rec, day: u32, second: u32) -> Rec {
+    let mut rec = rec;
+    rec.0["started_at"] = json!(format!("2026-11-{day:02}T07:00:{second:02}.000Z"));
+    rec
+}
+
+fn report(store: &Store, extra: &[&str]) -> (Value, String) {
+    let mut args = vec!["--format", "json", "--now", NOW];
+    args.extend_from_slice(extra);
+    let out = run(store, "mcpeval-readiness", &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        text(&out.stderr),
+    )
+}
+
+fn server<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["server"] == name)
+        .unwrap_or_else(|| panic!("no server {name} in {report}"))
+}
+
+fn tool<'a>(server: &'a Value, name: &str) -> &'a Value {
+    server["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == name)
+        .unwrap()
+}
+
+/// `(calls, failures)` of each reported day of a tool.
+fn daily(tool: &Value) -> Vec<(u64, u64)> {
+    tool["daily"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["calls"].as_u64().unwrap(),
+                d["failures"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// weather/forecast: 2026-11-28 four calls, one failed; 2026-11-30 ten
+/// calls, one failed (10% > 5%: at-risk), one unanswered (a call, not a
+/// failure), one malformed (a failure) — so 12 calls, 2 failed; probe
+/// calls and a call before the window never count. maps/route: twenty
+/// calls on 2026-11-30, one failed (5%, not over the limit).
+fn journal() -> Vec<Rec> {
+    let mut recs = Vec::new();
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        n
+    };
+    recs.push(at(Rec::error(next(), 9, 1, "forecast", Some(1)), 20, 0));
+    for i in 0..4 {
+        let r = if i == 0 {
+            Rec::error(next(), 1, i + 1, "forecast", Some(1))
+        } else {
+            Rec::ok(next(), 1, i + 1, "forecast")
+        };
+        recs.push(at(r, 28, i as u32));
+    }
+    for i in 0..10 {
+        let r = if i == 3 {
+            Rec::error(next(), 2, i + 1, "forecast", Some(1))
+        } else {
+            Rec::ok(next(), 2, i + 1, "forecast")
+        };
+        recs.push(at(r, 30, i as u32));
+    }
+    recs.push(at(Rec::unanswered(next(), 2, 11, "forecast"), 30, 11));
+    let mut malformed = Rec::unanswered(next(), 2, 12, "forecast");
+    malformed.0["unknown"] = json!("malformed");
+    recs.push(at(malformed, 30, 12));
+    recs.push(at(
+        Rec::error(next(), 2, 13, "forecast", Some(1)).probe(),
+        30,
+        13,
+    ));
+    recs.push(at(Rec::ok(next(), 2, 14, "alerts"), 30, 14));
+    for i in 0..20 {
+        let r = if i == 0 {
+            Rec::error(next(), 3, i + 1, "route", Some(2))
+        } else {
+            Rec::ok(next(), 3, i + 1, "route")
+        };
+        recs.push(at(r.server("maps"), 30, i as u32));
+    }
+    recs
+}
+
+#[test]
+fn daily_figures_and_verdicts_match_a_hand_count() {
+    let store = Store::new();
+    let path = records::write(&store, 1, &records::lines(&journal()));
+    let (r, stderr) = report(&store, &[]);
+    assert_eq!(stderr, "");
+    assert_eq!(r["as_of"], "2026-11-30");
+    assert_eq!(
+        r["days"],
+        json!([
+            "2026-11-24",
+            "2026-11-25",
+            "2026-11-26",
+            "2026-11-27",
+            "2026-11-28",
+            "2026-11-29",
+            "2026-11-30"
+        ])
+    );
+    assert_eq!(r["findings"], "no-index");
+    let weather = server(&r, "weather");
+    let forecast = tool(weather, "forecast");
+    assert_eq!(
+        daily(forecast),
+        vec![(0, 0), (0, 0), (0, 0), (0, 0), (4, 1), (0, 0), (12, 2)]
+    );
+    assert_eq!(
+        (forecast["calls"].as_u64(), forecast["failures"].as_u64()),
+        (Some(16), Some(3))
+    );
+    let last = &forecast["daily"][6];
+    assert!((last["failure_rate"].as_f64().unwrap() - 2.0 / 12.0).abs() < 1e-12);
+    assert_eq!(forecast["daily"][0]["failure_rate"], Value::Null);
+    assert_eq!(daily(tool(weather, "alerts"))[6], (1, 0));
+    assert_eq!(weather["verdict"], "at-risk");
+    assert_eq!(weather["open_findings"], Value::Null);
+    assert_eq!(
+        weather["reasons"],
+        json!([
+            "forecast failed 2 of 12 calls (16.7%) on 2026-11-30, over 5%",
+            "open findings unknown: no index yet (run `mcpeval index` and `mcpeval promote`)"
+        ])
+    );
+    let maps = server(&r, "maps");
+    assert_eq!(daily(tool(maps, "route"))[6], (20, 1));
+    assert_eq!(maps["verdict"], "ready");
+    assert_eq!(r["cache"]["rebuilt"], Value::Null);
+    assert_eq!(
+        r["cache"]["bytes_read"].as_u64().unwrap(),
+        std::fs::metadata(&path).unwrap().len()
+    );
+
+    // --days and --server narrow the window and the servers.
+    let (one, _) = report(&store, &["--days", "1", "--server", "maps"]);
+    assert_eq!(one["days"], json!(["2026-11-30"]));
+    assert_eq!(one["servers"].as_array().unwrap().len(), 1);
+
+    // Markdown shows the same figures.
+    let md = ok(&store, "mcpeval-readiness", &["--now", NOW]);
+    assert!(md.contains("## weather: at-risk\n"), "{md}");
+    assert!(
+        md.contains("| forecast | - | - | - | - | 1/4 | - | 2/12 |"),
+        "{md}"
+    );
+    // readiness never needed the index.
+    assert!(!store.home().join("index.db").exists());
+}
+
+#[test]
+fn the_cache_grows_with_an_append_and_rebuilds_on_a_change() {
+    let store = Store::new();
+    let recs = journal();
+    let path = records::write(&store, 1, &records::lines(&recs));
+    let (first, _) = report(&store, &[]);
+    let (again, stderr) = report(&store, &[]);
+    assert_eq!(stderr, "");
+    assert_eq!(again["cache"]["bytes_read"], 0);
+    assert_eq!(again["servers"], first["servers"]);
+
+    // An unfinished line is left for later; once complete, only it is read.
+    let extra = at(
+        Rec::error(900, 3, 21, "route", Some(2)).server("maps"),
+        30,
+        40,
+    )
+    .line();
+    let (head, tail) = extra.split_at(20);
+    records::append(&store, 1, head);
+    let (partial, _) = report(&store, &[]);
+    assert_eq!(partial["cache"]["calls_added"], 0);
+    records::append(&store, 1, tail);
+    let (grown, stderr) = report(&store, &[]);
+    assert_eq!(stderr, "");
+    assert_eq!(grown["cache"]["rebuilt"], Value::Null);
+    assert_eq!(grown["cache"]["calls_added"], 1);
+    assert_eq!(
+        grown["cache"]["bytes_read"].as_u64().unwrap(),
+        (head.len() + tail.len()) as u64
+    );
+    assert_eq!(daily(tool(server(&grown, "maps"), "route"))[6], (21, 2));
+
+    // A new journal sorting last is read whole; the old one is only hashed.
+    let newer = records::write(
+        &store,
+        2,
+        &at(Rec::ok(901, 4, 1, "route").server("maps"), 30, 41).line(),
+    );
+    let (two, _) = report(&store, &[]);
+    assert_eq!(two["cache"]["journals"], 2);
+    assert_eq!(
+        two["cache"]["bytes_read"].as_u64().unwrap(),
+        std::fs::metadata(&newer).unwrap().len()
+    );
+    assert_eq!(daily(tool(server(&two, "maps"), "route"))[6], (22, 2));
+
+    // The same length, different bytes: a failure turned into a success.
+    let old = std::fs::read_to_string(&path).unwrap();
+    let changed = old.replacen("\"tool\":\"route\"", "\"tool\":\"rout3\"", 1);
+    assert_eq!(changed.len(), old.len());
+    std::fs::write(&path, changed).unwrap();
+    let (rebuilt, stderr) = report(&store, &[]);
+    let name = path.file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        stderr,
+        format!("mcpeval-readiness: trends.db rebuilt: bytes changed in {name}\n")
+    );
+    assert_eq!(
+        rebuilt["cache"]["rebuilt"],
+        format!("bytes changed in {name}")
+    );
+    let maps = server(&rebuilt, "maps");
+    assert_eq!(daily(tool(maps, "route"))[6], (21, 1));
+    assert_eq!(daily(tool(maps, "rout3"))[6], (1, 1));
+
+    // An earlier journal grows after a later one was cached: rebuild.
+    records::append(
+        &store,
+        1,
+        &at(Rec::ok(902, 5, 1, "route").server("maps"), 30, 42).line(),
+    );
+    let (_, stderr) = report(&store, &[]);
+    assert!(
+        stderr.ends_with(&format!(
+            "rebuilt: {name} grew after later journals were cached\n"
+        )),
+        "{stderr}"
+    );
+
+    // A journal removed: rebuild, and its counts are gone.
+    std::fs::remove_file(&newer).unwrap();
+    let (gone, stderr) = report(&store, &[]);
+    assert!(stderr.contains("removed"), "{stderr}");
+    assert_eq!(daily(tool(server(&gone, "maps"), "route"))[6], (21, 1));
+}
+
+#[test]
+fn an_earlier_journals_unfinished_line_finished_in_place_rebuilds_the_cache() {
+    // As in the index: only the last journal is read past its checkpoint,
+    // so a torn line in an earlier one that became a record without the
+    // file growing was never counted.
+    let store = Store::new();
+    let line = at(
+        Rec::error(900, 3, 21, "route", Some(2)).server("maps"),
+        30,
+        40,
+    )
+    .line();
+    let torn = format!("{}x", line.trim_end());
+    let path = records::write(&store, 1, &(records::lines(&journal()) + &torn));
+    records::write(
+        &store,
+        2,
+        &at(Rec::ok(901, 4, 1, "route").server("maps"), 30, 41).line(),
+    );
+    let (before, _) = report(&store, &[]);
+    assert_eq!(daily(tool(server(&before, "maps"), "route"))[6], (21, 1));
+    std::fs::write(&path, records::lines(&journal()) + &line).unwrap();
+    let (after, stderr) = report(&store, &[]);
+    let name = path.file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "mcpeval-readiness: trends.db rebuilt: {name} changed after later journals were cached\n"
+        )
+    );
+    assert_eq!(daily(tool(server(&after, "maps"), "route"))[6], (22, 2));
+}
+
+#[test]
+fn a_bad_line_is_refused_and_the_cache_kept() {
+    let store = Store::new();
+    records::write(&store, 1, &records::lines(&journal()));
+    let (before, _) = report(&store, &[]);
+    let db = store.home().join("trends.db");
+    let bytes = std::fs::read(&db).unwrap();
+    let path = records::append(&store, 1, "{\"schema\":\"mcpeval.call/1\"}\n");
+    let out = run(
+        &store,
+        "mcpeval-readiness",
+        &["--format", "json", "--now", NOW],
+    );
+    assert_eq!(out.status.code(), Some(4));
+    let err = text(&out.stderr);
+    let lines = journal().len() + 1;
+    assert!(
+        err.starts_with(&format!(
+            "mcpeval-readiness: error: {}:{lines}: invalid mcpeval.call/1 record",
+            path.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("trends.db was left unchanged"), "{err}");
+    assert_eq!(std::fs::read(&db).unwrap(), bytes);
+    assert!(!before["servers"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn open_findings_decide_the_verdict_when_an_index_exists() {
+    let store = Store::new();
+    // weather/search failed every call on 2026-11-29 in two sessions.
+    let mut recs = Vec::new();
+    let mut n = 0;
+    for s in 1..=2 {
+        for seq in 1..=30 {
+            n += 1;
+            recs.push(at(
+                Rec::error(n, s, seq, "search", Some(1)),
+                29,
+                (seq % 60) as u32,
+            ));
+        }
+    }
+    records::write(&store, 1, &records::lines(&recs));
+    ok(&store, "mcpeval-index", &[]);
+    let (not_promoted, _) = report(&store, &[]);
+    assert_eq!(not_promoted["findings"], "not-promoted");
+    ok(
+        &store,
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", "2026-11-29T08:00:00Z"],
+    );
+    let f: Value =
+        serde_json::from_str(&ok(&store, "mcpeval-findings", &["--format", "json"])).unwrap();
+    let id = f["findings"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(f["findings"][0]["severity"], "medium");
+
+    let (r, _) = report(&store, &[]);
+    assert_eq!(r["findings"], "index");
+    let weather = server(&r, "weather");
+    assert_eq!(weather["verdict"], "at-risk");
+    assert_eq!(
+        weather["reasons"],
+        json!([format!("open medium finding {id}")])
+    );
+    assert_eq!(
+        weather["open_findings"],
+        json!({"high": 0, "medium": 1, "low": 0})
+    );
+    assert_eq!(daily(tool(weather, "search"))[5], (60, 60));
+
+    // With an attached probe the same score is high: not ready.
+    let home = shared::home::Home::at(&store.home());
+    let conn = shared::lifecycle::open(&home).unwrap();
+    conn.execute(
+        "UPDATE finding_state SET probe_attached = 1 WHERE finding_id = ?1",
+        [&id],
+    )
+    .unwrap();
+    let (r, _) = report(&store, &[]);
+    assert_eq!(server(&r, "weather")["verdict"], "not-ready");
+    assert_eq!(
+        server(&r, "weather")["reasons"],
+        json!([format!("open high finding {id}")])
+    );
+
+    // Closed: nothing open, and no calls on the last day.
+    set_state(&store, &id, "closed");
+    let (r, _) = report(&store, &[]);
+    assert_eq!(server(&r, "weather")["verdict"], "ready");
+    assert_eq!(
+        server(&r, "weather")["reasons"],
+        json!(["no open high or medium finding; no captured calls on 2026-11-30"])
+    );
+
+    // A damaged index is the CLI's status 3.
+    std::fs::write(store.home().join("index.db"), vec![7u8; 8192]).unwrap();
+    let out = run(&store, "mcpeval-readiness", &["--now", NOW]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+}
+
+#[test]
+fn an_empty_store_is_reported_and_left_uncreated() {
+    let store = Store::new();
+    let (r, _) = report(&store, &[]);
+    assert_eq!(r["servers"], json!([]));
+    assert!(!store.home().exists());
+    let bad = run(&store, "mcpeval-readiness", &["--now", "yesterday"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("invalid --now \"yesterday\""));
+}

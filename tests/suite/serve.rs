@@ -1,0 +1,442 @@
+//! `mcpeval-serve` driven by the official Python SDK in both eras, and by
+//! raw JSON-RPC for the handshakes: tools with schemas, the findings as
+//! `findings --format json` gives them, the relayed commands with their
+//! own words, the store before its first index and with a damaged one.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::records::{self, Rec, event};
+use crate::seeded::{fill, finding_of, findings, fixture_store, ok, run, secrets, seeded};
+use crate::support::{Deps, Store, bin, fixture, repo, text};
+
+/// Runs the script through the SDK client in `mode` against serve.
+fn client(store: &Store, mode: &str, script: Value) -> Value {
+    let file = store.scratch().join(format!("script-{}.json", uuid_like()));
+    std::fs::write(&file, script.to_string()).unwrap();
+    let mut cmd = Command::new(Deps::python());
+    store.env(&mut cmd);
+    let out = cmd
+        .arg(repo().join("tests/clients/serve_client.py"))
+        .arg(mode)
+        .arg(&file)
+        .arg("--")
+        .arg(bin("mcpeval-serve"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "client: {}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn call(tool: &str, arguments: Value) -> Value {
+    json!({"tool": tool, "arguments": arguments})
+}
+
+/// What `bin ARGS` prints on stderr, without the last newline: the words
+/// an isError result must carry.
+fn cli_words(store: &Store, bin: &str, args: &[&str]) -> String {
+    let out = run(store, bin, args);
+    assert!(!out.status.success());
+    text(&out.stderr).trim_end().to_owned()
+}
+
+#[test]
+fn both_eras_list_the_tools_with_schemas_and_annotations() {
+    let store = Store::new();
+    for (mode, version) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let out = client(&store, mode, json!([]));
+        assert_eq!(out["protocol_version"], version);
+        assert_eq!(out["server"], "mcpeval-serve");
+        let tools = out["tools"].as_array().unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "list_findings",
+                "get_finding",
+                "generate_manifest",
+                "verify_finding",
+                "annotate_call",
+                "readiness"
+            ]
+        );
+        for t in tools {
+            assert_eq!(t["input_schema"]["type"], "object", "{t}");
+            assert_eq!(t["output_schema"]["type"], "object", "{t}");
+            let read_only = ["list_findings", "get_finding", "readiness"]
+                .contains(&t["name"].as_str().unwrap());
+            assert_eq!(t["annotations"]["readOnlyHint"], read_only, "{t}");
+        }
+    }
+}
+
+#[test]
+fn findings_reads_and_the_relayed_commands() {
+    let store = seeded();
+    let all = findings(&store);
+    let route = finding_of(&store, "maps", "route");
+    let route_id = route["id"].as_str().unwrap();
+    let unknown = "finding-00000000000000aa";
+    let bad_event = "not-a-uuid";
+    let out = client(
+        &store,
+        "auto",
+        json!([
+            call("list_findings", json!({})),
+            call("list_findings", json!({"server": ["maps"]})),
+            call("list_findings", json!({"state": ["closed"]})),
+            call("get_finding", json!({"id": route_id})),
+            call("get_finding", json!({"id": unknown})),
+            call("get_finding", json!({"id": "nope"})),
+            call(
+                "annotate_call",
+                json!({"event_id": bad_event, "kind": "other", "note": "n"})
+            ),
+            call(
+                "annotate_call",
+                json!({"event_id": event(5), "kind": "false-success", "note": "said done"})
+            ),
+            call("readiness", json!({"days": 3, "server": ["maps"]})),
+            call("list_findings", json!({"colour": "red"})),
+        ]),
+    );
+    let calls = out["calls"].as_array().unwrap();
+    let structured = |i: usize| &calls[i]["structured"];
+    assert!(
+        calls[..4].iter().all(|c| c["is_error"] == false),
+        "{calls:?}"
+    );
+    // Exactly what `findings --format json` prints.
+    assert_eq!(structured(0)["findings"], Value::Array(all.clone()));
+    assert_eq!(structured(1)["findings"], json!([route.clone()]));
+    assert_eq!(structured(2)["findings"], json!([]));
+    assert_eq!(
+        structured(2)["note"],
+        "no findings match the filters (3 findings in all)"
+    );
+    assert_eq!(structured(3)["finding"], route);
+    assert!(calls[0]["text"].as_str().unwrap().contains(route_id));
+
+    assert_eq!(calls[4]["is_error"], true);
+    assert_eq!(
+        calls[4]["text"],
+        format!(
+            "mcpeval-serve: error: no finding {unknown} in this store; list_findings shows the ids"
+        )
+    );
+    assert!(
+        calls[5]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid arguments: id \"nope\" is not a finding id")
+    );
+
+    // annotate_call relays mcpeval-annotate, with its own words on error.
+    assert_eq!(calls[6]["is_error"], true);
+    let words = cli_words(
+        &store,
+        "mcpeval-annotate",
+        &["--event-id", bad_event, "--kind", "other", "--note", "n"],
+    );
+    assert_eq!(calls[6]["text"], words);
+    assert_eq!(calls[6]["structured"]["exit_status"], 2);
+    assert_eq!(calls[7]["is_error"], false);
+    assert_eq!(calls[7]["structured"]["annotation_id"], 2);
+    assert!(
+        calls[7]["structured"]["stderr"]
+            .as_str()
+            .unwrap()
+            .starts_with("annotation 2 stored")
+    );
+
+    // readiness relays mcpeval-readiness --format json.
+    assert_eq!(calls[8]["is_error"], false);
+    let report = &calls[8]["structured"]["report"];
+    assert_eq!(report["days"].as_array().unwrap().len(), 3);
+    assert_eq!(report["servers"][0]["server"], "maps");
+    assert!(calls[8]["text"].as_str().unwrap().starts_with("maps: "));
+
+    assert_eq!(calls[9]["is_error"], true);
+    assert!(
+        calls[9]["text"]
+            .as_str()
+            .unwrap()
+            .contains("unknown argument \"colour\"")
+    );
+
+    // Nothing that identifies a call or a template, and no note, leaves
+    // through the reading tools.
+    let read = serde_json::to_string(&calls[..6]).unwrap();
+    for secret in secrets() {
+        assert!(!read.contains(&secret), "{secret}");
+    }
+}
+
+#[test]
+fn before_the_first_index_and_with_a_damaged_one() {
+    let store = Store::new();
+    let first = client(&store, "auto", json!([call("list_findings", json!({}))]));
+    let c = &first["calls"][0];
+    assert_eq!(c["is_error"], false);
+    assert_eq!(c["structured"]["findings"], json!([]));
+    assert!(
+        c["structured"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("no index yet")
+    );
+
+    // Incomplete: the index exists, but no indexing run finished.
+    records::write(&store, 1, &records::lines(&[Rec::ok(1, 1, 1, "forecast")]));
+    ok(&store, "mcpeval-index", &[]);
+    let home = shared::home::Home::at(&store.home());
+    let conn = shared::db::open(&home.index_db(), &shared::index_db::SCHEMA).unwrap();
+    conn.execute("DELETE FROM state", []).unwrap();
+    drop(conn);
+    let words = cli_words(&store, "mcpeval-findings", &["--format", "json"]);
+    assert!(words.contains("is incomplete"), "{words}");
+    let out = client(&store, "legacy", json!([call("list_findings", json!({}))]));
+    assert_eq!(out["calls"][0]["is_error"], true);
+    assert_eq!(out["calls"][0]["text"], words);
+
+    // Damaged: not a database at all.
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", home.index_db().display()));
+    }
+    std::fs::write(home.index_db(), vec![7u8; 8192]).unwrap();
+    let words = cli_words(&store, "mcpeval-findings", &[]);
+    let out = client(
+        &store,
+        "auto",
+        json!([
+            call("list_findings", json!({})),
+            call("get_finding", json!({"id": "finding-0123456789abcdef"}))
+        ]),
+    );
+    assert_eq!(out["calls"][0]["is_error"], true);
+    assert_eq!(out["calls"][0]["text"], words);
+    assert_eq!(out["calls"][1]["text"], words);
+}
+
+#[test]
+fn a_missing_sibling_is_named_in_an_is_error_result() {
+    // A copy of serve alone, with no suite commands beside it or on PATH.
+    let (store, id) = fixture_store();
+    let lone = store.scratch().join("lone");
+    std::fs::create_dir_all(&lone).unwrap();
+    let copy = lone.join("mcpeval-serve");
+    std::fs::copy(bin("mcpeval-serve"), &copy).unwrap();
+    let file = store.scratch().join("script.json");
+    let script = json!([call(
+        "generate_manifest",
+        json!({"finding": id, "confirm_read_only": true})
+    )]);
+    std::fs::write(&file, script.to_string()).unwrap();
+    let mut cmd = Command::new(Deps::python());
+    store.env(&mut cmd);
+    let out = cmd
+        .arg(repo().join("tests/clients/serve_client.py"))
+        .args(["auto", file.to_str().unwrap(), "--"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &out["calls"][0];
+    assert_eq!(c["is_error"], true);
+    assert_eq!(
+        c["text"],
+        "mcpeval-serve: error: mcpeval-generate is not installed beside mcpeval-serve or on PATH; \
+install the whole mcpeval suite, whose generate command this tool runs"
+    );
+}
+
+#[test]
+fn generate_and_verify_run_the_suite_commands() {
+    let (store, id) = fixture_store();
+    let manifest = store.scratch().join(format!("{id}.manifest.json"));
+    let manifest_arg = manifest.to_str().unwrap();
+    let out = client(
+        &store,
+        "auto",
+        json!([
+            call(
+                "generate_manifest",
+                json!({"finding": id, "confirm_read_only": false})
+            ),
+            call(
+                "generate_manifest",
+                json!({"finding": id, "confirm_read_only": true, "output": manifest_arg})
+            ),
+        ]),
+    );
+    let refused = &out["calls"][0];
+    assert_eq!(refused["is_error"], true);
+    let words = cli_words(
+        &store,
+        "mcpeval-generate",
+        &[
+            "--finding",
+            &id,
+            "--output",
+            store.scratch().join("x.json").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(refused["text"], words);
+    let made = &out["calls"][1];
+    assert_eq!(made["is_error"], false, "{made}");
+    let mut doc = made["structured"]["manifest"].clone();
+    assert_eq!(doc["cases"][0]["id"], id.as_str());
+    assert_eq!(
+        serde_json::from_slice::<Value>(&std::fs::read(&manifest).unwrap()).unwrap(),
+        doc
+    );
+    fill(&mut doc);
+    std::fs::write(&manifest, doc.to_string()).unwrap();
+
+    let server = store.scratch().join("server.py");
+    std::fs::copy(fixture("probe_server.py"), &server).unwrap();
+    let verify = call(
+        "verify_finding",
+        json!({"finding": id, "manifest": manifest_arg, "command": ["python3", server.to_str().unwrap()]}),
+    );
+    let out = client(
+        &store,
+        "auto",
+        json!([verify.clone(), verify.clone(), verify]),
+    );
+    for (n, c) in out["calls"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(c["is_error"], false, "{c}");
+        assert_eq!(c["structured"]["exit_status"], 0);
+        let line = c["structured"]["stdout"].as_str().unwrap();
+        assert!(line.contains(&format!("streak={}/3", n + 1)), "{line}");
+    }
+    let closed = &findings(&store)[0];
+    assert_eq!(closed["state"], "closed");
+}
+
+/// Raw JSON-RPC, a line at a time, as a client without an SDK speaks.
+struct Raw {
+    child: std::process::Child,
+    reader: BufReader<std::process::ChildStdout>,
+}
+
+impl Raw {
+    fn start(home: &Path) -> Raw {
+        let mut child = Command::new(bin("mcpeval-serve"))
+            .env_clear()
+            .env("MCPEVAL_HOME", home)
+            .env("PATH", crate::support::SYSTEM_PATH)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let reader = BufReader::new(child.stdout.take().unwrap());
+        Raw { child, reader }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn ask(&mut self, message: Value) -> Value {
+        self.send(&message.to_string());
+        self.read()
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+}
+
+#[test]
+fn raw_discover_initialize_and_protocol_errors() {
+    let store = Store::new();
+    let mut raw = Raw::start(&store.home());
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    let discover = raw.ask(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+    );
+    assert_eq!(discover["id"], 1);
+    let r = &discover["result"];
+    assert_eq!(
+        r["supportedVersions"],
+        json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"])
+    );
+    assert_eq!(
+        r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "mcpeval-serve"
+    );
+    assert_eq!(r["capabilities"]["tools"], json!({"listChanged": false}));
+    assert_eq!(
+        (&r["resultType"], &r["cacheScope"]),
+        (&json!("complete"), &json!("public"))
+    );
+
+    let listed = raw
+        .ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}}));
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 6);
+    assert_eq!(listed["result"]["resultType"], "complete");
+
+    let modern_call = raw.ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "list_findings", "arguments": {}, "_meta": meta}}));
+    assert_eq!(
+        modern_call["result"]["structuredContent"]["findings"],
+        json!([])
+    );
+    assert_eq!(modern_call["result"]["resultType"], "complete");
+
+    let other = raw.ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}}}));
+    assert_eq!(other["error"]["code"], -32022);
+    assert_eq!(other["error"]["data"]["supported"][0], "2026-07-28");
+
+    // Legacy handshake: a version we speak is echoed, another gets ours.
+    for (asked, got) in [
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        let init = raw.ask(json!({"jsonrpc": "2.0", "id": 5, "method": "initialize",
+            "params": {"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
+        assert_eq!(init["result"]["protocolVersion"], got);
+        assert_eq!(init["result"]["serverInfo"]["name"], "mcpeval-serve");
+        assert!(init["result"].get("resultType").is_none());
+    }
+    // A notification gets no answer: the next line answers the ping.
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let pong = raw.ask(json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}));
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": 6, "result": {}}));
+
+    raw.send("this is not json SECRET");
+    let parse = raw.read();
+    assert_eq!(parse["error"]["code"], -32700);
+    assert!(!parse.to_string().contains("SECRET"));
+    let unknown = raw.ask(json!({"jsonrpc": "2.0", "id": 7, "method": "resources/list"}));
+    assert_eq!(unknown["error"]["code"], -32601);
+    let no_tool = raw
+        .ask(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "x"}}));
+    assert_eq!(no_tool["error"]["code"], -32602);
+
+    // Closing stdin ends the server with status 0.
+    drop(raw.child.stdin.take());
+    let status = raw.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
