@@ -68,13 +68,18 @@ pub fn reap(child: Child) -> (i32, u64) {
     (status, usage.ru_maxrss as u64 * 1024)
 }
 
-/// This process's own peak resident bytes so far.
+/// The peak resident bytes of this process's own memory so far: what a
+/// child started with `posix_spawn` (which shares it until `exec`) can
+/// carry into its `ru_maxrss`. Read from `VmHWM`, since `ru_maxrss` of
+/// this process would in turn include whatever started it (cargo).
 pub fn own_peak() -> u64 {
-    // SAFETY: rusage is plain data, fully written by a successful call.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to a local.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    usage.ru_maxrss as u64 * 1024
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
 }
 
 /// The median of `values` (the lower middle for an even count).
