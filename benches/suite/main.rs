@@ -241,6 +241,11 @@ fn capture(sizes: &Sizes, scratch: &Path, table: &mut Table) {
         "capture, pipelined: {} until capture exited with every call journaled",
         secs(median(&drained))
     ));
+    table.note(format!(
+        "capture, added latency: the median over {} alternating pairs of (ours - direct), \
+         so it need not equal the difference of the two medians shown",
+        sizes.short_reps
+    ));
 }
 
 /// A full index of the store into a new index.db, beside the parse-only
