@@ -5,44 +5,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::net::TcpStream;
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Deps, Store, contains, fixture, repo, text};
-
-/// A child process killed when dropped, so no test leaves servers behind,
-/// even when it fails half-way.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits until something accepts connections on `port`.
-fn wait_for_port(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use crate::support::{Deps, Guard, Store, contains, fixture, free_port, repo, text, wait_for_port};
 
 /// The fixture upstream (`tests/fixtures/http_upstream.py`).
 struct Upstream {

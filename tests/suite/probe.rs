@@ -23,16 +23,21 @@ struct Bench {
     manifest: PathBuf,
 }
 
-struct Run {
-    status: i32,
-    stdout: String,
-    stderr: String,
+/// A finished probe run, as text (shared with the HTTP probe tests).
+pub struct Run {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 impl Run {
-    fn result(&self) -> Value {
+    pub fn result(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}\nstderr: {}", self.stdout, self.stderr))
+    }
+
+    pub fn binding(&self) -> String {
+        self.result()["binding"].as_str().unwrap().to_owned()
     }
 }
 
@@ -139,7 +144,7 @@ c.commit()\n";
     }
 }
 
-fn finish(out: Output) -> Run {
+pub fn finish(out: Output) -> Run {
     Run {
         status: out.status.code().unwrap_or(-1),
         stdout: text(&out.stdout),
@@ -149,7 +154,7 @@ fn finish(out: Output) -> Run {
 
 /// Asserts the verdict fields of a result and its exit status.
 #[track_caller]
-fn expect(run: &Run, status: i32, result: &str, reason: Value, detail: Value, attempts: u64) {
+pub fn expect(run: &Run, status: i32, result: &str, reason: Value, detail: Value, attempts: u64) {
     let r = run.result();
     assert_eq!(
         (
@@ -176,7 +181,7 @@ fn red(run: &Run, reason: &str, detail: &str, attempts: u64) {
 }
 
 #[track_caller]
-fn transport(run: &Run, reason: &str, detail: &str, attempts: u64) {
+pub fn transport(run: &Run, reason: &str, detail: &str, attempts: u64) {
     expect(
         run,
         5,

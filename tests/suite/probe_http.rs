@@ -4,38 +4,19 @@
 //! secrets that never reach an output or the store.
 
 use std::io::{BufRead, BufReader};
-use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Deps, Store, contains, fixture, text};
+use crate::probe::{Run, expect, finish, transport};
+use crate::support::{Deps, Guard, Store, contains, fixture, free_port, wait_for_port};
 
 const F: &str = "finding-0123456789abcdef";
 const MARK: &str = "SECRET-7f3a";
 const TOKEN: &str = "tok-Quokka-991";
 const SECRET: &str = "Quokka";
-
-/// A child process killed when dropped, so no test leaves a server behind.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `tests/fixtures/probe_http_server.py`, running until dropped.
 pub struct Fixture {
@@ -132,23 +113,6 @@ struct Bench {
     manifest: PathBuf,
 }
 
-struct Run {
-    status: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn result(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}\nstderr: {}", self.stdout, self.stderr))
-    }
-
-    fn binding(&self) -> String {
-        self.result()["binding"].as_str().unwrap().to_owned()
-    }
-}
-
 fn case(id: &str, tool: &str, timeout_ms: u64) -> Value {
     json!({"id": id, "finding": F, "probe": "instruction-fidelity", "tool": tool,
            "timeout_ms": timeout_ms})
@@ -190,30 +154,8 @@ impl Bench {
     }
 
     fn finish(&self, mut cmd: Command) -> Run {
-        let out = cmd.output().unwrap();
-        Run {
-            status: out.status.code().unwrap_or(-1),
-            stdout: text(&out.stdout),
-            stderr: text(&out.stderr),
-        }
+        finish(cmd.output().unwrap())
     }
-}
-
-#[track_caller]
-fn expect(run: &Run, status: i32, result: &str, reason: Value, detail: Value, attempts: u64) {
-    let r = run.result();
-    assert_eq!(
-        (
-            run.status,
-            r["result"].as_str().unwrap(),
-            &r["reason"],
-            &r["detail"],
-            r["attempts"].as_u64().unwrap()
-        ),
-        (status, result, &reason, &detail, attempts),
-        "stderr: {}",
-        run.stderr
-    );
 }
 
 #[track_caller]
@@ -225,18 +167,6 @@ fn green(run: &Run) {
 #[track_caller]
 fn red(run: &Run, reason: &str, detail: &str) {
     expect(run, 1, "red", json!(reason), json!(detail), 1);
-}
-
-#[track_caller]
-fn transport(run: &Run, reason: &str, detail: &str, attempts: u64) {
-    expect(
-        run,
-        5,
-        "transport-error",
-        json!(reason),
-        json!(detail),
-        attempts,
-    );
 }
 
 #[test]
@@ -489,14 +419,7 @@ fn a_real_server_over_streamable_http() {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let _everything = Guard(cmd.spawn().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "server-everything did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_port(port, "mcp-server-everything");
     let url = format!("http://127.0.0.1:{port}/mcp");
     green(&b.run("weather-cloudy", &url, &[]));
     red(
