@@ -7,15 +7,15 @@
 //! and only journals sorting after it may appear; anything else means the
 //! index must be rebuilt, and [`plan`] says why.
 
-use std::collections::BTreeSet;
 use std::fs::{self, File, Metadata};
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 use sha2::Digest;
+use shared::checkpoint::{self, Mark};
 use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
 
@@ -157,147 +157,56 @@ pub enum Plan {
     },
 }
 
-/// Compares the journals on disk with the checkpoints. Cheap `stat` checks
-/// come first, so a removed or reordered journal costs no hashing; then
-/// every indexed prefix is read and hashed.
+/// Compares the journals on disk with the checkpoints, by the rules of
+/// `shared::checkpoint`, and keeps what this run needs: the stamps of the
+/// verified journals, to check again before committing, and the last one
+/// open where its checkpoint ends.
 pub fn plan(
     dir: &Path,
     checkpoints: &[Checkpoint],
     files: &[PathBuf],
     lines: &mut Lines,
 ) -> Result<Plan> {
-    let name = |p: &Path| {
-        p.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
+    let marks: Vec<Mark<'_>> = checkpoints
+        .iter()
+        .map(|c| Mark {
+            name: &c.name,
+            length: c.length,
+            sha256: c.sha256,
+            size: c.size,
+        })
+        .collect();
+    let mut hash = |file: &mut File, len: u64, hasher: &mut Hasher| lines.hash(file, len, hasher);
+    let (checked, new) = match checkpoint::plan(dir, &marks, files, "indexed", &mut hash)? {
+        checkpoint::Plan::Rebuild(reason) => return Ok(Plan::Rebuild(reason)),
+        checkpoint::Plan::Extend { verified, new } => (verified, new),
     };
-    let on_disk: BTreeSet<String> = files.iter().map(|p| name(p)).collect();
-    let indexed: BTreeSet<&str> = checkpoints.iter().map(|c| c.name.as_str()).collect();
-    let Some(last) = checkpoints.last() else {
-        return Ok(Plan::Extend {
-            verified: Vec::new(),
-            last: None,
-            new: files.to_vec(),
-        });
-    };
-    // In name order, the first journal that breaks the rules names the reason.
-    let mut all: BTreeSet<&str> = indexed.clone();
-    all.extend(on_disk.iter().map(String::as_str));
-    for file in all {
-        if !on_disk.contains(file) {
-            return Ok(Plan::Rebuild(format!("{file} removed")));
-        }
-        if !indexed.contains(file) && file < last.name.as_str() {
-            return Ok(Plan::Rebuild(format!("{file} sorts before indexed files")));
-        }
-    }
-    let mut verified = Vec::new();
-    let mut continuation = None;
-    for (i, cp) in checkpoints.iter().enumerate() {
-        let path = dir.join(&cp.name);
-        let mut file = open(&path)?;
-        let stamp = Stamp::of(
-            &file
-                .metadata()
-                .context(format_args!("cannot stat {}", path.display()))?,
-        );
-        let is_last = i + 1 == checkpoints.len();
-        if stamp.size < cp.length {
-            return Ok(Plan::Rebuild(format!("{} truncated", cp.name)));
-        }
-        if !is_last && stamp.size > cp.size {
-            return Ok(Plan::Rebuild(format!(
-                "{} grew after later journals were indexed",
-                cp.name
-            )));
-        }
-        let mut hasher = Hasher::new();
-        match lines.hash(&mut file, cp.length, &mut hasher) {
-            Ok(()) => {}
-            Err(err) if err.kind() == ErrorKind::UnexpectedEof => {
-                return Ok(Plan::Rebuild(format!("{} truncated", cp.name)));
-            }
-            Err(err) => {
-                return Err(Error::io(
-                    format_args!("cannot read {}", path.display()),
-                    err,
-                ));
-            }
-        }
-        if <[u8; 32]>::from(hasher.clone().finalize()) != cp.sha256 {
-            return Ok(Plan::Rebuild(format!("bytes changed in {}", cp.name)));
-        }
-        // Only the last journal is read past its checkpoint, so an earlier
-        // one must still end exactly as it did: with the same unfinished
-        // line, if any. Were that line shortened or finished, a rebuild
-        // would read what this run never would.
-        if !is_last && unfinished_line_changed(&mut file, &path, cp, stamp.size)? {
-            return Ok(Plan::Rebuild(format!(
-                "{} changed after later journals were indexed",
-                cp.name
-            )));
-        }
-        if is_last {
-            continuation = Some(Box::new(Continuation {
+    let mut verified = Vec::with_capacity(checked.len());
+    let mut last = None;
+    for (cp, v) in checkpoints.iter().zip(checked) {
+        let stamp = Stamp::of(&v.meta);
+        if cp.name == checkpoints[checkpoints.len() - 1].name {
+            last = Some(Box::new(Continuation {
                 checkpoint: cp.clone(),
-                path,
-                file,
+                path: v.path,
+                file: v.file,
                 stamp,
-                hasher,
+                hasher: v.hasher,
             }));
         } else {
             verified.push(Observed {
-                path,
+                path: v.path,
                 stamp,
                 length: cp.length,
                 sha256: cp.sha256,
             });
         }
     }
-    let new = files
-        .iter()
-        .filter(|p| !indexed.contains(name(p).as_str()))
-        .cloned()
-        .collect();
     Ok(Plan::Extend {
         verified,
-        last: continuation,
+        last,
         new,
     })
-}
-
-/// Whether the bytes after an earlier journal's checkpoint, its unfinished
-/// last line, are no longer an unfinished line of the size it had: `file`
-/// is positioned at the checkpoint. That tail is at most one line, so
-/// reading it is cheap (and done in a small buffer, however long the line
-/// grew); a journal without one costs no read at all.
-fn unfinished_line_changed(
-    file: &mut File,
-    path: &Path,
-    cp: &Checkpoint,
-    size: u64,
-) -> Result<bool> {
-    if size != cp.size {
-        return Ok(true);
-    }
-    let mut tail = (&mut *file).take(size - cp.length);
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = match tail.read(&mut buf) {
-            Ok(0) => return Ok(false),
-            Ok(n) => n,
-            Err(err) if err.kind() == ErrorKind::Interrupted => continue,
-            Err(err) => {
-                return Err(Error::io(
-                    format_args!("cannot read {}", path.display()),
-                    err,
-                ));
-            }
-        };
-        if memchr::memchr(b'\n', &buf[..n]).is_some() {
-            return Ok(true);
-        }
-    }
 }
 
 /// Opens a journal for reading.

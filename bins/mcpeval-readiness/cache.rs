@@ -1,5 +1,5 @@
 //! `trends.db`: per-journal daily call and failure counts, kept in step
-//! with the journals by the index's own byte rules.
+//! with the journals by the index's own byte rules (`shared::checkpoint`).
 //!
 //! A journal's identity is its content: the cache keeps, per journal, how
 //! many bytes it read and their SHA-256, and re-hashes those bytes on every
@@ -9,13 +9,14 @@
 //! refresh is one `BEGIN IMMEDIATE` transaction, so a refused line leaves
 //! the cache as it was. The cache holds names and counts, nothing else.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, Transaction, params};
 use sha2::Digest;
+use shared::checkpoint::{self, Mark, file_name};
 use shared::db::{self, Schema, sql_error};
 use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
@@ -136,12 +137,6 @@ pub fn refresh(home: &Home) -> Result<Refresh> {
     Ok(refresh)
 }
 
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 fn load(conn: &Connection, path: &Path) -> Result<Vec<Checkpoint>> {
     let fail = |e| sql_error(path, e);
     let mut stmt = conn
@@ -161,99 +156,34 @@ fn load(conn: &Connection, path: &Path) -> Result<Vec<Checkpoint>> {
     rows.collect::<rusqlite::Result<_>>().map_err(fail)
 }
 
-/// Checks every cached journal against the disk; `Some(reason)` when the
-/// cache must be rebuilt. The hash state after each verified prefix is
-/// kept in `hashers`, so the last journal's growth is hashed once.
+/// Checks every cached journal against the disk by the index's rules
+/// (`shared::checkpoint`); `Some(reason)` when the cache must be rebuilt.
+/// The hash state after each verified prefix is kept in `hashers`, so the
+/// last journal's growth is hashed once.
 fn plan(
     dir: &Path,
     checkpoints: &[Checkpoint],
     files: &[PathBuf],
     hashers: &mut BTreeMap<String, Hasher>,
 ) -> Result<Option<String>> {
-    let on_disk: BTreeSet<String> = files.iter().map(|f| file_name(f)).collect();
-    let cached: BTreeSet<&str> = checkpoints.iter().map(|c| c.name.as_str()).collect();
-    let last = checkpoints.last().map(|c| c.name.as_str()).unwrap_or("");
-    let mut all: BTreeSet<&str> = cached.clone();
-    all.extend(on_disk.iter().map(String::as_str));
-    for name in all {
-        if !on_disk.contains(name) {
-            return Ok(Some(format!("{name} removed")));
-        }
-        if !cached.contains(name) && name < last {
-            return Ok(Some(format!("{name} sorts before cached journals")));
-        }
-    }
-    for (i, cp) in checkpoints.iter().enumerate() {
-        let path = dir.join(&cp.name);
-        let mut file = File::open(&path).context(format_args!("cannot open {}", path.display()))?;
-        let size = file
-            .metadata()
-            .context(format_args!("cannot stat {}", path.display()))?
-            .len();
-        if size < cp.length {
-            return Ok(Some(format!("{} truncated", cp.name)));
-        }
-        if i + 1 < checkpoints.len() && size > cp.size {
-            return Ok(Some(format!(
-                "{} grew after later journals were cached",
-                cp.name
-            )));
-        }
-        let mut hasher = Hasher::new();
-        match hash_prefix(&mut file, cp.length, &mut hasher) {
-            Ok(()) => {}
-            Err(err) if err.kind() == ErrorKind::UnexpectedEof => {
-                return Ok(Some(format!("{} truncated", cp.name)));
+    let marks: Vec<Mark<'_>> = checkpoints
+        .iter()
+        .map(|c| Mark {
+            name: &c.name,
+            length: c.length,
+            // A damaged hash column cannot match any content.
+            sha256: c.sha256.as_slice().try_into().unwrap_or([0; 32]),
+            size: c.size,
+        })
+        .collect();
+    let mut hash = |file: &mut File, len: u64, hasher: &mut Hasher| hash_prefix(file, len, hasher);
+    match checkpoint::plan(dir, &marks, files, "cached", &mut hash)? {
+        checkpoint::Plan::Rebuild(reason) => Ok(Some(reason)),
+        checkpoint::Plan::Extend { verified, .. } => {
+            for (cp, v) in checkpoints.iter().zip(verified) {
+                hashers.insert(cp.name.clone(), v.hasher);
             }
-            Err(err) => {
-                return Err(Error::io(
-                    format_args!("cannot read {}", path.display()),
-                    err,
-                ));
-            }
-        }
-        if hasher.clone().finalize().as_slice() != cp.sha256.as_slice() {
-            return Ok(Some(format!("bytes changed in {}", cp.name)));
-        }
-        // Only the last journal is read past its checkpoint: an earlier one
-        // must end with the same unfinished line, if any, or the counts
-        // would miss a line it finished without growing.
-        if i + 1 < checkpoints.len() && unfinished_line_changed(&mut file, &path, cp, size)? {
-            return Ok(Some(format!(
-                "{} changed after later journals were cached",
-                cp.name
-            )));
-        }
-        hashers.insert(cp.name.clone(), hasher);
-    }
-    Ok(None)
-}
-
-/// Whether the bytes after an earlier journal's checkpoint (`file` is
-/// positioned there) are no longer the unfinished line of the size seen.
-fn unfinished_line_changed(
-    file: &mut File,
-    path: &Path,
-    cp: &Checkpoint,
-    size: u64,
-) -> Result<bool> {
-    if size != cp.size {
-        return Ok(true);
-    }
-    let mut tail = std::io::Read::take(&mut *file, size - cp.length);
-    let mut buf = [0u8; 8192];
-    loop {
-        match std::io::Read::read(&mut tail, &mut buf) {
-            Ok(0) => return Ok(false),
-            Ok(n) if buf[..n].contains(&b'\n') => return Ok(true),
-            Ok(_) => {}
-            Err(err) if err.kind() == ErrorKind::Interrupted => {}
-            Err(err) => {
-                return Err(Error::io(
-                    format_args!("cannot read {}", path.display()),
-                    err,
-                ));
-            }
+            Ok(None)
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod atomic_file;
 pub mod binding;
 pub mod canonical;
 pub mod catalog;
+pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod db;
