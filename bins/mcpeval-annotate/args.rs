@@ -1,8 +1,7 @@
 //! Command-line flags of `mcpeval-annotate`, checked into a [`Config`].
 
-use std::path::PathBuf;
-
 use clap::{ArgGroup, Parser};
+use shared::cli::HomeArg;
 use shared::home::Home;
 use shared::lifecycle::{self, Kind, Target};
 use shared::{Error, Result};
@@ -41,9 +40,8 @@ mcpeval index    # records the link for mcpeval promote"
     group(ArgGroup::new("target").required(true).args(["event_id", "session"]))
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// The call's identity.event_id (a UUID) from the journal
     #[arg(long, value_name = "UUID")]
@@ -91,7 +89,7 @@ impl Args {
         lifecycle::check_note(&self.note)
             .map_err(|msg| Error::usage(format!("--note: {msg}; nothing was stored")))?;
         Ok(Config {
-            home: Home::resolve(self.home.as_deref())?,
+            home: self.home.resolve()?,
             target,
             kind: self.kind,
             note: self.note,

@@ -6,10 +6,11 @@
 
 use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::{ArgGroup, Parser};
 use http::HeaderName;
+use shared::cli::HomeArg;
 use shared::home::Home;
 use shared::{Error, Result};
 
@@ -62,9 +63,8 @@ mcpeval-capture [OPTIONS] --listen <ADDR> --upstream <URL> [--session-header <NA
     group(ArgGroup::new("mode").required(true).args(["command", "listen"]))
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// Server name for the records [default: serverInfo.name from the server, else the command's file name or the upstream's host:port]
     #[arg(long, value_name = "NAME")]
@@ -143,7 +143,7 @@ impl Args {
             _ => Mode::Stdio(stdio(self.command)?),
         };
         Ok(Config {
-            home: Home::resolve(self.home.as_deref())?,
+            home: self.home.resolve()?,
             server: self.server,
             mode,
         })

@@ -1,8 +1,7 @@
 //! Command-line flags of `mcpeval-close`.
 
-use std::path::PathBuf;
-
 use clap::{Parser, ValueEnum};
+use shared::cli::HomeArg;
 
 /// Close a finding by hand.
 #[derive(Debug, Parser)]
@@ -27,9 +26,8 @@ mcpeval close --finding finding-0123456789abcdef --reason \"accepted: upstream l
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// The finding to close
     #[arg(long, value_name = "ID")]

@@ -10,7 +10,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::json;
-use shared::home::Home;
 use shared::{Error, Result, exit, lifecycle, verification};
 
 use crate::args::{Args, Format};
@@ -28,7 +27,7 @@ fn close(args: Args) -> Result<()> {
     }
     verification::check_reason(&args.reason)
         .map_err(|why| Error::usage(format!("invalid --reason: {why}")))?;
-    let home = Home::resolve(args.home.as_deref())?;
+    let home = args.home.resolve()?;
     let mut conn = lifecycle::open(&home)?;
     verification::standing(&home, &conn, &args.finding)?.require(&args.finding, exit::USAGE)?;
     let changed =

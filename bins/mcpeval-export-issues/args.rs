@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use shared::cli::HomeArg;
 
 /// Write one issue-ready markdown file per open finding.
 #[derive(Debug, Parser)]
@@ -39,9 +40,8 @@ mcpeval export-issues --dir issues/ --format json | jq -r '.stale[]'"
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// Directory the issue files go to (created if missing)
     #[arg(long, value_name = "DIR")]

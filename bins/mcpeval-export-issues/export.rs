@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use shared::catalog;
 use shared::error::{IoContext, Result};
-use shared::home::Home;
 
 use crate::PROGRAM;
 use crate::args::{Args, Format};
@@ -15,7 +14,7 @@ use crate::issue;
 
 /// Runs the export.
 pub fn run(args: Args) -> Result<()> {
-    let home = Home::resolve(args.home.as_deref())?;
+    let home = args.home.resolve()?;
     let catalog = catalog::load(&home)?;
     let open: Vec<&catalog::Finding> = catalog
         .findings

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use shared::cli::HomeArg;
 
 /// Read the promoted findings.
 #[derive(Debug, Parser)]
@@ -31,9 +32,8 @@ mcpeval findings --from weather.share.json --format agent"
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// Read the findings of this share envelope instead of the store
     #[arg(long, value_name = "FILE")]

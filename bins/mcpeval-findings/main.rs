@@ -13,7 +13,6 @@ use std::process::ExitCode;
 
 use shared::Result;
 use shared::catalog::{self, Finding};
-use shared::home::Home;
 
 use crate::args::{Args, Format};
 
@@ -29,7 +28,7 @@ fn run(args: Args) -> Result<()> {
             promotion: None,
             findings: shared::envelope::read_findings(file)?,
         },
-        None => catalog::load(&Home::resolve(args.home.as_deref())?)?,
+        None => catalog::load(&args.home.resolve()?)?,
     };
     let total = catalog.findings.len();
     let findings: Vec<&Finding> = catalog

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use shared::cli::HomeArg;
 use shared::home::Home;
 use shared::{Error, Result};
 
@@ -41,9 +42,8 @@ An expect file: {\"outcome\": \"ok\", \"equals_paths\": {\"/structuredContent/st
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// The finding to probe
     #[arg(long, value_name = "ID")]
@@ -101,7 +101,7 @@ impl Args {
             )));
         }
         Ok(Config {
-            home: Home::resolve(self.home.as_deref())?,
+            home: self.home.resolve()?,
             finding: self.finding,
             expect: self.expect,
             output: self.output,

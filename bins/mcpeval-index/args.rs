@@ -1,9 +1,8 @@
 //! Command-line flags of `mcpeval-index`, checked into a [`Config`].
 
-use std::path::PathBuf;
-
 use clap::{Parser, ValueEnum};
 use shared::Result;
+use shared::cli::HomeArg;
 use shared::home::Home;
 
 /// Index the capture journals into index.db.
@@ -43,9 +42,8 @@ index.db is disposable: deleting it and running `mcpeval index` and\n\
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// Rebuild the index from every journal; recreates a damaged or foreign index.db
     #[arg(long)]
@@ -76,7 +74,7 @@ pub struct Config {
 impl Args {
     pub fn into_config(self) -> Result<Config> {
         Ok(Config {
-            home: Home::resolve(self.home.as_deref())?,
+            home: self.home.resolve()?,
             rebuild: self.rebuild,
             format: self.format,
         })

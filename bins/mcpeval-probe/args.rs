@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use shared::cli::HomeArg;
 use shared::endpoint::Endpoint;
 use shared::home::Home;
 use shared::{Error, Result};
@@ -106,9 +107,8 @@ its response stream) and is red with reason timeout."
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// The manifest file (mcp-eval.manifest.json)
     #[arg(long, value_name = "FILE")]
@@ -227,7 +227,7 @@ impl Args {
             None => Server::Command(self.command),
         };
         Ok(Config {
-            home: Home::resolve(self.home.as_deref())?,
+            home: self.home.resolve()?,
             manifest: self.manifest,
             case: self.case,
             all: self.all,

@@ -1,10 +1,9 @@
 //! Command-line flags of `mcpeval-promote`, checked into a [`Config`].
 
-use std::path::PathBuf;
-
 use clap::{Parser, ValueEnum};
 use jiff::Timestamp;
 use shared::Result;
+use shared::cli::HomeArg;
 use shared::config::{Config as StoreConfig, check_threshold};
 use shared::home::Home;
 
@@ -44,9 +43,8 @@ Prints: promoted F of I issues (S seen in one session only, L below threshold)"
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// Minimum score for a finding, finite and ≥ 0 [default: config.json, else the calibrated default]
     #[arg(long, value_name = "NUMBER", value_parser = parse_threshold)]
@@ -81,7 +79,7 @@ pub struct Config {
 
 impl Args {
     pub fn into_config(self) -> Result<Config> {
-        let home = Home::resolve(self.home.as_deref())?;
+        let home = self.home.resolve()?;
         let threshold = match self.threshold {
             Some(t) => t,
             None => StoreConfig::load(&home)?

@@ -1,9 +1,8 @@
 //! Command-line flags of `mcpeval-readiness`, checked into a [`Config`].
 
-use std::path::PathBuf;
-
 use clap::{Parser, ValueEnum};
 use jiff::Timestamp;
+use shared::cli::HomeArg;
 use shared::home::Home;
 use shared::{Error, Result};
 
@@ -43,9 +42,8 @@ mcpeval readiness --format json | jq -r '.servers[] | \"\\(.server) \\(.verdict)
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// How many UTC days to report, today included
     #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=366))]
@@ -94,7 +92,7 @@ impl Args {
             })?,
         };
         Ok(Config {
-            home: Home::resolve(self.home.as_deref())?,
+            home: self.home.resolve()?,
             days: self.days,
             format: self.format,
             servers: self.server,

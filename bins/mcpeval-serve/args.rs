@@ -1,8 +1,7 @@
 //! Command-line flags of `mcpeval-serve`.
 
-use std::path::PathBuf;
-
 use clap::Parser;
+use shared::cli::HomeArg;
 
 /// Serve findings and verification as an MCP server on stdio.
 #[derive(Debug, Parser)]
@@ -42,7 +41,6 @@ An MCP client configuration (JSON) that starts it:\n  \
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 }

@@ -14,15 +14,13 @@ mod tools;
 
 use std::process::ExitCode;
 
-use shared::home::Home;
-
 use crate::args::Args;
 
 const PROGRAM: &str = "mcpeval-serve";
 
 fn main() -> ExitCode {
     shared::cli::main(|args: Args| {
-        let home = Home::resolve(args.home.as_deref())?;
+        let home = args.home.resolve()?;
         protocol::serve(&home)
     })
 }

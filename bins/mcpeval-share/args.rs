@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use shared::cli::HomeArg;
 
 /// Pack share-safe findings and evidence into one file for a server's maintainer.
 #[derive(Debug, Parser)]
@@ -34,9 +35,8 @@ mcpeval findings --from weather.share.json --format md    # on the receiving sid
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// The envelope file to write
     #[arg(long, value_name = "FILE")]

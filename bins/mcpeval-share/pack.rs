@@ -32,7 +32,7 @@ struct Envelope<'a> {
 
 /// Runs `share`.
 pub fn run(args: Args) -> Result<()> {
-    let home = Home::resolve(args.home.as_deref())?;
+    let home = args.home.resolve()?;
     let catalog = shared::catalog::load_if_indexed(&home)?;
     let records = read_journals(&home)?;
 

@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use shared::cli::HomeArg;
 use shared::endpoint::Endpoint;
 use shared::home::Home;
 use shared::{Error, Result};
@@ -60,9 +61,8 @@ transport error, 6 a result that does not verify, a conflicting run id, or (with
     )
 )]
 pub struct Args {
-    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: HomeArg,
 
     /// The finding the case proves
     #[arg(
@@ -205,7 +205,7 @@ impl std::fmt::Display for Source {
 
 impl Args {
     pub fn into_config(self) -> Result<Config> {
-        let home = Home::resolve(self.home.as_deref())?;
+        let home = self.home.resolve()?;
         let mode = match self.record {
             Some(path) if path.as_os_str() == "-" => Mode::Record(Source::Stdin),
             Some(path) => Mode::Record(Source::File(path)),

@@ -125,3 +125,19 @@ Exit status:\n  \
 74 an operating-system I/O error (disk full, permission denied)"
     )
 }
+
+/// The `--home DIR` flag every binary takes: flatten it into the clap
+/// struct (`#[command(flatten)] home: HomeArg`) and `resolve()` it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HomeArg {
+    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<std::path::PathBuf>,
+}
+
+impl HomeArg {
+    /// The store: `--home`, else the environment (see [`crate::home::Home::resolve`]).
+    pub fn resolve(&self) -> Result<crate::home::Home> {
+        crate::home::Home::resolve(self.home.as_deref())
+    }
+}
