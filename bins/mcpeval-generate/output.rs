@@ -3,12 +3,9 @@
 //! (without it), so an existing manifest is either replaced whole by a
 //! valid one or left byte for byte.
 
-use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use shared::error::IoContext;
-use shared::{Error, Result};
+use shared::{Error, Result, atomic_file};
 
 /// The refusal when `path` exists and `--force` was not given.
 pub fn exists_error(path: &Path) -> Error {
@@ -16,39 +13,14 @@ pub fn exists_error(path: &Path) -> Error {
         .with_hint("pass --force to replace it, or choose another --output")
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory.
+/// Writes `text` to `path` through a temporary file in the same directory:
+/// replacing an existing file only with `force`.
 pub fn write(path: &Path, text: &str, force: bool) -> Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
-    let written = (|| {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()
-    })();
-    if let Err(err) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(Error::io(
-            format_args!("cannot write {}", tmp.display()),
-            err,
-        ));
-    }
-    let placed = if force {
-        fs::rename(&tmp, path)
+    if force {
+        atomic_file::write(path, text.as_bytes(), 0o644)
+    } else if atomic_file::create(path, text.as_bytes(), 0o644)? {
+        Ok(())
     } else {
-        let linked = fs::hard_link(&tmp, path);
-        let _ = fs::remove_file(&tmp);
-        linked
-    };
-    match placed {
-        Ok(()) => Ok(()),
-        Err(err) if !force && err.kind() == ErrorKind::AlreadyExists => Err(exists_error(path)),
-        Err(err) => {
-            let _ = fs::remove_file(&tmp);
-            Err(err).context(format_args!("cannot write {}", path.display()))
-        }
+        Err(exists_error(path))
     }
 }

@@ -7,15 +7,51 @@
 //! write leaves the previous file exactly as it was.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 
 /// Writes `bytes` to `path` atomically, creating the file with `mode`
 /// (an existing file's mode is replaced by `mode` too).
 pub fn write(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let (dir, tmp) = write_temp(path, bytes, mode)?;
+    if let Err(err) = fs::rename(&tmp, path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io(
+            format_args!("cannot replace {}", path.display()),
+            err,
+        ));
+    }
+    sync_dir(dir);
+    Ok(())
+}
+
+/// Creates `path` holding `bytes` (mode `mode`) only if nothing is there:
+/// the complete file appears at once through a hard link, which fails on
+/// an existing name. `Ok(false)` when `path` already existed; it is left
+/// byte for byte, and so is everything else.
+pub fn create(path: &Path, bytes: &[u8], mode: u32) -> Result<bool> {
+    let (dir, tmp) = write_temp(path, bytes, mode)?;
+    let linked = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            sync_dir(dir);
+            Ok(true)
+        }
+        Err(err) if err.kind() == ErrorKind::AlreadyExists => Ok(false),
+        Err(err) => Err(Error::io(
+            format_args!("cannot create {}", path.display()),
+            err,
+        )),
+    }
+}
+
+/// Writes and syncs a temporary file beside `path`; returns its directory
+/// and name. A failed write leaves no temporary file behind.
+fn write_temp<'a>(path: &'a Path, bytes: &[u8], mode: u32) -> Result<(&'a Path, PathBuf)> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -44,19 +80,15 @@ pub fn write(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
             err,
         ));
     }
-    if let Err(err) = fs::rename(&tmp, path) {
-        let _ = fs::remove_file(&tmp);
-        return Err(Error::io(
-            format_args!("cannot replace {}", path.display()),
-            err,
-        ));
-    }
-    // Make the rename itself durable; a directory that cannot be opened
-    // for syncing (some file systems) still has the new file in place.
+    Ok((dir, tmp))
+}
+
+/// Makes a rename or link durable; a directory that cannot be opened for
+/// syncing (some file systems) still has the new file in place.
+fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
-    Ok(())
 }
 
 /// Creates `dir` (and its parents) when missing.

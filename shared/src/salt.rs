@@ -5,11 +5,10 @@
 //! first link wins and everyone then reads the winner's bytes. The salt is
 //! never printed, exported or shared.
 
-use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
+use std::io::ErrorKind;
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::hash;
 use crate::home::Home;
 
@@ -37,33 +36,13 @@ impl Salt {
         let mut bytes = [0u8; LEN];
         getrandom::fill(&mut bytes)
             .map_err(|e| Error::new(crate::exit::IO, format!("cannot draw random bytes: {e}")))?;
-        let tmp = home
-            .root()
-            .join(format!(".salt.{}.tmp", uuid::Uuid::new_v4().simple()));
-        let written = (|| {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            file.write_all(&bytes)?;
-            file.sync_all()
-        })();
-        written.context(format_args!("cannot write {}", tmp.display()))?;
-        let linked = fs::hard_link(&tmp, &path);
-        let _ = fs::remove_file(&tmp);
-        match linked {
-            Ok(()) => Ok(Salt(bytes)),
-            Err(err) if err.kind() == ErrorKind::AlreadyExists => {
-                Salt::load(home)?.ok_or_else(|| {
-                    Error::unavailable(format!("{} vanished while being created", path.display()))
-                })
-            }
-            Err(err) => Err(Error::io(
-                format_args!("cannot create {}", path.display()),
-                err,
-            )),
+        // The first link wins; a racing process reads the winner's bytes.
+        if crate::atomic_file::create(&path, &bytes, 0o600)? {
+            return Ok(Salt(bytes));
         }
+        Salt::load(home)?.ok_or_else(|| {
+            Error::unavailable(format!("{} vanished while being created", path.display()))
+        })
     }
 
     /// Loads the salt if the store has one.
@@ -112,5 +91,44 @@ impl Salt {
     /// The raw bytes, for keying an HMAC. Never write them anywhere.
     pub fn expose(&self) -> &[u8; LEN] {
         &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn racing_first_uses_agree_on_one_salt() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(&dir.path().join("store"));
+        let salts: Vec<[u8; LEN]> = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..16)
+                .map(|_| s.spawn(|| *Salt::load_or_create(&home).unwrap().expose()))
+                .collect();
+            racers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        assert!(
+            salts.windows(2).all(|w| w[0] == w[1]),
+            "every racer reads one salt"
+        );
+        assert_eq!(std::fs::read(home.salt()).unwrap(), salts[0]);
+        let leftovers: Vec<_> = std::fs::read_dir(home.root())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn a_damaged_salt_is_reported_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        std::fs::write(home.salt(), b"short").unwrap();
+        let err = Salt::load_or_create(&home).unwrap_err();
+        assert_eq!(err.status(), crate::exit::UNAVAILABLE);
+        assert!(err.message().contains("holds 5 bytes, not 32"), "{err}");
+        assert_eq!(std::fs::read(home.salt()).unwrap(), b"short");
     }
 }
