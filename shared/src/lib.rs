@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
+pub mod connector;
 pub mod db;
 pub mod endpoint;
 pub mod envelope;

@@ -15,12 +15,11 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use jiff::Timestamp;
 use serde_json::{Value, json};
+use shared::connector::Connector;
 use shared::{Error, Result};
 
 use crate::http::body::{Observed, Watch};
@@ -37,7 +36,7 @@ pub type ProxyBody = Either<Observed, Full<Bytes>>;
 
 /// Shared by every connection.
 pub struct Proxy {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<Connector, Full<Bytes>>,
     upstream: Upstream,
     host: HeaderValue,
     session_header: Option<HeaderName>,
@@ -182,29 +181,15 @@ impl Proxy {
     }
 }
 
-/// TCP with no Nagle delay, and TLS for an https upstream, checked against
-/// the system's trusted roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` name
-/// others, as for OpenSSL). A plain http upstream never reads them.
-fn connector(upstream: &Upstream) -> Result<HttpsConnector<HttpConnector>> {
-    let mut tcp = HttpConnector::new();
-    tcp.set_nodelay(true);
-    tcp.set_connect_timeout(Some(Duration::from_secs(10)));
-    tcp.enforce_http(false);
-    let tls = if upstream.is_https() {
-        HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|err| {
-                let what = format!("cannot load the trusted certificates for {upstream}: {err}");
-                Error::new(shared::exit::TRANSPORT, what)
-                    .with_hint("install the CA certificates, or name a PEM file in SSL_CERT_FILE")
-            })?
-    } else {
-        let none = rustls::ClientConfig::builder()
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth();
-        HttpsConnectorBuilder::new().with_tls_config(none)
-    };
-    Ok(tls.https_or_http().enable_http1().wrap_connector(tcp))
+/// The suite's connector (`shared::connector`), with a bounded connect.
+fn connector(upstream: &Upstream) -> Result<Connector> {
+    shared::connector::connector(upstream.is_https(), Some(Duration::from_secs(10))).map_err(
+        |err| {
+            let what = format!("cannot load the trusted certificates for {upstream}: {err}");
+            Error::new(shared::exit::TRANSPORT, what)
+                .with_hint("install the CA certificates, or name a PEM file in SSL_CERT_FILE")
+        },
+    )
 }
 
 fn plain(status: StatusCode, body: Bytes) -> Response<ProxyBody> {

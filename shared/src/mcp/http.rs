@@ -20,6 +20,7 @@
 //! status codes. Header values given by the user travel only to the
 //! endpoint.
 
+use crate::connector::Connector;
 use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -30,9 +31,7 @@ use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming as Body;
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client as Pool;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use tokio::runtime::Runtime;
@@ -49,8 +48,6 @@ const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// The methods whose `Mcp-Name` header mirrors `params.name` or `params.uri`.
 const NAMED: [&str; 3] = ["tools/call", "resources/read", "prompts/get"];
-
-type Connector = HttpsConnector<HttpConnector>;
 
 /// What later legacy requests carry, learnt from earlier answers.
 #[derive(Debug, Default)]
@@ -91,7 +88,11 @@ impl Http {
             .enable_all()
             .build()
             .map_err(|err| Broken::Unreachable(format!("cannot start the HTTP client: {err}")))?;
-        let connector = connector(endpoint.is_https(), &origin)?;
+        let connector = crate::connector::connector(endpoint.is_https(), None).map_err(|err| {
+            Broken::Unreachable(format!(
+                "cannot load the trusted certificates for {origin}: {err}"
+            ))
+        })?;
         let pool = Pool::builder(TokioExecutor::new()).build(connector);
         let (tx, rx) = mpsc::channel();
         Ok(Http {
@@ -279,30 +280,6 @@ fn lock(learnt: &Mutex<Learnt>) -> std::sync::MutexGuard<'_, Learnt> {
     learnt
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// TCP without Nagle delays, and TLS for https, checked against the
-/// system's trusted roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` name others);
-/// a plain http endpoint never loads them.
-fn connector(https: bool, origin: &str) -> Result<Connector, Broken> {
-    let mut tcp = HttpConnector::new();
-    tcp.set_nodelay(true);
-    tcp.enforce_http(false);
-    let tls = if https {
-        HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|err| {
-                Broken::Unreachable(format!(
-                    "cannot load the trusted certificates for {origin}: {err}"
-                ))
-            })?
-    } else {
-        let none = rustls::ClientConfig::builder()
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth();
-        HttpsConnectorBuilder::new().with_tls_config(none)
-    };
-    Ok(tls.https_or_http().enable_http1().wrap_connector(tcp))
 }
 
 /// Sends one request and puts what its answer carries on the channel,
