@@ -20,7 +20,6 @@
 //! status codes. Header values given by the user travel only to the
 //! endpoint.
 
-use crate::connector::Connector;
 use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -38,6 +37,7 @@ use tokio::runtime::Runtime;
 use tokio::task::AbortHandle;
 
 use super::{Broken, EXIT_GRACE, Incoming, MAX_LINE, VERSION_META};
+use crate::connector::Connector;
 use crate::endpoint::Endpoint;
 use crate::sse::{Decoder, Item};
 
