@@ -11,6 +11,7 @@ mod export_issues;
 mod front;
 mod fuzz;
 mod generate;
+mod ids;
 mod index;
 mod probe;
 mod probe_all;

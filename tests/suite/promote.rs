@@ -314,15 +314,18 @@ fn legacy_ids_are_rekeyed_once_and_history_is_kept() {
         "weather",
         "forecast",
         Some(&template(1)),
-    );
+    )
+    .into_string();
     let legacy = legacy_finding_id(
         &salt,
         "weather",
         "forecast",
         Some(&template(1)),
         Some(-32602),
-    );
-    let older = legacy_finding_id(&salt, "weather", "forecast", Some(&template(1)), None);
+    )
+    .into_string();
+    let older =
+        legacy_finding_id(&salt, "weather", "forecast", Some(&template(1)), None).into_string();
 
     let db = rusqlite::Connection::open(store.home().join("lifecycle.db")).unwrap();
     db.execute_batch(&format!(

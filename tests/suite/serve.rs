@@ -14,7 +14,7 @@ use crate::seeded::{fill, finding_of, findings, fixture_store, ok, run, secrets,
 use crate::support::{Deps, Store, bin, fixture, repo, text};
 
 /// Runs the script through the SDK client in `mode` against serve.
-fn client(store: &Store, mode: &str, script: Value) -> Value {
+pub(crate) fn client(store: &Store, mode: &str, script: Value) -> Value {
     let file = store.scratch().join(format!("script-{}.json", uuid_like()));
     std::fs::write(&file, script.to_string()).unwrap();
     let mut cmd = Command::new(Deps::python());
@@ -41,7 +41,7 @@ fn uuid_like() -> String {
     )
 }
 
-fn call(tool: &str, arguments: Value) -> Value {
+pub(crate) fn call(tool: &str, arguments: Value) -> Value {
     json!({"tool": tool, "arguments": arguments})
 }
 
