@@ -4,6 +4,7 @@
 //! name; a store directory open to others is closed again, one owned by
 //! another user is refused.
 
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use serde_json::json;
@@ -199,4 +200,77 @@ fn export_issues_prunes_only_the_files_it_could_have_written() {
                 .is_file()
         );
     }
+}
+
+#[test]
+fn a_store_open_to_others_is_made_private_with_a_warning() {
+    let store = Store::new();
+    let home = store.home();
+    std::fs::create_dir(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = run(&store, "mcpeval-index", &[]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "mcpeval-index: warning: the store directory {} was open to other users (mode 0777); it is now 0700",
+            home.display()
+        )),
+        "{stderr}"
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&home), 0o700);
+    assert_eq!(mode(&home.join("journals")), 0o700);
+    let again = run(&store, "mcpeval-index", &[]);
+    assert!(!text(&again.stderr).contains("warning"), "warned once");
+}
+
+#[test]
+fn a_store_owned_by_another_user_is_refused() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: giving a directory to another user needs root");
+        return;
+    }
+    let store = Store::new();
+    let home = store.home();
+    std::fs::create_dir(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (bin, args) in [
+        ("mcpeval-index", vec![]),
+        (
+            "mcpeval-annotate",
+            vec![
+                "--event-id",
+                "6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b",
+                "--kind",
+                "slow",
+                "--note",
+                "",
+            ],
+        ),
+        (
+            "mcpeval-close",
+            vec!["--finding", "finding-0123456789abcdef", "--reason", "gone"],
+        ),
+    ] {
+        let out = run(&store, bin, &args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bin}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "{bin}: error: the store directory {} belongs to user id 65534, not to you (user id 0); nothing was written",
+                home.display()
+            )),
+            "{stderr}"
+        );
+        assert!(stderr.contains("hint: use a store of your own"), "{stderr}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&home).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    assert_eq!(std::fs::metadata(&home).unwrap().uid(), 65534);
 }

@@ -445,7 +445,7 @@ fn seed_store() -> (Store, Value) {
     let store = Store::new();
     let seed = repo().join("corpus/seed");
     let dir = store.home().join("journals");
-    std::fs::create_dir_all(&dir).unwrap();
+    crate::support::private_dir(&dir);
     for entry in std::fs::read_dir(seed.join("journals")).unwrap() {
         let path = entry.unwrap().path();
         std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
