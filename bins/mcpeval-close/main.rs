@@ -10,6 +10,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::json;
+use shared::id::FindingId;
 use shared::{Error, Result, exit, lifecycle, verification};
 
 use crate::args::{Args, Format};
@@ -19,30 +20,24 @@ fn main() -> ExitCode {
 }
 
 fn close(args: Args) -> Result<()> {
-    if !shared::finding::is_finding_id(&args.finding) {
-        return Err(Error::usage(format!(
-            "invalid --finding {:?}: a finding id is \"finding-\" and 16 lower-case hex digits",
-            args.finding
-        )));
-    }
+    let finding: FindingId = shared::id::parse_flag("--finding", &args.finding)?;
     verification::check_reason(&args.reason)
         .map_err(|why| Error::usage(format!("invalid --reason: {why}")))?;
     let home = args.home.resolve()?;
     let mut conn = lifecycle::open(&home)?;
-    verification::standing(&home, &conn, &args.finding)?.require(&args.finding, exit::USAGE)?;
-    let changed =
-        verification::close(&mut conn, &home.lifecycle_db(), &args.finding, &args.reason)?;
+    verification::standing(&home, &conn, &finding)?.require(&finding, exit::USAGE)?;
+    let changed = verification::close(&mut conn, &home.lifecycle_db(), &finding, &args.reason)?;
     let was = changed.as_ref().map(|(before, _)| before.state.as_str());
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Text => match was {
-            Some(was) => writeln!(out, "{} state=closed (was {was})", args.finding)?,
-            None => writeln!(out, "{} state=closed (already closed)", args.finding)?,
+            Some(was) => writeln!(out, "{finding} state=closed (was {was})")?,
+            None => writeln!(out, "{finding} state=closed (already closed)")?,
         },
         Format::Json => writeln!(
             out,
             "{}",
-            json!({"finding": args.finding, "state": "closed", "was": was.unwrap_or("closed"),
+            json!({"finding": finding, "state": "closed", "was": was.unwrap_or("closed"),
                    "changed": was.is_some()})
         )?,
     }

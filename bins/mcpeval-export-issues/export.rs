@@ -1,4 +1,9 @@
 //! Writing the issue files and finding the stale ones.
+//!
+//! Every name this module writes or deletes in `--dir` is
+//! `<finding id>.md` for a checked [`FindingId`] — never a string read
+//! from index.db as it stood — so nothing lands outside `--dir`, and
+//! `--prune` only ever deletes a regular file it could have written.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -7,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use shared::catalog;
 use shared::error::{IoContext, Result};
+use shared::id::FindingId;
 
 use crate::PROGRAM;
 use crate::args::{Args, Format};
@@ -21,7 +27,7 @@ pub fn run(args: Args) -> Result<()> {
         .iter()
         .filter(|f| f.state != "closed")
         .collect();
-    let all_open: BTreeSet<&str> = open.iter().map(|f| f.derived.id.as_str()).collect();
+    let all_open: BTreeSet<&FindingId> = open.iter().map(|f| &f.derived.id).collect();
     let chosen: Vec<&catalog::Finding> = open
         .into_iter()
         .filter(|f| args.server.is_empty() || args.server.contains(&f.derived.server))
@@ -31,7 +37,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut written = Vec::new();
     let mut unchanged = Vec::new();
     for f in &chosen {
-        let path = args.dir.join(issue::file_name(&f.derived.id));
+        let path = args.dir.join(file_name(&f.derived.id));
         let body = issue::render(f);
         if std::fs::read(&path).is_ok_and(|old| old == body.as_bytes()) {
             unchanged.push(path);
@@ -106,16 +112,30 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Our files in `dir` whose finding is not open, in name order.
-fn stale_files(dir: &Path, open: &BTreeSet<&str>) -> Result<Vec<PathBuf>> {
+/// The file name of a finding's issue: stable across runs, and a plain
+/// name (no separator, no `..`) because the id was checked.
+fn file_name(id: &FindingId) -> String {
+    format!("{id}.md")
+}
+
+/// The finding a file name stands for, when it is a name [`file_name`]
+/// gives: exactly `finding-<16 lower-case hex>.md`.
+fn finding_of(file_name: &str) -> Option<FindingId> {
+    let id = FindingId::parse(file_name.strip_suffix(".md")?).ok()?;
+    Some(id)
+}
+
+/// Our files in `dir` whose finding is not open, in name order: regular
+/// files (not symlinks) named by [`file_name`]; nothing else is touched.
+fn stale_files(dir: &Path, open: &BTreeSet<&FindingId>) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).context(format_args!("cannot list {}", dir.display()))?;
     let mut out = Vec::new();
     for entry in entries {
         let entry = entry.context(format_args!("cannot list {}", dir.display()))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if let Some(id) = issue::finding_of(name)
-            && !open.contains(id)
+        if let Some(id) = finding_of(name)
+            && !open.contains(&id)
             && entry.file_type().is_ok_and(|t| t.is_file())
         {
             out.push(entry.path());
@@ -123,4 +143,28 @@ fn stale_files(dir: &Path, open: &BTreeSet<&str>) -> Result<Vec<PathBuf>> {
     }
     out.sort();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_finding_files_are_ours() {
+        let id = FindingId::parse("finding-0123456789abcdef").unwrap();
+        assert_eq!(finding_of("finding-0123456789abcdef.md"), Some(id.clone()));
+        assert_eq!(finding_of(&file_name(&id)), Some(id));
+        for name in [
+            "finding-0123456789ABCDEF.md",
+            "README.md",
+            "finding-0123456789abcdef.md~",
+            "finding-0123456789abcdef.MD",
+            ".finding-0123456789abcdef.md",
+            "finding-0123456789abcdef.md.tmp",
+            "finding-0123456789abcde.md",
+            ".md",
+        ] {
+            assert_eq!(finding_of(name), None, "{name}");
+        }
+    }
 }

@@ -8,18 +8,6 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 use shared::catalog::Finding;
 
-/// The file name of a finding's issue: stable across runs.
-pub fn file_name(id: &str) -> String {
-    format!("{id}.md")
-}
-
-/// The finding id a file name stands for, when it is one of ours.
-pub fn finding_of(file_name: &str) -> Option<&str> {
-    file_name
-        .strip_suffix(".md")
-        .filter(|id| shared::finding::is_finding_id(id))
-}
-
 /// The command that writes the finding's one-case manifest.
 pub fn generate_command(f: &Finding) -> String {
     let d = &f.derived;
@@ -173,21 +161,5 @@ fn retryable(value: Option<bool>) -> &'static str {
         Some(true) => "always",
         Some(false) => "never",
         None => "mixed or unreported",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_finding_files_are_ours() {
-        assert_eq!(
-            finding_of("finding-0123456789abcdef.md"),
-            Some("finding-0123456789abcdef")
-        );
-        assert_eq!(finding_of("finding-0123456789ABCDEF.md"), None);
-        assert_eq!(finding_of("README.md"), None);
-        assert_eq!(finding_of("finding-0123456789abcdef.md~"), None);
     }
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Parser;
 use shared::cli::HomeArg;
 use shared::home::Home;
+use shared::id::FindingId;
 use shared::{Error, Result};
 
 /// Write a one-case manifest that probes a finding.
@@ -72,7 +73,7 @@ pub struct Args {
 #[derive(Debug)]
 pub struct Config {
     pub home: Home,
-    pub finding: String,
+    pub finding: FindingId,
     pub expect: Option<PathBuf>,
     pub output: PathBuf,
     pub force: bool,
@@ -90,12 +91,7 @@ impl Args {
                  and pass --confirm-read-only",
             ));
         }
-        if !shared::finding::is_finding_id(&self.finding) {
-            return Err(Error::usage(format!(
-                "invalid --finding {:?}: a finding id is \"finding-\" and 16 lower-case hex digits",
-                self.finding
-            )));
-        }
+        let finding = shared::id::parse_flag("--finding", &self.finding)?;
         if self.output.file_name().is_none() {
             return Err(Error::usage(format!(
                 "invalid --output {}: it names no file",
@@ -104,7 +100,7 @@ impl Args {
         }
         Ok(Config {
             home: self.home.resolve()?,
-            finding: self.finding,
+            finding,
             expect: self.expect,
             output: self.output,
             force: self.force,

@@ -28,7 +28,7 @@ pub struct Document {
 #[derive(Debug, Serialize)]
 struct Case {
     id: String,
-    finding: String,
+    finding: shared::id::FindingId,
     probe: &'static str,
     tool: String,
     arguments: Map<String, Value>,
@@ -90,7 +90,7 @@ pub fn manifest(finding: &Finding, expect: Option<&Expect>) -> Result<Document> 
     Ok(Document {
         manifest_version: VERSION,
         cases: [Case {
-            id: d.id.clone(),
+            id: d.id.to_string(),
             finding: d.id.clone(),
             probe: probe.as_str(),
             tool: d.tool.clone(),

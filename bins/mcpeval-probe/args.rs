@@ -7,6 +7,7 @@ use clap::{Parser, ValueEnum};
 use shared::cli::HomeArg;
 use shared::endpoint::Endpoint;
 use shared::home::Home;
+use shared::id::FindingId;
 use shared::{Error, Result};
 
 /// Run one manifest case against an MCP server and print the signed result.
@@ -197,7 +198,7 @@ pub struct Config {
     pub manifest: PathBuf,
     pub case: Option<String>,
     pub all: bool,
-    pub finding: Option<String>,
+    pub finding: Option<FindingId>,
     pub format: Format,
     pub require_oracle: bool,
     pub server_stderr: bool,
@@ -207,13 +208,10 @@ pub struct Config {
 
 impl Args {
     pub fn into_config(self) -> Result<Config> {
-        if let Some(id) = &self.finding
-            && !shared::finding::is_finding_id(id)
-        {
-            return Err(Error::usage(format!(
-                "invalid --finding {id:?}: a finding id is \"finding-\" and 16 lower-case hex digits"
-            )));
-        }
+        let finding = match &self.finding {
+            Some(id) => Some(shared::id::parse_flag("--finding", id)?),
+            None => None,
+        };
         if self.format == Format::Junit && !self.all {
             return Err(Error::usage(
                 "--format junit reports a whole manifest: use it with --all",
@@ -231,7 +229,7 @@ impl Args {
             manifest: self.manifest,
             case: self.case,
             all: self.all,
-            finding: self.finding,
+            finding,
             format: self.format,
             require_oracle: self.require_oracle,
             server_stderr: self.server_stderr,

@@ -109,7 +109,7 @@ impl<'c> Runner<'c> {
 
         let mut result = ProbeResult {
             schema: SCHEMA.to_owned(),
-            run_id: run_id.to_string(),
+            run_id: shared::id::RunId::from_uuid(run_id),
             finding: case.finding.clone(),
             case: case.id.clone(),
             probe: case.probe.as_str().to_owned(),

@@ -11,6 +11,7 @@ use std::path::Path;
 use rusqlite::Transaction;
 use shared::Result;
 use shared::finding::{Kind, finding_id, legacy_finding_id};
+use shared::id::FindingId;
 use shared::lifecycle;
 use shared::salt::Salt;
 
@@ -23,7 +24,7 @@ pub fn run(tx: &Transaction, path: &Path, salt: &Salt, groups: &[Group], now: &s
         let current = finding_id(salt, Kind::Error, &group.server, &group.tool, template);
         // Every code the group saw, and "no code", could have been a legacy id.
         let codes = group.codes.iter().map(|c| Some(c.0)).chain([None]);
-        let legacy: Vec<String> = codes
+        let legacy: Vec<FindingId> = codes
             .map(|code| legacy_finding_id(salt, &group.server, &group.tool, template, code))
             .collect();
         lifecycle::rekey(tx, path, &legacy, &current, now)?;

@@ -125,7 +125,7 @@ pub fn report(config: &Config, refresh: &Refresh, catalog: Option<&Catalog>) -> 
                 _ => entry.0.low += 1,
             }
             if f.severity != "low" {
-                entry.1.push((f.derived.id.clone(), f.severity));
+                entry.1.push((f.derived.id.to_string(), f.severity));
             }
         }
     }

@@ -249,8 +249,8 @@ fn boolean(args: &Map<String, Value>, key: &str) -> Result<bool, String> {
 
 fn finding_id(args: &Map<String, Value>, key: &str) -> Result<String, String> {
     let id = required(args, key)?;
-    if shared::finding::is_finding_id(&id) {
-        Ok(id)
+    if let Ok(id) = shared::id::FindingId::parse(&id) {
+        Ok(id.into_string())
     } else {
         Err(format!(
             "invalid arguments: {key} {id:?} is not a finding id (\"finding-\" and 16 lower-case hex digits)"

@@ -7,6 +7,7 @@ use clap::{Parser, ValueEnum};
 use shared::cli::HomeArg;
 use shared::endpoint::Endpoint;
 use shared::home::Home;
+use shared::id::FindingId;
 use shared::{Error, Result};
 
 /// Probe a claimed fix and credit the finding's lifecycle.
@@ -157,7 +158,7 @@ pub enum Mode {
 /// A case to run through mcpeval-probe.
 #[derive(Debug)]
 pub struct RunConfig {
-    pub finding: String,
+    pub finding: FindingId,
     pub case: String,
     pub manifest: PathBuf,
     pub handshake_timeout: Option<u64>,
@@ -212,11 +213,7 @@ impl Args {
             None => {
                 let missing = |flag: &str| Error::usage(format!("missing {flag}"));
                 let finding = self.finding.ok_or_else(|| missing("--finding"))?;
-                if !shared::finding::is_finding_id(&finding) {
-                    return Err(Error::usage(format!(
-                        "invalid --finding {finding:?}: a finding id is \"finding-\" and 16 lower-case hex digits"
-                    )));
-                }
+                let finding = shared::id::parse_flag("--finding", &finding)?;
                 let server = match self.url {
                     Some(url) => {
                         // Refused here, with this program's name, before

@@ -14,9 +14,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::db::sql_error;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::finding::{DefectClass, Kind};
 use crate::home::Home;
+use crate::id::{self, FindingId};
 use crate::index_db;
 use crate::lifecycle::{self, FindingState};
 use crate::score::Severity;
@@ -24,8 +25,8 @@ use crate::score::Severity;
 /// What `promote` derives for one finding (the `findings` table of index.db).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Derived {
-    /// `finding-` and 16 hex digits.
-    pub id: String,
+    /// The finding's id, checked when read back from index.db.
+    pub id: FindingId,
     /// `error`, `malformed` or `false-success`.
     pub kind: &'static str,
     /// Server name.
@@ -209,7 +210,7 @@ pub fn load_if_indexed(home: &Home) -> Result<Option<Catalog>> {
 fn load_from(
     index: &Connection,
     home: &Home,
-    states: &HashMap<String, FindingState>,
+    states: &HashMap<FindingId, FindingState>,
 ) -> Result<Catalog> {
     let path = home.index_db();
     let fail = |e| sql_error(&path, e);
@@ -236,19 +237,25 @@ fn load_from(
         .prepare(
             "SELECT id, kind, server, tool, template_id, defect_class, score, failures, calls, failure_rate,
                     wilson_lower, sessions, first_seen, last_seen, median_window_turns, blast_radius,
-                    err_code, err_codes, retryable, args_shapes
+                    err_code, err_codes, retryable, args_shapes, rowid
              FROM findings ORDER BY score DESC, id",
         )
         .map_err(fail)?;
     let rows = stmt
         .query_map([], |r| {
+            // The id names files (`export-issues`) and is handed to agents:
+            // a row that does not hold one is damage, never a value.
+            let raw: String = r.get(0)?;
+            let Ok(id) = FindingId::parse(&raw) else {
+                return Ok(Err((raw, r.get::<_, i64>(20)?)));
+            };
             let kind: String = r.get(1)?;
             let class: String = r.get(5)?;
             let codes: String = r.get(17)?;
             let shapes: String = r.get(19)?;
             let class = DefectClass::parse(&class).unwrap_or(DefectClass::ToolError);
-            Ok(Derived {
-                id: r.get(0)?,
+            Ok(Ok(Derived {
+                id,
                 kind: Kind::parse(&kind).unwrap_or(Kind::Error).as_str(),
                 server: r.get(2)?,
                 tool: r.get(3)?,
@@ -269,12 +276,14 @@ fn load_from(
                 err_codes: serde_json::from_str(&codes).unwrap_or_default(),
                 retryable: r.get(18)?,
                 args_shapes: serde_json::from_str(&shapes).unwrap_or_default(),
-            })
+            }))
         })
         .map_err(fail)?;
     let mut findings = Vec::new();
     for derived in rows {
-        let derived = derived.map_err(fail)?;
+        let derived = derived
+            .map_err(fail)?
+            .map_err(|(raw, row)| corrupt_id(&path, &raw, row))?;
         let state = states.get(&derived.id).cloned().unwrap_or_default();
         findings.push(Finding {
             severity: Severity::of(derived.score, state.probe_attached).as_str(),
@@ -289,6 +298,19 @@ fn load_from(
         promotion,
         findings,
     })
+}
+
+/// A finding row of index.db whose id is not a finding id (status 3).
+/// index.db is derived, so deriving it again is the repair.
+fn corrupt_id(path: &std::path::Path, raw: &str, row: i64) -> Error {
+    Error::unavailable(format!(
+        "{} is corrupt: finding id {} at row {row} of table findings is not \
+         {}",
+        path.display(),
+        id::shown(raw),
+        FindingId::FORM,
+    ))
+    .with_hint("derive it again: run `mcpeval index --rebuild`, then `mcpeval promote`")
 }
 
 /// Looks one finding up by id.

@@ -16,7 +16,8 @@ use serde_json::Value;
 
 use crate::catalog::{Derived, Finding};
 use crate::error::{Error, Result};
-use crate::finding::{DefectClass, Kind, is_finding_id};
+use crate::finding::{DefectClass, Kind};
+use crate::id::FindingId;
 use crate::lifecycle::State;
 
 /// The schema tag of share envelopes.
@@ -117,9 +118,9 @@ pub fn read_findings(path: &Path) -> Result<Vec<Finding>> {
 }
 
 fn from_wire(w: Wire) -> Result<Finding, (&'static str, String)> {
-    if !is_finding_id(&w.id) {
+    let Ok(id) = FindingId::parse(&w.id) else {
         return Err(("id", "not \"finding-\" and 16 lower-case hex digits".into()));
-    }
+    };
     let kind = Kind::parse(&w.kind).ok_or(("kind", format!("unknown kind {:?}", w.kind)))?;
     let class = DefectClass::parse(&w.defect_class).ok_or((
         "defect_class",
@@ -146,7 +147,7 @@ fn from_wire(w: Wire) -> Result<Finding, (&'static str, String)> {
     }
     Ok(Finding {
         derived: Derived {
-            id: w.id,
+            id,
             kind: kind.as_str(),
             server: w.server,
             tool: w.tool,

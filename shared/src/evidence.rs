@@ -23,6 +23,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use crate::db;
 use crate::error::Result;
 use crate::home::Home;
+use crate::id::FindingId;
 
 /// The `imports.name` of this import.
 pub const IMPORT_NAME: &str = "index-evidence";
@@ -30,7 +31,7 @@ pub const IMPORT_NAME: &str = "index-evidence";
 /// One row of the old table, as it will be recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Row {
-    finding_id: String,
+    finding_id: FindingId,
     case_id: String,
     result: &'static str,
     recorded_at: String,
@@ -83,7 +84,7 @@ fn done(conn: &Connection, path: &Path) -> Result<bool> {
 
 /// The rows of `evidence` in `index.db`: `None` when there is no file or
 /// it cannot be read (the import then waits), an empty list when the file
-/// has no such table. Rows without a finding, case or time, or with an
+/// has no such table. Rows without a finding id, case or time, or with an
 /// outcome other than `pass` or `fail`, are not evidence and are skipped.
 fn read(index: &Path) -> Option<Vec<Row>> {
     if !index.exists() {
@@ -120,7 +121,9 @@ fn read(index: &Path) -> Option<Vec<Row>> {
             Some("fail") => "red",
             _ => continue,
         };
-        if let (Some(finding_id), Some(case_id), Some(recorded_at)) = (text(0), text(1), text(3)) {
+        let finding_id = text(0).and_then(|id| FindingId::parse(&id).ok());
+        if let (Some(finding_id), Some(case_id), Some(recorded_at)) = (finding_id, text(1), text(3))
+        {
             out.push(Row {
                 finding_id,
                 case_id,

@@ -4,6 +4,7 @@
 //! Ids are salted hashes of the group's key, so they are stable across
 //! rebuilds of the index and meaningless outside this store.
 
+use crate::id::FindingId;
 use crate::salt::Salt;
 
 /// What kind of group a finding stands for.
@@ -35,14 +36,14 @@ impl Kind {
     }
 }
 
-/// `finding-` + 16 hex digits identifying a group in this store.
+/// The id of the finding a group becomes in this store.
 pub fn finding_id(
     salt: &Salt,
     kind: Kind,
     server: &str,
     tool: &str,
     template_id: Option<&str>,
-) -> String {
+) -> FindingId {
     let id = match kind {
         Kind::Error => salt.id16(&[
             b"error",
@@ -54,7 +55,7 @@ pub fn finding_id(
             salt.id16(&[kind.as_str().as_bytes(), server.as_bytes(), tool.as_bytes()])
         }
     };
-    format!("finding-{id}")
+    FindingId::from_id16(&id)
 }
 
 /// The id earlier releases gave an error group: one per error code, which
@@ -65,7 +66,7 @@ pub fn legacy_finding_id(
     tool: &str,
     template_id: Option<&str>,
     err_code: Option<i64>,
-) -> String {
+) -> FindingId {
     let code = err_code.map_or_else(|| "-".to_owned(), |c| c.to_string());
     let id = salt.id16(&[
         b"error",
@@ -74,16 +75,7 @@ pub fn legacy_finding_id(
         template_id.unwrap_or("-").as_bytes(),
         code.as_bytes(),
     ]);
-    format!("finding-{id}")
-}
-
-/// Whether `s` looks like a finding id.
-pub fn is_finding_id(s: &str) -> bool {
-    s.strip_prefix("finding-").is_some_and(|h| {
-        h.len() == 16
-            && h.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
+    FindingId::from_id16(&id)
 }
 
 /// The probe a manifest case uses to check a repair.
@@ -335,7 +327,7 @@ mod tests {
     fn ids_are_salted_and_stable() {
         let salt = Salt::from_bytes([5; 32]);
         let a = finding_id(&salt, Kind::Error, "s", "t", Some("t-0123456789abcdef"));
-        assert!(is_finding_id(&a), "{a}");
+        assert!(FindingId::parse(&a).is_ok(), "{a}");
         assert_eq!(
             a,
             finding_id(&salt, Kind::Error, "s", "t", Some("t-0123456789abcdef"))

@@ -2,13 +2,60 @@
 //!
 //! `--home DIR` › `MCPEVAL_HOME` › `$XDG_DATA_HOME/mcpeval` ›
 //! `~/.local/share/mcpeval`. The directory is private (mode 0700). Readers
-//! never create it; only commands that write evidence do.
+//! never create it; only commands that write evidence do, and before they
+//! write they make sure it is theirs and private: a store directory of
+//! another user is refused, one open to others is closed again.
 
 use std::fs;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
+
+/// Refuses a store directory the effective user does not own, and takes
+/// group and other permissions away from one that has them.
+///
+/// Another user's directory is refused rather than used: its owner could
+/// read the journals and the salt, or plant files for us to trust. The
+/// status is 2 (usage), as for a store that cannot be found at all: the
+/// repair is to point `--home` or `MCPEVAL_HOME` at the user's own store.
+fn check_private(dir: &Path, meta: &fs::Metadata) -> Result<()> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if meta.uid() != euid {
+        return Err(Error::usage(format!(
+            "the store directory {} belongs to user id {}, not to you (user id {euid}); nothing was written",
+            dir.display(),
+            meta.uid()
+        ))
+        .with_hint("use a store of your own (--home DIR or MCPEVAL_HOME), or have its owner hand it over"));
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .context(format_args!("cannot make {} private", dir.display()))?;
+        crate::cli::warn(
+            &program(),
+            format_args!(
+                "the store directory {} was open to other users (mode {mode:04o}); it is now 0700",
+                dir.display()
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The running program's name, for the warning line.
+fn program() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|arg| {
+            Path::new(&arg)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "mcpeval".to_owned())
+}
 
 /// The store directory and the fixed names inside it.
 #[derive(Debug, Clone)]
@@ -50,9 +97,15 @@ impl Home {
     }
 
     /// Creates the store and its journal directory (mode 0700) if missing.
+    /// An existing one must belong to the effective user (else a usage
+    /// error, status 2, before anything is written); one open to group or
+    /// others is made 0700 again, with a warning on stderr.
     pub fn ensure(&self) -> Result<()> {
         for dir in [self.root.as_path(), &self.journals()] {
-            if dir.is_dir() {
+            if let Ok(meta) = fs::metadata(dir)
+                && meta.is_dir()
+            {
+                check_private(dir, &meta)?;
                 continue;
             }
             fs::DirBuilder::new()
@@ -109,5 +162,25 @@ impl Home {
     /// `.salt`: 32 secret bytes keying every salted hash.
     pub fn salt(&self) -> PathBuf {
         self.root.join(".salt")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_open_store_is_made_private_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(&dir.path().join("home"));
+        home.ensure().unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(home.root()), 0o700);
+        assert_eq!(mode(&home.journals()), 0o700);
+        fs::set_permissions(home.root(), fs::Permissions::from_mode(0o777)).unwrap();
+        fs::set_permissions(home.journals(), fs::Permissions::from_mode(0o750)).unwrap();
+        home.ensure().unwrap();
+        assert_eq!(mode(home.root()), 0o700);
+        assert_eq!(mode(&home.journals()), 0o700);
     }
 }

@@ -24,6 +24,7 @@ pub mod fault;
 pub mod finding;
 pub mod hash;
 pub mod home;
+pub mod id;
 pub mod index_db;
 pub mod journal;
 pub mod lifecycle;

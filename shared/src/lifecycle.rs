@@ -17,6 +17,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::db::{self, Schema};
 use crate::error::{Error, Result};
 use crate::home::Home;
+use crate::id::{self, EventId, FindingId, SessionToken};
 
 /// The lifecycle database's migrations. Migration 1 holds annotations only;
 /// append new steps, never edit a released one.
@@ -125,11 +126,11 @@ impl fmt::Display for Kind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// A call's `identity.event_id`, as a lower-case hyphenated UUID.
-    EventId(String),
+    EventId(EventId),
     /// Legacy coordinates; they may match several calls across servers.
     Coordinates {
         /// Session token, `s-` and 16 hex digits.
-        session: String,
+        session: SessionToken,
         /// Turn within the session, 1 or more.
         seq: u64,
     },
@@ -140,7 +141,7 @@ impl Target {
     /// matches the index whatever case the user typed.
     pub fn event_id(text: &str) -> Result<Target, String> {
         uuid::Uuid::parse_str(text)
-            .map(|u| Target::EventId(u.hyphenated().to_string()))
+            .map(|u| Target::EventId(EventId::from_uuid(u)))
             .map_err(|_| {
                 format!("event id '{text}' is not a UUID; copy identity.event_id from the journal")
             })
@@ -148,23 +149,15 @@ impl Target {
 
     /// A legacy-coordinates target, checked like a journal record's fields.
     pub fn coordinates(session: &str, seq: u64) -> Result<Target, String> {
-        let hex = session.strip_prefix("s-").unwrap_or("");
-        if hex.len() != 16
-            || !hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
+        let Ok(session) = SessionToken::parse(session) else {
             return Err(format!(
                 "session '{session}' is not \"s-\" followed by 16 lower-case hex digits; copy it from the journal"
             ));
-        }
+        };
         if seq == 0 {
             return Err("seq must be 1 or more".into());
         }
-        Ok(Target::Coordinates {
-            session: session.to_owned(),
-            seq,
-        })
+        Ok(Target::Coordinates { session, seq })
     }
 }
 
@@ -254,10 +247,14 @@ pub fn list(conn: &Connection) -> Result<Vec<Annotation>> {
         let seq: Option<i64> = row.get(5).map_err(fail)?;
         let damaged =
             || Error::unavailable(format!("{}: annotation {id} is damaged", path.display()));
+        // The ids are checked as any read from a file would be: a
+        // damaged row is reported, never handed on to the index.
         let target = match (event_id, session, seq) {
-            (Some(event_id), None, None) => Target::EventId(event_id),
+            (Some(event_id), None, None) => {
+                Target::EventId(EventId::parse(&event_id).map_err(|_| damaged())?)
+            }
             (None, Some(session), Some(seq)) if seq > 0 => Target::Coordinates {
-                session,
+                session: SessionToken::parse(&session).map_err(|_| damaged())?,
                 seq: seq as u64,
             },
             _ => return Err(damaged()),
@@ -306,7 +303,7 @@ mod tests {
         let by_event = Target::event_id("6F1C2A3B-4D5E-4F60-8A7B-9C8D7E6F5A4B").unwrap();
         assert_eq!(
             by_event,
-            Target::EventId("6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b".into())
+            Target::EventId(EventId::parse("6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b").unwrap())
         );
         let by_coords = Target::coordinates("s-0123456789abcdef", 4).unwrap();
         let a = insert(
@@ -481,35 +478,52 @@ pub struct FindingState {
     pub updated_at: String,
 }
 
-/// Every current (not retired) finding state, by finding id.
+/// Every current (not retired) finding state, by finding id. A row whose
+/// id is not a finding id makes the database corrupt (status 3).
 pub fn states(
     conn: &Connection,
     path: &Path,
-) -> Result<std::collections::HashMap<String, FindingState>> {
+) -> Result<std::collections::HashMap<FindingId, FindingState>> {
     let fail = |e| db::sql_error(path, e);
     let mut stmt = conn
         .prepare(
-            "SELECT finding_id, state, streak, binding, probe_attached, reopened, updated_at
+            "SELECT finding_id, state, streak, binding, probe_attached, reopened, updated_at, rowid
              FROM finding_state WHERE retired_for IS NULL",
         )
         .map_err(fail)?;
-    let rows = stmt
-        .query_map([], |r| {
-            let state: String = r.get(1)?;
-            Ok((
-                r.get::<_, String>(0)?,
-                FindingState {
-                    state: State::parse(&state).unwrap_or_default(),
-                    streak: r.get(2)?,
-                    binding: r.get(3)?,
-                    probe_attached: r.get(4)?,
-                    reopened: r.get(5)?,
-                    updated_at: r.get(6)?,
-                },
-            ))
-        })
-        .map_err(fail)?;
-    rows.collect::<rusqlite::Result<_>>().map_err(fail)
+    let mut rows = stmt.query([]).map_err(fail)?;
+    let mut out = std::collections::HashMap::new();
+    while let Some(r) = rows.next().map_err(fail)? {
+        let raw: String = r.get(0).map_err(fail)?;
+        let id =
+            FindingId::parse(&raw).map_err(|_| corrupt_id(path, &raw, r.get(7).unwrap_or(0)))?;
+        let state: String = r.get(1).map_err(fail)?;
+        let state = FindingState {
+            state: State::parse(&state).unwrap_or_default(),
+            streak: r.get(2).map_err(fail)?,
+            binding: r.get(3).map_err(fail)?,
+            probe_attached: r.get(4).map_err(fail)?,
+            reopened: r.get(5).map_err(fail)?,
+            updated_at: r.get(6).map_err(fail)?,
+        };
+        out.insert(id, state);
+    }
+    Ok(out)
+}
+
+/// A `finding_state` row whose id is not a finding id (status 3).
+/// lifecycle.db is authoritative and cannot be derived again, so the
+/// repair is the user's: a backup, or the row mended by hand.
+fn corrupt_id(path: &Path, raw: &str, row: i64) -> Error {
+    Error::unavailable(format!(
+        "{} is corrupt: finding id {} at row {row} of table finding_state is not {}",
+        path.display(),
+        id::shown(raw),
+        FindingId::FORM,
+    ))
+    .with_hint(
+        "restore lifecycle.db (with .salt) from a backup, or correct that row; nothing was changed",
+    )
 }
 
 /// The current (not retired) state of one finding, if it has one.
@@ -535,7 +549,7 @@ pub fn state(conn: &Connection, path: &Path, finding_id: &str) -> Result<Option<
 }
 
 /// Gives `finding_id` an `open` state unless it already has one.
-pub fn ensure(conn: &Connection, path: &Path, finding_id: &str, now: &str) -> Result<()> {
+pub fn ensure(conn: &Connection, path: &Path, finding_id: &FindingId, now: &str) -> Result<()> {
     let inserted = conn
         .execute(
             "INSERT OR IGNORE INTO finding_state(finding_id, state, updated_at) VALUES (?1, 'open', ?2)",
@@ -563,13 +577,13 @@ pub fn ensure(conn: &Connection, path: &Path, finding_id: &str, now: &str) -> Re
 pub fn rekey(
     conn: &Connection,
     path: &Path,
-    legacy: &[String],
-    current: &str,
+    legacy: &[FindingId],
+    current: &FindingId,
     now: &str,
 ) -> Result<()> {
     let fail = |e| db::sql_error(path, e);
-    let mut found: Vec<(String, String)> = Vec::new();
-    for id in legacy.iter().filter(|id| id.as_str() != current) {
+    let mut found: Vec<(String, FindingId)> = Vec::new();
+    for id in legacy.iter().filter(|id| *id != current) {
         let row: Option<String> = conn
             .query_row(
                 "SELECT updated_at FROM finding_state WHERE finding_id = ?1 AND retired_for IS NULL",
@@ -625,7 +639,7 @@ pub fn rekey(
 pub fn record_history(
     conn: &Connection,
     path: &Path,
-    finding_id: &str,
+    finding_id: &FindingId,
     at: &str,
     event: &str,
     from: Option<State>,

@@ -26,7 +26,8 @@ use serde_json::{Map, Value, json};
 
 use crate::canonical;
 use crate::error::{Error, Result};
-use crate::finding::{Probe, is_finding_id};
+use crate::finding::Probe;
+use crate::id::FindingId;
 
 /// The conventional manifest file name.
 pub const FILE_NAME: &str = "mcp-eval.manifest.json";
@@ -119,7 +120,7 @@ pub struct Case {
     /// Unique within the manifest; an identifier.
     pub id: String,
     /// The finding this case proves.
-    pub finding: String,
+    pub finding: FindingId,
     /// Which probe runs.
     pub probe: Probe,
     /// The declared sandbox it runs in, if any.
@@ -562,12 +563,12 @@ impl RawCase {
                 format!("the case id {IDENTIFIER_RULE}"),
             ));
         }
-        if !is_finding_id(&self.finding) {
+        let Ok(finding) = FindingId::parse(&self.finding) else {
             return Err(Rejection::at(
                 field("finding"),
                 "must be a finding id: \"finding-\" and 16 lower-case hex digits",
             ));
-        }
+        };
         let probe = Probe::parse(&self.probe).ok_or_else(|| {
             Rejection::at(
                 field("probe"),
@@ -656,7 +657,7 @@ impl RawCase {
         Ok(Case {
             index,
             id: self.id,
-            finding: self.finding,
+            finding,
             probe,
             sandbox: self.sandbox,
             timeout_ms,

@@ -13,8 +13,9 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use crate::canonical;
-use crate::finding::{Probe, is_finding_id};
+use crate::finding::Probe;
 use crate::hash;
+use crate::id::{FindingId, RunId};
 use crate::manifest::is_identifier;
 use crate::salt::Salt;
 
@@ -277,9 +278,9 @@ pub struct ProbeResult {
     /// Always [`SCHEMA`].
     pub schema: String,
     /// UUID v4, unique per run: replaying it earns no second credit.
-    pub run_id: String,
+    pub run_id: RunId,
     /// The finding the case proves.
-    pub finding: String,
+    pub finding: FindingId,
     /// The case id.
     pub case: String,
     /// The probe that ran (`instruction-fidelity`, …).
@@ -346,7 +347,14 @@ impl ProbeResult {
         if let Some(missing) = FIELDS.iter().find(|f| !map.contains_key(**f)) {
             return Err(format!("the field \"{missing}\" is missing"));
         }
-        let result: ProbeResult = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        // The pointer names the field whose form is wrong (an id, a
+        // verdict), as manifest errors do; the fields are all top level.
+        let result: ProbeResult = serde_path_to_error::deserialize(value).map_err(|e| {
+            match e.path().to_string().as_str() {
+                "." => e.inner().to_string(),
+                path => format!("at /{path}: {}", e.inner()),
+            }
+        })?;
         result.validate()?;
         Ok(result)
     }
@@ -360,9 +368,6 @@ impl ProbeResult {
         match uuid::Uuid::parse_str(&self.run_id) {
             Ok(id) if id.get_version_num() == 4 => {}
             _ => return Err("run_id is not a UUID v4".into()),
-        }
-        if !is_finding_id(&self.finding) {
-            return Err("finding is not a finding id".into());
         }
         if !is_identifier(&self.case) {
             return Err("case is not an identifier".into());
@@ -445,8 +450,8 @@ mod tests {
     fn sample() -> ProbeResult {
         let mut r = ProbeResult {
             schema: SCHEMA.into(),
-            run_id: "0f8fad5b-d9cb-469f-a165-70867728950e".into(),
-            finding: "finding-0123456789abcdef".into(),
+            run_id: RunId::parse("0f8fad5b-d9cb-469f-a165-70867728950e").unwrap(),
+            finding: FindingId::parse("finding-0123456789abcdef").unwrap(),
             case: "literal-status".into(),
             probe: "instruction-fidelity".into(),
             binding: "b-0011223344556677".into(),
@@ -532,8 +537,19 @@ mod tests {
         assert!(
             ProbeResult::parse(&extra.to_string())
                 .unwrap_err()
-                .starts_with("unknown field `note`")
+                .starts_with("at /note: unknown field `note`")
         );
+        // An id is checked as it is read, and the message names its field
+        // without repeating the text.
+        let mut bad: Value = serde_json::from_str(&r.to_json_line()).unwrap();
+        bad["finding"] = Value::from("../../escape");
+        let err = ProbeResult::parse(&bad.to_string()).unwrap_err();
+        assert!(err.starts_with("at /finding: not a finding id"), "{err}");
+        assert!(!err.contains("escape"), "{err}");
+        bad["finding"] = r.finding.to_string().into();
+        bad["run_id"] = Value::from("0F8FAD5B-D9CB-469F-A165-70867728950E");
+        let err = ProbeResult::parse(&bad.to_string()).unwrap_err();
+        assert!(err.starts_with("at /run_id: not a run id"), "{err}");
         let mut green = r.clone();
         green.result = Verdict::Green;
         assert_eq!(
@@ -547,7 +563,7 @@ mod tests {
             "a transport-error result needs one of its own reasons"
         );
         let mut v1 = r.clone();
-        v1.run_id = "0f8fad5b-d9cb-169f-a165-70867728950e".into();
+        v1.run_id = RunId::parse("0f8fad5b-d9cb-169f-a165-70867728950e").unwrap();
         assert_eq!(v1.validate().unwrap_err(), "run_id is not a UUID v4");
     }
 

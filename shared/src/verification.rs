@@ -28,6 +28,7 @@ use crate::db;
 use crate::error::{Error, Result};
 use crate::hash;
 use crate::home::Home;
+use crate::id::FindingId;
 use crate::lifecycle::{self, FindingState, State};
 use crate::probe_result::{ProbeResult, Verdict};
 
@@ -309,7 +310,7 @@ pub fn check_reason(reason: &str) -> Result<(), String> {
 pub fn close(
     conn: &mut Connection,
     path: &Path,
-    finding: &str,
+    finding: &FindingId,
     reason: &str,
 ) -> Result<Option<(FindingState, FindingState)>> {
     check_reason(reason).map_err(Error::usage)?;

@@ -47,7 +47,7 @@ fn killed(out: &Output) -> bool {
 }
 
 fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
+    crate::support::private_dir(to);
     for entry in fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let kind = entry.file_type().unwrap();
@@ -150,7 +150,7 @@ fn calls(first: u64, sessions: std::ops::Range<u64>) -> Vec<Rec> {
 }
 
 fn journal(home: &Path, n: u32) -> PathBuf {
-    fs::create_dir_all(home.join("journals")).unwrap();
+    crate::support::private_dir(&home.join("journals"));
     home.join("journals").join(records::journal_name(n))
 }
 

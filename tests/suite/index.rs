@@ -528,7 +528,7 @@ fn a_killed_first_run_leaves_nothing_in_the_way() {
     let store = Store::new();
     write(&store, 1, &lines(&calls(3, 1)));
     // What a first run killed while building index.db aside leaves.
-    fs::create_dir_all(store.home()).unwrap();
+    crate::support::private_dir(&store.home());
     fs::write(store.home().join("index.db.new"), b"half a database").unwrap();
     fs::write(store.home().join("index.db.new-wal"), b"half a log").unwrap();
     assert_eq!(

@@ -12,6 +12,7 @@ mod front;
 mod fuzz;
 mod generate;
 mod hostile_capture;
+mod ids;
 mod index;
 mod probe;
 mod probe_all;

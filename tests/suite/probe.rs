@@ -128,7 +128,7 @@ impl Bench {
 
     /// A `findings` table in index.db, as promote writes it.
     fn index_finding(&self, rate: f64, class: &str) {
-        std::fs::create_dir_all(self.store.home()).unwrap();
+        crate::support::private_dir(&self.store.home());
         let script = "import sqlite3, sys\n\
 c = sqlite3.connect(sys.argv[1])\n\
 c.execute('CREATE TABLE findings(id TEXT PRIMARY KEY, failure_rate REAL, defect_class TEXT)')\n\
@@ -1044,7 +1044,7 @@ or expect an error\n"
 fn a_damaged_index_is_unavailable_evidence() {
     let b = Bench::new();
     b.cases(json!([status_case(json!({"outcome": "ok"}))]));
-    std::fs::create_dir_all(b.store.home()).unwrap();
+    crate::support::private_dir(&b.store.home());
     let index = b.store.home().join("index.db");
     std::fs::write(&index, vec![7u8; 4096]).unwrap();
     let run = b.run("status", &[]);

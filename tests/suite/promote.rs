@@ -314,15 +314,18 @@ fn legacy_ids_are_rekeyed_once_and_history_is_kept() {
         "weather",
         "forecast",
         Some(&template(1)),
-    );
+    )
+    .into_string();
     let legacy = legacy_finding_id(
         &salt,
         "weather",
         "forecast",
         Some(&template(1)),
         Some(-32602),
-    );
-    let older = legacy_finding_id(&salt, "weather", "forecast", Some(&template(1)), None);
+    )
+    .into_string();
+    let older =
+        legacy_finding_id(&salt, "weather", "forecast", Some(&template(1)), None).into_string();
 
     let db = rusqlite::Connection::open(store.home().join("lifecycle.db")).unwrap();
     db.execute_batch(&format!(
@@ -442,7 +445,7 @@ fn seed_store() -> (Store, Value) {
     let store = Store::new();
     let seed = repo().join("corpus/seed");
     let dir = store.home().join("journals");
-    std::fs::create_dir_all(&dir).unwrap();
+    crate::support::private_dir(&dir);
     for entry in std::fs::read_dir(seed.join("journals")).unwrap() {
         let path = entry.unwrap().path();
         std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();

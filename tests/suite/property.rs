@@ -161,7 +161,7 @@ struct Model {
 
 impl Model {
     fn new(home: PathBuf) -> Model {
-        fs::create_dir_all(home.join("journals")).unwrap();
+        crate::support::private_dir(&home.join("journals"));
         // Finding ids are salted: both sides must share one salt.
         shared::salt::Salt::load_or_create(&Home::at(&home)).unwrap();
         Model {
@@ -393,7 +393,7 @@ fn run(home: &Path, name: &str, args: &[&str]) -> Output {
 /// A fresh store that sees the same journals, annotations and salt.
 fn mirror(a: &Path, root: &Path, step: usize) -> PathBuf {
     let b = root.join(format!("rebuild-{step}"));
-    fs::create_dir_all(&b).unwrap();
+    crate::support::private_dir(&b);
     symlink(a.join("journals"), b.join("journals")).unwrap();
     for name in ["lifecycle.db", "lifecycle.db-wal", ".salt"] {
         if a.join(name).exists() {

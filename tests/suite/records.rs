@@ -122,7 +122,7 @@ pub fn journal_name(n: u32) -> String {
 /// The path of journal `n` in `store`, creating `journals/`.
 pub fn journal(store: &Store, n: u32) -> PathBuf {
     let dir = store.home().join("journals");
-    fs::create_dir_all(&dir).unwrap();
+    crate::support::private_dir(&dir);
     dir.join(journal_name(n))
 }
 

@@ -16,7 +16,7 @@ use crate::seeded::{fill, finding_of, findings, fixture_store, ok, run, secrets,
 use crate::support::{Deps, Store, bin, fixture, repo, text};
 
 /// Runs the script through the SDK client in `mode` against serve.
-fn client(store: &Store, mode: &str, script: Value) -> Value {
+pub(crate) fn client(store: &Store, mode: &str, script: Value) -> Value {
     client_with(store, mode, &[], script)
 }
 
@@ -51,7 +51,7 @@ fn uuid_like() -> String {
     )
 }
 
-fn call(tool: &str, arguments: Value) -> Value {
+pub(crate) fn call(tool: &str, arguments: Value) -> Value {
     json!({"tool": tool, "arguments": arguments})
 }
 

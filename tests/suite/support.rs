@@ -7,6 +7,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Creates `dir` and its missing parents private (mode 0700), as the
+/// binaries create a store: a store directory open to others is tightened
+/// with a warning, which a fixture should not provoke by accident.
+pub fn private_dir(dir: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .unwrap();
+}
+
 /// The directory holding every built binary (`target/<profile>/`).
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
