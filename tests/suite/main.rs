@@ -12,6 +12,7 @@ mod front;
 mod fuzz;
 mod generate;
 mod index;
+mod names;
 mod probe;
 mod probe_all;
 mod probe_http;
