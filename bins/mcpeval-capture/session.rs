@@ -4,7 +4,7 @@
 //! turns completed calls into `mcpeval.call/1` records. It only observes:
 //! it never changes, delays or answers a message, and a message it cannot
 //! parse is counted, never fatal. It keeps shapes, clean names and salted
-//! ids only: names pass through `sanitize::clean_name`, and each call's
+//! ids only: names pass through `escape::clean_name`, and each call's
 //! arguments are shaped against the tool's schema from the last
 //! `tools/list`, so keys that are data are folded.
 
@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use jiff::Timestamp;
 use serde_json::Value;
+use shared::escape;
 use shared::outcome::{self, Classified};
 use shared::record::{Call, Identity, Origin, SCHEMA_V1, Transport};
 use shared::salt::Salt;
@@ -115,9 +116,11 @@ impl Session {
             salt,
             token,
             transport,
-            fixed_server: fixed_server.as_deref().map(sanitize::clean_name),
+            fixed_server: fixed_server
+                .as_deref()
+                .map(|s| escape::clean_name(s).into_owned()),
             reported_server: None,
-            fallback_server: sanitize::clean_name(&fallback_server),
+            fallback_server: escape::clean_name(&fallback_server).into_owned(),
             seq: 0,
             calls: HashMap::new(),
             lists: HashMap::new(),
@@ -237,7 +240,7 @@ impl Session {
                     None => Value::Object(Default::default()),
                 };
                 let pending = Pending {
-                    tool: sanitize::clean_name(tool),
+                    tool: escape::clean_name(tool).into_owned(),
                     seq: self.seq,
                     started_at: at,
                     started: now,
@@ -270,14 +273,14 @@ impl Session {
             .and_then(|info| info.get("name"))
             .and_then(Value::as_str)
         {
-            self.reported_server = Some(sanitize::clean_name(name));
+            self.reported_server = Some(escape::clean_name(name).into_owned());
         }
         if self.handshakes.remove(&id)
             && let Some(name) = result
                 .and_then(|r| r.pointer("/serverInfo/name"))
                 .and_then(Value::as_str)
         {
-            self.reported_server = Some(sanitize::clean_name(name));
+            self.reported_server = Some(escape::clean_name(name).into_owned());
         }
         if let Some(continued) = self.lists.remove(&id)
             && let Some(tools) = result

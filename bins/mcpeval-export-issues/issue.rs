@@ -1,24 +1,28 @@
 //! One finding as an issue body a tracker accepts as is.
 //!
 //! It prints only what `shared::catalog::Finding` holds, so it is as
-//! sanitized as `findings`: shapes, never values.
+//! sanitized as `findings`: shapes, never values. Names (and any text read
+//! from the index) are untrusted and go through `shared::escape`: code
+//! spans that no backtick closes, table cells that no pipe splits, JSON
+//! with every control and bidirectional character escaped.
 
 use std::fmt::Write;
 
 use serde_json::{Value, json};
 use shared::catalog::Finding;
+use shared::escape::{self, code_span, markdown, terminal};
 
 /// The command that writes the finding's one-case manifest.
 pub fn generate_command(f: &Finding) -> String {
     let d = &f.derived;
+    let id = terminal(&d.id);
     let expect = if d.defect_class == "false-success" {
         " --expect expect.json"
     } else {
         ""
     };
     format!(
-        "mcpeval generate --finding {id} --confirm-read-only{expect} --output {id}.manifest.json",
-        id = d.id
+        "mcpeval generate --finding {id} --confirm-read-only{expect} --output {id}.manifest.json"
     )
 }
 
@@ -26,7 +30,7 @@ pub fn generate_command(f: &Finding) -> String {
 pub fn verify_command(f: &Finding) -> String {
     format!(
         "mcpeval verify --finding {id} --case {id} --manifest {id}.manifest.json -- <server command>",
-        id = f.derived.id
+        id = terminal(&f.derived.id)
     )
 }
 
@@ -36,17 +40,17 @@ pub fn render(f: &Finding) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# {}: `{}` on server `{}` fails\n",
+        "# {}: {} on server {} fails\n",
         d.defect_class,
-        tick(&d.tool),
-        tick(&d.server)
+        code_span(&d.tool),
+        code_span(&d.server)
     );
     let _ = writeln!(
         s,
-        "Finding `{}` ({} severity, score {:.3}; state {}, streak {}/3{}). \
+        "Finding {} ({} severity, score {:.3}; state {}, streak {}/3{}). \
 Recorded by mcpeval from real agent traffic; every figure below is an aggregate \
 and every argument a shape, never a value.\n",
-        d.id,
+        code_span(&d.id),
         f.severity,
         d.score,
         f.state,
@@ -93,7 +97,7 @@ and every argument a shape, never a value.\n",
         ("score", format!("{:.3}", d.score)),
     ];
     for (name, value) in rows {
-        let _ = writeln!(s, "| {name} | {} |", value.replace('|', "\\|"));
+        let _ = writeln!(s, "| {name} | {} |", markdown(&value));
     }
     let _ = writeln!(s, "\n## Repro (shape level)\n");
     let _ = writeln!(
@@ -105,12 +109,12 @@ and every argument a shape, never a value.\n",
     let _ = writeln!(
         s,
         "```json\n{}\n```",
-        serde_json::to_string_pretty(&call).unwrap_or_default()
+        escape::to_json_pretty(&call).unwrap_or_default()
     );
     if d.args_shapes.len() > 1 {
         let others: Vec<String> = d.args_shapes[1..]
             .iter()
-            .map(|v: &Value| format!("`{v}`"))
+            .map(|v: &Value| code_span(&escape::to_json(v).unwrap_or_default()))
             .collect();
         let _ = writeln!(
             s,
@@ -138,11 +142,6 @@ and every argument a shape, never a value.\n",
         "\nThree consecutive green runs close the finding; a red run reopens it."
     );
     s
-}
-
-/// Backticks inside a code span would end it.
-fn tick(text: &str) -> String {
-    text.replace('`', "'")
 }
 
 fn codes(main: Option<i64>, all: &[i64]) -> String {

@@ -21,8 +21,15 @@ the status is 0. A missing, damaged or incomplete index is unavailable \
 evidence (status 3).\n\n\
 --from FILE reads the findings of a share envelope (mcpeval.share/1, written by \
 `mcpeval share`) instead of the store, so a maintainer renders what was shared in \
-any format, with a store of their own or none at all; the store is not opened. An \
-envelope that breaks the contract is refused (status 4) naming the file and the value.",
+any format, with a store of their own or none at all; the store is not opened. The \
+file is untrusted input and is checked whole: known fields only, ids of their exact form, \
+enums, numbers in range, and server, tool and argument names as capture writes them (no \
+control or bidirectional character, at most 128 bytes; such a name is refused, not cleaned). \
+Any item that breaks the contract refuses the file (status 4), naming the file and the JSON \
+Pointer of the value at fault, e.g. /findings/3/server.\n\n\
+Every format escapes names for its medium: markdown text and code spans, a quoted literal in \
+the agent format (so a name never starts a line), JSON with every control and bidirectional \
+character escaped.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval findings\n  \

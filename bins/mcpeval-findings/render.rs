@@ -1,17 +1,23 @@
 //! The three renderings of findings. Each shows the same sanitized facts;
 //! none may print anything `shared::catalog::Finding` does not hold.
+//!
+//! Names and any other text read from the store or a share file are
+//! untrusted: each goes through `shared::escape` for its medium (markdown
+//! text or code span; a quoted literal in the agent format, so a name can
+//! never start a line there), and JSON is written with every control and
+//! bidirectional character escaped.
 
 use std::io::Write;
 
 use serde_json::{Value, json};
 use shared::Result;
 use shared::catalog::{Finding, Promotion};
+use shared::escape::{self, code_cell, code_span, markdown as md, quoted, terminal};
 
 /// `{"findings": [...]}` on one line.
 pub fn json(out: &mut impl Write, findings: &[&Finding]) -> Result<()> {
-    serde_json::to_writer(&mut *out, &json!({ "findings": findings }))
-        .map_err(std::io::Error::from)?;
-    writeln!(out)?;
+    let text = escape::to_json(&json!({ "findings": findings })).map_err(std::io::Error::from)?;
+    writeln!(out, "{text}")?;
     Ok(())
 }
 
@@ -26,7 +32,10 @@ pub fn markdown(
         writeln!(
             out,
             "{} of {} issues promoted at threshold {} (scored as of {}).\n",
-            p.promoted, p.issues, p.threshold, p.scored_as_of
+            p.promoted,
+            p.issues,
+            p.threshold,
+            md(&p.scored_as_of)
         )?;
     }
     writeln!(
@@ -38,13 +47,13 @@ pub fn markdown(
         let d = &f.derived;
         writeln!(
             out,
-            "| {} | {:.3} | `{}` | {} | {} / {} | {} of {} | {} | {} |",
+            "| {} | {:.3} | {} | {} | {} / {} | {} of {} | {} | {} |",
             f.severity,
             d.score,
-            d.id,
+            code_cell(&d.id),
             d.defect_class,
-            cell(&d.server),
-            cell(&d.tool),
+            md(&d.server),
+            md(&d.tool),
             d.failures,
             d.calls,
             d.sessions,
@@ -55,11 +64,11 @@ pub fn markdown(
         let d = &f.derived;
         writeln!(
             out,
-            "\n## `{}`: {} in {} / {}\n",
-            d.id,
+            "\n## {}: {} in {} / {}\n",
+            code_span(&d.id),
             d.defect_class,
-            cell(&d.server),
-            cell(&d.tool)
+            md(&d.server),
+            md(&d.tool)
         )?;
         writeln!(out, "- **Fix hint:** {}", d.fix_hint)?;
         writeln!(
@@ -70,8 +79,8 @@ pub fn markdown(
             100.0 * d.failure_rate,
             d.wilson_lower,
             d.sessions,
-            d.first_seen,
-            d.last_seen
+            md(&d.first_seen),
+            md(&d.last_seen)
         )?;
         writeln!(
             out,
@@ -89,7 +98,7 @@ pub fn markdown(
         writeln!(
             out,
             "- **Argument shapes:** {}",
-            shapes(&d.args_shapes, "`")
+            shapes(&d.args_shapes, code_span)
         )?;
         writeln!(
             out,
@@ -114,12 +123,14 @@ three consecutive green verification runs.\n"
     )?;
     for (n, f) in findings.iter().enumerate() {
         let d = &f.derived;
-        let manifest = format!("{}.manifest.json", d.id);
+        // An id from a tampered index could hold anything; a valid one
+        // comes out unchanged.
+        let id = terminal(&d.id);
+        let manifest = format!("{id}.manifest.json");
         writeln!(
             out,
-            "{}. {} [{}; severity {}, score {:.3}, state {}]",
+            "{}. {id} [{}; severity {}, score {:.3}, state {}]",
             n + 1,
-            d.id,
             d.defect_class,
             f.severity,
             d.score,
@@ -127,9 +138,9 @@ three consecutive green verification runs.\n"
         )?;
         writeln!(
             out,
-            "   what fails: tool `{}` on server `{}`; {}",
-            d.tool,
-            d.server,
+            "   what fails: tool {} on server {}; {}",
+            quoted(&d.tool),
+            quoted(&d.server),
             codes(d.err_code, &d.err_codes)
         )?;
         writeln!(
@@ -139,12 +150,12 @@ three consecutive green verification runs.\n"
             d.calls,
             100.0 * d.failure_rate,
             d.sessions,
-            d.last_seen
+            terminal(&d.last_seen)
         )?;
         writeln!(
             out,
             "   arguments seen (shapes, not values): {}",
-            shapes(&d.args_shapes, "")
+            shapes(&d.args_shapes, |s| s.to_owned())
         )?;
         writeln!(out, "   fix: {}", d.fix_hint)?;
         let expect = if d.defect_class == "false-success" {
@@ -161,14 +172,12 @@ three consecutive green verification runs.\n"
         }
         writeln!(
             out,
-            "   next: mcpeval generate --finding {} --confirm-read-only{expect} --output {manifest}",
-            d.id
+            "   next: mcpeval generate --finding {id} --confirm-read-only{expect} --output {manifest}"
         )?;
         writeln!(
             out,
             "   then: fill the placeholders it lists, and run\n         \
-mcpeval verify --finding {id} --case {id} --manifest {manifest} -- <server command>\n",
-            id = d.id
+mcpeval verify --finding {id} --case {id} --manifest {manifest} -- <server command>\n"
         )?;
     }
     Ok(())
@@ -193,18 +202,14 @@ fn retryable(value: Option<bool>) -> &'static str {
     }
 }
 
-fn shapes(shapes: &[Value], quote: &str) -> String {
+/// The argument shapes as JSON, each dressed by `show` for the medium.
+fn shapes(shapes: &[Value], show: impl Fn(&str) -> String) -> String {
     if shapes.is_empty() {
         return "none recorded".into();
     }
     shapes
         .iter()
-        .map(|s| format!("{quote}{s}{quote}"))
+        .map(|s| show(&escape::to_json(s).unwrap_or_default()))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Escapes a table cell's pipes.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|")
 }

@@ -1,15 +1,20 @@
 //! The report for people (markdown) and for scripts (one JSON object).
+//!
+//! Server and tool names are untrusted: markdown gets them through
+//! `shared::escape::markdown`, JSON with every control and bidirectional
+//! character escaped.
 
 use std::io::Write;
 
 use shared::Result;
+use shared::escape::{self, markdown as md};
 
 use crate::verdict::Report;
 
 /// One JSON object on one line.
 pub fn json(out: &mut impl Write, report: &Report) -> Result<()> {
-    serde_json::to_writer(&mut *out, report).map_err(std::io::Error::from)?;
-    writeln!(out)?;
+    let text = escape::to_json(report).map_err(std::io::Error::from)?;
+    writeln!(out, "{text}")?;
     Ok(())
 }
 
@@ -28,9 +33,9 @@ pub fn markdown(out: &mut impl Write, report: &Report) -> Result<()> {
         return Ok(());
     }
     for s in &report.servers {
-        writeln!(out, "## {}: {}\n", s.server.replace('|', "\\|"), s.verdict)?;
+        writeln!(out, "## {}: {}\n", md(&s.server), s.verdict)?;
         for reason in &s.reasons {
-            writeln!(out, "- {reason}")?;
+            writeln!(out, "- {}", reason.sentence(md))?;
         }
         if let Some(o) = &s.open_findings {
             writeln!(
@@ -53,7 +58,7 @@ pub fn markdown(out: &mut impl Write, report: &Report) -> Result<()> {
         }
         writeln!(out)?;
         for t in &s.tools {
-            write!(out, "| {} |", t.tool.replace('|', "\\|"))?;
+            write!(out, "| {} |", md(&t.tool))?;
             for d in &t.daily {
                 if d.calls == 0 {
                     write!(out, " - |")?;

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::ToSpan;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use shared::catalog::Catalog;
 
 use crate::args::Config;
@@ -54,10 +54,56 @@ pub struct Server {
     pub server: String,
     /// `ready`, `at-risk` or `not-ready`.
     pub verdict: &'static str,
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Reason>,
     /// Null when the store has no index to read findings from.
     pub open_findings: Option<Open>,
     pub tools: Vec<Tool>,
+}
+
+/// One reason for a verdict. JSON gets its sentence with names as they
+/// are (serde escapes them); a renderer asks for [`Reason::sentence`]
+/// with its medium's escaper, since a tool name is untrusted text.
+#[derive(Debug)]
+pub enum Reason {
+    /// An open high or medium finding.
+    Finding { severity: &'static str, id: String },
+    /// A tool failing over the limit on the last day.
+    Failing {
+        tool: String,
+        failures: u64,
+        calls: u64,
+        rate: f64,
+        day: String,
+    },
+    /// A sentence with nothing untrusted in it.
+    Said(String),
+}
+
+impl Reason {
+    /// The sentence, with the finding id and the tool name passed through `name`.
+    pub fn sentence<'a>(&'a self, name: impl Fn(&'a str) -> std::borrow::Cow<'a, str>) -> String {
+        match self {
+            Reason::Finding { severity, id } => format!("open {severity} finding {}", name(id)),
+            Reason::Failing {
+                tool,
+                failures,
+                calls,
+                rate,
+                day,
+            } => format!(
+                "{} failed {failures} of {calls} calls ({:.1}%) on {day}, over {RATE_LIMIT_PERCENT}%",
+                name(tool),
+                rate * 100.0
+            ),
+            Reason::Said(text) => text.clone(),
+        }
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.sentence(std::borrow::Cow::Borrowed))
+    }
 }
 
 /// Where the open findings came from.
@@ -197,12 +243,15 @@ fn judge(
     tools: &[Tool],
     open: Option<&OpenOf>,
     findings: &str,
-) -> (&'static str, Vec<String>) {
+) -> (&'static str, Vec<Reason>) {
     let mut not_ready = Vec::new();
     let mut at_risk = Vec::new();
     if let Some((_, ids)) = open {
         for (id, severity) in ids {
-            let line = format!("open {severity} finding {id}");
+            let line = Reason::Finding {
+                severity,
+                id: id.clone(),
+            };
             if *severity == "high" {
                 not_ready.push(line);
             } else {
@@ -215,13 +264,13 @@ fn judge(
         if let Some(rate) = day.failure_rate
             && rate * 100.0 > f64::from(RATE_LIMIT_PERCENT)
         {
-            at_risk.push(format!(
-                "{} failed {} of {} calls ({:.1}%) on {last_day}, over {RATE_LIMIT_PERCENT}%",
-                t.tool,
-                day.failures,
-                day.calls,
-                rate * 100.0
-            ));
+            at_risk.push(Reason::Failing {
+                tool: t.tool.clone(),
+                failures: day.failures,
+                calls: day.calls,
+                rate,
+                day: last_day.to_owned(),
+            });
         }
     }
     let caveat = match findings {
@@ -251,8 +300,8 @@ fn judge(
                 "no open high or medium finding; no tool failed more than {RATE_LIMIT_PERCENT}% of its calls on {last_day}"
             )
         };
-        ("ready", vec![line])
+        ("ready", vec![Reason::Said(line)])
     };
-    reasons.extend(caveat.map(str::to_owned));
+    reasons.extend(caveat.map(|c| Reason::Said(c.to_owned())));
     (verdict, reasons)
 }

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 use shared::catalog::{self, Catalog, Finding};
+use shared::escape::{self, quoted, terminal};
 use shared::home::Home;
 
 use crate::args::Config;
@@ -320,18 +321,20 @@ fn why_none(catalog: &Catalog) -> String {
     }
 }
 
-/// One line per finding for the text rendering.
+/// One line per finding for the text rendering. It is read by an agent,
+/// so names are quoted literals (as in `findings --format agent`) and can
+/// never start a line, and the id is shown escaped.
 fn summary(f: &Finding) -> String {
     let d = &f.derived;
     format!(
         "{} [{}; severity {}, score {:.3}, state {}] {} / {}: {} of {} calls failed in {} sessions. Fix: {}",
-        d.id,
+        terminal(&d.id),
         d.defect_class,
         f.severity,
         d.score,
         f.state,
-        d.server,
-        d.tool,
+        quoted(&d.server),
+        quoted(&d.tool),
         d.failures,
         d.calls,
         d.sessions,
@@ -348,8 +351,8 @@ fn get_finding(home: &Home, args: &Map<String, Value>) -> Result<Value, String> 
     let text = format!(
         "{}\nargument shapes: {}\nlast seen {}; windows of median {} turns; blast radius {}",
         summary(finding),
-        serde_json::to_string(&finding.derived.args_shapes).unwrap_or_default(),
-        finding.derived.last_seen,
+        escape::to_json(&finding.derived.args_shapes).unwrap_or_default(),
+        terminal(&finding.derived.last_seen),
         finding.derived.median_window_turns,
         finding.derived.blast_radius
     );
@@ -557,33 +560,39 @@ fn readiness(config: &Config, args: &Map<String, Value>) -> Result<Value, String
         .then(|| serde_json::from_str::<Value>(&ran.stdout).ok())
         .flatten();
     let text = match &report {
-        Some(r) => {
-            let lines: Vec<String> = r["servers"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|s| {
-                    let reasons: Vec<&str> = s["reasons"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                        .collect();
-                    format!(
-                        "{}: {} ({})",
-                        s["server"].as_str().unwrap_or(""),
-                        s["verdict"].as_str().unwrap_or(""),
-                        reasons.join("; ")
-                    )
-                })
-                .collect();
-            if lines.is_empty() {
-                "no captured calls in these days and no open findings".to_owned()
-            } else {
-                lines.join("\n")
-            }
-        }
+        Some(r) => readiness_text(r),
         None => both(&ran),
     };
     Ok(relayed(&ran, &[0], json!({"report": report}), text))
+}
+
+/// One line per server of a readiness report. The server name is a quoted
+/// literal; the reasons, sentences that may hold a tool name, are shown
+/// with every control character escaped, so nothing starts a line.
+fn readiness_text(report: &Value) -> String {
+    let lines: Vec<String> = report["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            let reasons: Vec<_> = s["reasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(terminal)
+                .collect();
+            format!(
+                "{}: {} ({})",
+                quoted(s["server"].as_str().unwrap_or("")),
+                terminal(s["verdict"].as_str().unwrap_or("")),
+                reasons.join("; ")
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        "no captured calls in these days and no open findings".to_owned()
+    } else {
+        lines.join("\n")
+    }
 }

@@ -3,27 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use shared::envelope::ToolEvidence as Tool;
 use shared::record::{Origin, Outcome, Record, Unknown};
-
-/// The captured traffic of one (server, tool).
-#[derive(Debug, Default, Serialize)]
-pub struct Tool {
-    pub server: String,
-    pub tool: String,
-    pub calls: u64,
-    pub ok: u64,
-    pub errors: u64,
-    pub malformed: u64,
-    pub unanswered: u64,
-    /// (errors + malformed) / calls.
-    pub failure_rate: f64,
-    pub sessions: u64,
-    pub first_call: String,
-    pub last_call: String,
-    /// Error code (as text) → how many errors carried it.
-    pub err_codes: BTreeMap<String, u64>,
-}
 
 /// Aggregates `records` per (server, tool), in name order.
 pub fn per_tool(records: &[Record]) -> Vec<Tool> {

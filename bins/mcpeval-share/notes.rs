@@ -4,34 +4,18 @@
 
 use std::collections::HashSet;
 
-use serde::Serialize;
 use shared::Result;
 use shared::db::sql_error;
+use shared::envelope::Note;
 use shared::home::Home;
 use shared::record::Record;
 
-/// One note and the call it is about.
-#[derive(Debug, Serialize)]
-pub struct Note {
-    pub kind: String,
-    pub created_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub event_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seq: Option<u64>,
-    pub note: String,
-}
-
-impl Note {
-    /// The call, as people name it.
-    pub fn target(&self) -> String {
-        match (&self.event_id, &self.session, self.seq) {
-            (Some(id), _, _) => format!("event id {id}"),
-            (None, Some(s), Some(seq)) => format!("session {s} seq {seq}"),
-            _ => "an unknown call".into(),
-        }
+/// The call `note` is about, as people name it (in this store's tokens).
+pub fn target(note: &Note) -> String {
+    match (&note.event_id, &note.session, note.seq) {
+        (Some(id), _, _) => format!("event id {id}"),
+        (None, Some(s), Some(seq)) => format!("session {s} seq {seq}"),
+        _ => "an unknown call".into(),
     }
 }
 

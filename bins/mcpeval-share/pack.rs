@@ -1,4 +1,8 @@
 //! Building the envelope and writing it whole.
+//!
+//! What goes in is re-keyed for this one file (see `rekey.rs`) and holds
+//! names cleaned as capture cleans them; what is said on stderr shows
+//! every name and note escaped for a terminal.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -7,24 +11,26 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 use shared::catalog::Finding;
-use shared::envelope::SCHEMA;
+use shared::envelope::{Note, SCHEMA, ToolEvidence};
 use shared::error::{Error, IoContext, Result};
+use shared::escape::{quoted, terminal};
 use shared::home::Home;
 use shared::record::Record;
 
 use crate::PROGRAM;
 use crate::args::Args;
-use crate::evidence::{self, Tool};
-use crate::notes::{self, Note};
+use crate::evidence;
+use crate::notes;
+use crate::rekey::{self, Rekey};
 
 /// The envelope, fields in the order they are written.
 #[derive(Serialize)]
-struct Envelope<'a> {
+struct Envelope {
     schema: &'static str,
     created_at: String,
     servers: Vec<String>,
-    findings: Vec<&'a Finding>,
-    evidence: Vec<Tool>,
+    findings: Vec<Finding>,
+    evidence: Vec<ToolEvidence>,
     journals: Vec<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     notes: Option<Vec<Note>>,
@@ -47,9 +53,10 @@ pub fn run(args: Args) -> Result<()> {
         .collect();
     for name in &args.server {
         if !known.contains(name.as_str()) {
-            let list: Vec<&str> = known.iter().copied().collect();
+            let list: Vec<_> = known.iter().map(|s| terminal(s)).collect();
             return Err(Error::usage(format!(
-                "--server {name:?} has no captured calls and no findings in this store; known servers: {}",
+                "--server {} has no captured calls and no findings in this store; known servers: {}",
+                quoted(name),
                 if list.is_empty() {
                     "none".to_owned()
                 } else {
@@ -88,23 +95,46 @@ pub fn run(args: Args) -> Result<()> {
             if notes.len() == 1 { "" } else { "s" }
         );
         for n in &notes {
-            let _ = writeln!(stderr, "  {} on {}: {}", n.kind, n.target(), n.note);
+            let _ = writeln!(
+                stderr,
+                "  {} on {}: {}",
+                terminal(&n.kind),
+                terminal(&notes::target(n)),
+                terminal(&n.note)
+            );
         }
         Some(notes)
     } else {
         None
     };
 
+    // Nothing of the store's own tokens leaves: one random key per file.
+    let key = Rekey::new()?;
+    let mut records = records;
+    records.iter_mut().for_each(|r| key.record(r));
+    let notes = notes.map(|mut notes| {
+        for n in &mut notes {
+            if let Some(s) = n.session.as_mut() {
+                *s = key.session(s);
+            }
+        }
+        notes
+    });
+    let mut servers = servers;
+    servers.iter_mut().for_each(rekey::clean);
+    servers.sort();
+    servers.dedup();
     let envelope = Envelope {
         schema: SCHEMA,
         created_at: shared::time::now_rfc3339(),
         servers,
-        findings,
+        findings: findings.into_iter().map(rekey::finding).collect(),
         evidence: evidence::per_tool(&records),
         journals: records.iter().map(Record::to_value).collect(),
         notes,
     };
-    let mut bytes = serde_json::to_vec(&envelope).map_err(std::io::Error::from)?;
+    let text = shared::escape::to_json(&envelope).map_err(std::io::Error::from)?;
+    let mut bytes = text.into_bytes();
     bytes.push(b'\n');
     shared::atomic_file::write(&args.output, &bytes, 0o600)?;
     let _ = writeln!(

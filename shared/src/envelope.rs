@@ -3,22 +3,35 @@
 //!
 //! An envelope carries the sanitized findings exactly as `findings --format
 //! json` prints them, per-tool aggregates, and the sanitized journal
-//! records of the chosen servers. It never carries lifecycle.db rows, the
+//! records of the chosen servers, with session tokens and template ids
+//! re-keyed for that one file. It never carries lifecycle.db rows, the
 //! salt, or annotation notes (notes only when the sender asked for them).
-//! Reading one is strict: an unknown schema or a finding field that breaks
-//! the contract is rejected with the file and the JSON path at fault, so
-//! nothing foreign is rendered as if it were a finding.
+//!
+//! Reading one is strict, because the file may come from anyone: every
+//! part is checked (known fields only, ids of their exact form, enums,
+//! numbers in range, time stamps), and every server, tool and argument key
+//! must be a name capture could have written, with no control or
+//! bidirectional character and at most 128 bytes. A name breaking that
+//! rule is refused rather than cleaned: `share` writes names cleaned, so
+//! such a name means the file was made or edited by hand, and the reader
+//! should know. The first fault rejects the whole file (status 4), naming
+//! the file and the JSON Pointer of the value at fault; nothing foreign is
+//! ever rendered as if it were a finding.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{Derived, Finding};
 use crate::error::{Error, Result};
+use crate::escape::{self, name_fault, quoted, terminal};
 use crate::finding::{DefectClass, Kind};
 use crate::id::FindingId;
 use crate::lifecycle::State;
+use crate::record::{Call, LegacyCall, SCHEMA_V0, SCHEMA_V1};
 
 /// The schema tag of share envelopes.
 pub const SCHEMA: &str = "mcpeval.share/1";
@@ -26,11 +39,68 @@ pub const SCHEMA: &str = "mcpeval.share/1";
 /// Envelopes larger than this (256 MiB) are refused unread.
 pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
 
-#[derive(Deserialize)]
-struct Head {
-    schema: Value,
-    #[serde(default)]
-    findings: Option<Vec<Wire>>,
+/// The top-level fields of an envelope; `notes` is the one optional one.
+const FIELDS: [&str; 7] = [
+    "schema",
+    "created_at",
+    "servers",
+    "findings",
+    "evidence",
+    "journals",
+    "notes",
+];
+
+/// The captured traffic of one (server, tool), as the envelope's
+/// `evidence` array holds it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolEvidence {
+    /// Server name.
+    pub server: String,
+    /// Tool name.
+    pub tool: String,
+    /// Captured calls.
+    pub calls: u64,
+    /// Calls with outcome ok.
+    pub ok: u64,
+    /// Calls with outcome error.
+    pub errors: u64,
+    /// Calls with a malformed result.
+    pub malformed: u64,
+    /// Calls never answered.
+    pub unanswered: u64,
+    /// (errors + malformed) / calls.
+    pub failure_rate: f64,
+    /// Distinct sessions with calls.
+    pub sessions: u64,
+    /// The first call's start, RFC 3339.
+    pub first_call: String,
+    /// The last call's start, RFC 3339.
+    pub last_call: String,
+    /// Error code (as decimal text) → how many errors carried it.
+    pub err_codes: BTreeMap<String, u64>,
+}
+
+/// One annotation note and the call it is about, as the envelope's
+/// `notes` array holds it (only with `share --include-notes`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Note {
+    /// The annotation kind (`workaround`, …).
+    pub kind: String,
+    /// When it was recorded, RFC 3339.
+    pub created_at: String,
+    /// The call's event id, for current records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+    /// The call's session token (re-keyed like the records'), for legacy records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The call's turn, for legacy records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The note as its author wrote it.
+    pub note: String,
 }
 
 /// A finding as the JSON of `findings --format json` spells it.
@@ -42,6 +112,7 @@ struct Wire {
     server: String,
     tool: String,
     defect_class: String,
+    /// Not read back: the hint is the defect class's own.
     #[allow(dead_code)]
     fix_hint: String,
     score: f64,
@@ -65,9 +136,28 @@ struct Wire {
     reopened: u32,
 }
 
-/// Reads the findings of the envelope at `path`. Status 4 (rejected) for
-/// a file that is not an `mcpeval.share/1` envelope or holds a finding
-/// that breaks the contract; the message names the file and the value.
+/// A value at fault: its JSON Pointer and what is wrong with it, in words
+/// that hold no untrusted character raw.
+struct Fault {
+    at: String,
+    why: String,
+}
+
+impl Fault {
+    fn new(at: impl Into<String>, why: impl Into<String>) -> Fault {
+        Fault {
+            at: at.into(),
+            why: why.into(),
+        }
+    }
+}
+
+type Checked<T> = std::result::Result<T, Fault>;
+
+/// Reads the findings of the envelope at `path`, after checking the whole
+/// envelope. Status 4 (rejected) for a file that is not an `mcpeval.share/1`
+/// envelope or holds any value that breaks the contract; the message names
+/// the file and the JSON Pointer of the value (e.g. `/findings/3/server`).
 pub fn read_findings(path: &Path) -> Result<Vec<Finding>> {
     let shown = path.display();
     let file = std::fs::File::open(path)
@@ -78,72 +168,248 @@ pub fn read_findings(path: &Path) -> Result<Vec<Finding>> {
             "{shown} is {len} bytes; share envelopes are limited to 256 MiB"
         )));
     }
-    let reader = std::io::BufReader::new(file);
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    let head: Head = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let at = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_io() {
+    let value: Value = serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| {
+        if e.is_io() {
             return Error::io(
                 format_args!("cannot read {shown}"),
-                std::io::Error::other(inner.to_string()),
+                std::io::Error::other(e.to_string()),
             );
         }
-        let text = inner.to_string();
-        let text = text.split(" at line ").next().unwrap_or("");
-        Error::rejected(format!("{shown}: {at}: {text}"))
-            .with_hint("the file is not an mcpeval share envelope; create one with `mcpeval share`")
-    })?;
-    if head.schema.as_str() != Some(SCHEMA) {
-        return Err(Error::rejected(format!(
-            "{shown}: schema is {}, expected \"{SCHEMA}\"",
-            head.schema
+        Error::rejected(format!(
+            "{shown}: not valid JSON: {}",
+            terminal(&e.to_string())
         ))
-        .with_hint(
-            "the file was not written by `mcpeval share`, or by a release this one cannot read",
-        ));
-    }
-    let wires = head.findings.ok_or_else(|| {
-        Error::rejected(format!("{shown}: the envelope has no \"findings\" array"))
+        .with_hint("the file is not an mcpeval share envelope; create one with `mcpeval share`")
     })?;
-    wires
-        .into_iter()
-        .enumerate()
-        .map(|(n, w)| {
-            from_wire(w).map_err(|(field, why)| {
-                Error::rejected(format!("{shown}: findings[{n}].{field}: {why}"))
-            })
-        })
-        .collect()
+    check(&value).map_err(|fault| {
+        let at = if fault.at.is_empty() { "/" } else { &fault.at };
+        Error::rejected(format!("{shown}: {}: {}", terminal(at), fault.why)).with_hint(
+            "the file was not written by `mcpeval share`, or was changed since; nothing in it was rendered; ask its sender for a fresh one",
+        )
+    })
 }
 
-fn from_wire(w: Wire) -> Result<Finding, (&'static str, String)> {
-    let Ok(id) = FindingId::parse(&w.id) else {
-        return Err(("id", "not \"finding-\" and 16 lower-case hex digits".into()));
+/// Checks every part of the envelope and returns its findings.
+fn check(value: &Value) -> Checked<Vec<Finding>> {
+    let top = value
+        .as_object()
+        .ok_or_else(|| Fault::new("", "the envelope is not a JSON object"))?;
+    match top.get("schema") {
+        Some(Value::String(s)) if s == SCHEMA => {}
+        Some(other) => {
+            return Err(Fault::new(
+                "/schema",
+                format!(
+                    "schema is {}, expected \"{SCHEMA}\" (written by another program, or by a release this one cannot read)",
+                    escape::to_json(&cut(other)).unwrap_or_default()
+                ),
+            ));
+        }
+        None => return Err(Fault::new("/schema", "missing")),
+    }
+    if let Some(key) = top.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(Fault::new(
+            pointer("", key),
+            format!("unknown field; an envelope holds {}", FIELDS.join(", ")),
+        ));
+    }
+    let field = |key: &str| -> Checked<&Value> {
+        top.get(key)
+            .ok_or_else(|| Fault::new(format!("/{key}"), "missing"))
     };
-    let kind = Kind::parse(&w.kind).ok_or(("kind", format!("unknown kind {:?}", w.kind)))?;
-    let class = DefectClass::parse(&w.defect_class).ok_or((
-        "defect_class",
-        format!("unknown defect class {:?}", w.defect_class),
-    ))?;
+    time(field("created_at")?, "/created_at")?;
+    for (at, server) in items(field("servers")?, "/servers")? {
+        let server = server
+            .as_str()
+            .ok_or_else(|| Fault::new(&at, "not a string"))?;
+        name(server, &at)?;
+    }
+    let findings = items(field("findings")?, "/findings")?
+        .map(|(at, item)| from_wire(parse(item, &at)?, &at))
+        .collect::<Checked<Vec<Finding>>>()?;
+    for (at, item) in items(field("evidence")?, "/evidence")? {
+        evidence(parse(item, &at)?, &at)?;
+    }
+    for (at, item) in items(field("journals")?, "/journals")? {
+        record(item, &at)?;
+    }
+    if let Some(notes) = top.get("notes") {
+        for (at, item) in items(notes, "/notes")? {
+            note(parse(item, &at)?, &at)?;
+        }
+    }
+    Ok(findings)
+}
+
+/// A long value cut for a message.
+fn cut(value: &Value) -> Value {
+    match value {
+        Value::String(s) if s.len() > 64 => {
+            Value::String(format!("{}…", crate::sanitize::truncate(s, 64)))
+        }
+        Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Null => value.clone(),
+        Value::Array(_) => Value::String("an array".into()),
+        Value::Object(_) => Value::String("an object".into()),
+    }
+}
+
+/// The pointer of `key` inside the value at `at` (RFC 6901 escapes).
+fn pointer(at: &str, key: &str) -> String {
+    format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"))
+}
+
+/// The items of the array at `at`, each with its pointer.
+fn items<'a>(
+    value: &'a Value,
+    at: &'a str,
+) -> Checked<impl Iterator<Item = (String, &'a Value)> + 'a> {
+    let list = value
+        .as_array()
+        .ok_or_else(|| Fault::new(at, "not an array"))?;
+    Ok(list
+        .iter()
+        .enumerate()
+        .map(move |(n, v)| (format!("{at}/{n}"), v)))
+}
+
+/// Deserializes the item at `at`; a fault points into it where serde
+/// says, and at the field itself for an unknown field.
+fn parse<T: DeserializeOwned>(item: &Value, at: &str) -> Checked<T> {
+    serde_path_to_error::deserialize(item).map_err(|e| {
+        let mut here = at.to_owned();
+        let mut inner = item;
+        for segment in e.path().iter() {
+            use serde_path_to_error::Segment;
+            match segment {
+                Segment::Seq { index } => {
+                    here = format!("{here}/{index}");
+                    inner = &inner[*index];
+                }
+                Segment::Map { key } | Segment::Enum { variant: key } => {
+                    here = pointer(&here, key);
+                    inner = &inner[key.as_str()];
+                }
+                Segment::Unknown => {}
+            }
+        }
+        let text = e.into_inner().to_string();
+        // serde names an unknown field in its message; point at it instead.
+        if let Some(key) = inner.as_object().and_then(|m| {
+            m.keys()
+                .find(|k| text.starts_with(&format!("unknown field `{k}`")))
+        }) {
+            return Fault::new(pointer(&here, key), "unknown field");
+        }
+        Fault::new(here, terminal(&text).into_owned())
+    })
+}
+
+fn name(value: &str, at: &str) -> Checked<()> {
+    match name_fault(value) {
+        None => Ok(()),
+        Some(why) => Err(Fault::new(at, why)),
+    }
+}
+
+fn time(value: &Value, at: &str) -> Checked<()> {
+    match value.as_str().map(crate::time::parse) {
+        Some(Some(_)) => Ok(()),
+        _ => Err(Fault::new(at, "not an RFC 3339 time stamp")),
+    }
+}
+
+fn fraction(value: f64, at: String) -> Checked<()> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(Fault::new(at, format!("{value} is outside [0, 1]")))
+    }
+}
+
+/// The type names an argument shape may hold in place of a value.
+const SHAPE_TYPES: [&str; 7] = [
+    "string", "integer", "number", "boolean", "null", "object", "array",
+];
+
+/// An argument shape: type names where values were, arrays of at most one
+/// element, keys that are names (control and bidirectional characters
+/// refused) of at most 128 bytes.
+fn shape(value: &Value, at: &str) -> Checked<()> {
+    match value {
+        Value::String(s) if SHAPE_TYPES.contains(&s.as_str()) => Ok(()),
+        Value::Array(items) if items.len() <= 1 => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(n, v)| shape(v, &format!("{at}/{n}"))),
+        Value::Array(_) => Err(Fault::new(
+            at,
+            "an array shape holds the shape of its first element only",
+        )),
+        Value::Object(map) => map.iter().try_for_each(|(k, v)| {
+            let here = pointer(at, k);
+            if !k.is_empty() {
+                name(k, &here)?;
+            }
+            shape(v, &here)
+        }),
+        _ => Err(Fault::new(
+            at,
+            format!(
+                "a shape holds JSON type names ({}), never a value",
+                SHAPE_TYPES.join(", ")
+            ),
+        )),
+    }
+}
+
+fn from_wire(w: Wire, at: &str) -> Checked<Finding> {
+    let here = |field: &str| format!("{at}/{field}");
+    let Ok(id) = FindingId::parse(&w.id) else {
+        return Err(Fault::new(
+            here("id"),
+            "not \"finding-\" and 16 lower-case hex digits",
+        ));
+    };
+    let unknown = |field: &str, what: &str, value: &str| {
+        Fault::new(here(field), format!("unknown {what} {}", quoted(value)))
+    };
+    let kind = Kind::parse(&w.kind).ok_or_else(|| unknown("kind", "kind", &w.kind))?;
+    let class = DefectClass::parse(&w.defect_class)
+        .ok_or_else(|| unknown("defect_class", "defect class", &w.defect_class))?;
     let severity = ["high", "medium", "low"]
         .into_iter()
         .find(|s| *s == w.severity)
-        .ok_or(("severity", format!("unknown severity {:?}", w.severity)))?;
-    let state = State::parse(&w.state).ok_or(("state", format!("unknown state {:?}", w.state)))?;
-    for (field, value) in [
-        ("score", w.score),
-        ("failure_rate", w.failure_rate),
-        ("wilson_lower", w.wilson_lower),
-    ] {
-        if !(0.0..=1.0).contains(&value) {
-            return Err((field, format!("{value} is outside [0, 1]")));
+        .ok_or_else(|| unknown("severity", "severity", &w.severity))?;
+    let state = State::parse(&w.state).ok_or_else(|| unknown("state", "state", &w.state))?;
+    name(&w.server, &here("server"))?;
+    name(&w.tool, &here("tool"))?;
+    fraction(w.score, here("score"))?;
+    fraction(w.failure_rate, here("failure_rate"))?;
+    fraction(w.wilson_lower, here("wilson_lower"))?;
+    if w.failures > w.calls {
+        return Err(Fault::new(
+            here("failures"),
+            format!("{} failures of {} calls", w.failures, w.calls),
+        ));
+    }
+    if !(w.median_window_turns.is_finite() && w.median_window_turns >= 0.0) {
+        return Err(Fault::new(
+            here("median_window_turns"),
+            format!("{} is not a number of turns", w.median_window_turns),
+        ));
+    }
+    for field in ["first_seen", "last_seen"] {
+        let value = if field == "first_seen" {
+            &w.first_seen
+        } else {
+            &w.last_seen
+        };
+        if crate::time::parse(value).is_none() {
+            return Err(Fault::new(here(field), "not an RFC 3339 time stamp"));
         }
     }
-    for (field, value) in [("first_seen", &w.first_seen), ("last_seen", &w.last_seen)] {
-        if crate::time::parse(value).is_none() {
-            return Err((field, "not an RFC 3339 time stamp".into()));
-        }
+    for (n, s) in w.args_shapes.iter().enumerate() {
+        shape(s, &format!("{at}/args_shapes/{n}"))?;
     }
     Ok(Finding {
         derived: Derived {
@@ -175,4 +441,92 @@ fn from_wire(w: Wire) -> Result<Finding, (&'static str, String)> {
         probe_attached: w.probe_attached,
         reopened: w.reopened,
     })
+}
+
+fn evidence(t: ToolEvidence, at: &str) -> Checked<()> {
+    let here = |field: &str| format!("{at}/{field}");
+    name(&t.server, &here("server"))?;
+    name(&t.tool, &here("tool"))?;
+    let counted = [t.ok, t.errors, t.malformed, t.unanswered]
+        .iter()
+        .try_fold(0u64, |sum, n| sum.checked_add(*n));
+    if counted != Some(t.calls) {
+        return Err(Fault::new(
+            here("calls"),
+            format!(
+                "{} calls, but ok, errors, malformed and unanswered do not add up to it",
+                t.calls
+            ),
+        ));
+    }
+    fraction(t.failure_rate, here("failure_rate"))?;
+    time(&Value::String(t.first_call), &here("first_call"))?;
+    time(&Value::String(t.last_call), &here("last_call"))?;
+    for key in t.err_codes.keys() {
+        if key.parse::<i64>().is_err() {
+            return Err(Fault::new(
+                pointer(&here("err_codes"), key),
+                "an error code key is a decimal integer",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A journal record of either schema, checked as `index` checks a line,
+/// and its names and argument shape as capture writes them.
+fn record(item: &Value, at: &str) -> Checked<()> {
+    let schema = item.get("schema").and_then(Value::as_str);
+    let (server, tool, shape_of) = match schema {
+        Some(SCHEMA_V1) => {
+            let call: Call = parse(item, at)?;
+            call.validate()
+                .map_err(|why| Fault::new(at, terminal(&why).into_owned()))?;
+            (call.server, call.tool, call.args_shape)
+        }
+        Some(SCHEMA_V0) => {
+            let call: LegacyCall = parse(item, at)?;
+            call.validate()
+                .map_err(|why| Fault::new(at, terminal(&why).into_owned()))?;
+            (call.server, call.tool, call.args_shape)
+        }
+        _ => {
+            return Err(Fault::new(
+                format!("{at}/schema"),
+                format!("not a journal record: schema must be \"{SCHEMA_V1}\" or \"{SCHEMA_V0}\""),
+            ));
+        }
+    };
+    name(&server, &format!("{at}/server"))?;
+    name(&tool, &format!("{at}/tool"))?;
+    shape(&shape_of, &format!("{at}/args_shape"))
+}
+
+fn note(n: Note, at: &str) -> Checked<()> {
+    let here = |field: &str| format!("{at}/{field}");
+    if crate::lifecycle::Kind::parse(&n.kind).is_none() {
+        return Err(Fault::new(
+            here("kind"),
+            format!("unknown annotation kind {}", quoted(&n.kind)),
+        ));
+    }
+    time(&Value::String(n.created_at), &here("created_at"))?;
+    crate::lifecycle::check_note(&n.note).map_err(|why| Fault::new(here("note"), why))?;
+    match (&n.event_id, &n.session, n.seq) {
+        (Some(id), None, None) => crate::lifecycle::Target::event_id(id)
+            .map(drop)
+            .map_err(|_| Fault::new(here("event_id"), "not a UUID")),
+        (None, Some(session), Some(seq)) => crate::lifecycle::Target::coordinates(session, seq)
+            .map(drop)
+            .map_err(|_| {
+                Fault::new(
+                    here("session"),
+                    "not \"s-\" and 16 lower-case hex digits with a seq of 1 or more",
+                )
+            }),
+        _ => Err(Fault::new(
+            at,
+            "a note names its call by event_id alone, or by session and seq",
+        )),
+    }
 }

@@ -18,6 +18,7 @@ pub mod db;
 pub mod endpoint;
 pub mod envelope;
 pub mod error;
+pub mod escape;
 pub mod evidence;
 pub mod exit;
 pub mod fault;

@@ -24,6 +24,7 @@ use rusqlite::{OpenFlags, OptionalExtension};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::escape;
 use crate::finding::{DefectClass, Probe};
 use crate::home::Home;
 use crate::journal::Writer;
@@ -416,13 +417,14 @@ impl Session<'_, '_> {
             transport: self.setup.target.transport(),
             // Names and keys pass the same rules as captured calls: the
             // server names itself, and the case's arguments may be data.
-            server: sanitize::clean_name(
+            server: escape::clean_name(
                 self.client
                     .server_name()
                     .filter(|n| !n.is_empty())
                     .unwrap_or(&self.setup.fallback_server),
-            ),
-            tool: sanitize::clean_name(&step.tool),
+            )
+            .into_owned(),
+            tool: escape::clean_name(&step.tool).into_owned(),
             started_at: crate::time::rfc3339(started_at),
             duration_ms: duration,
             advertised: None,

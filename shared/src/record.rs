@@ -27,9 +27,9 @@ pub struct Call {
     /// How the call travelled.
     pub transport: Transport,
     /// Server name (flag, `serverInfo.name`, or the executable's name),
-    /// cleaned by `sanitize::clean_name`.
+    /// cleaned by `escape::clean_name`.
     pub server: String,
-    /// Tool name from `params.name`, cleaned by `sanitize::clean_name`.
+    /// Tool name from `params.name`, cleaned by `escape::clean_name`.
     pub tool: String,
     /// When the request was seen, RFC 3339 UTC with milliseconds.
     pub started_at: String,

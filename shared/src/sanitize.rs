@@ -13,6 +13,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::escape::clean_name;
 use crate::salt::Salt;
 
 /// Containers nested deeper than this are replaced by `"object"`/`"array"`.
@@ -30,9 +31,6 @@ pub const MAX_NAMED_KEYS: usize = 16;
 
 /// A key longer than this (bytes) never looks like a field name.
 pub const MAX_FIELD_NAME: usize = 32;
-
-/// Server and tool names are cut to this many bytes.
-pub const MAX_NAME_BYTES: usize = 128;
 
 /// The keys a tool's advertised `inputSchema` declares, place by place: the
 /// `properties` of each object and the `items` of each array, followed as
@@ -160,42 +158,6 @@ pub fn is_field_name(key: &str) -> bool {
     key.len() <= MAX_FIELD_NAME
         && short_runs
         && (SNAKE_OR_KEBAB.is_match(key) || LOWER_CAMEL.is_match(key))
-}
-
-/// Whether a name character could rewrite what is around it when shown:
-/// a control character (C0, DEL, C1), a bidirectional mark, embedding,
-/// override or isolate, or a line or paragraph separator.
-fn unsafe_in_name(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061C}'
-                | '\u{200E}'
-                | '\u{200F}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202A}'..='\u{202E}'
-                | '\u{2066}'..='\u{2069}'
-        )
-}
-
-/// A server or tool name as the store keeps it: every character that could
-/// rewrite its surroundings ([`unsafe_in_name`]) replaced with `?`, then
-/// cut to [`MAX_NAME_BYTES`] at a character boundary.
-pub fn clean_name(name: &str) -> String {
-    let printable_ascii = name.bytes().all(|b| (0x20..0x7f).contains(&b));
-    if printable_ascii {
-        return truncate(name, MAX_NAME_BYTES).to_owned();
-    }
-    let mut out = String::with_capacity(name.len().min(MAX_NAME_BYTES));
-    for c in name.chars() {
-        let c = if unsafe_in_name(c) { '?' } else { c };
-        if out.len() + c.len_utf8() > MAX_NAME_BYTES {
-            break;
-        }
-        out.push(c);
-    }
-    out
 }
 
 struct Rule {
@@ -412,20 +374,6 @@ mod tests {
             args_shape(&json!({"q": 1, "Q": 2}), Some(&bare)),
             json!({"q": "integer", "*": "integer"})
         );
-    }
-
-    #[test]
-    fn names_lose_control_and_bidi_characters_and_are_cut() {
-        assert_eq!(
-            clean_name("evil\nname`x`\u{1b}[31m\u{9b}\u{7f}\u{202e}rtl\u{2066}\u{200f}\u{2028}"),
-            "evil?name`x`?[31m???rtl???"
-        );
-        assert_eq!(clean_name("weather"), "weather");
-        assert_eq!(clean_name(&"a".repeat(300)).len(), 128);
-        let wide = format!("a{}", "\u{e9}".repeat(100));
-        assert_eq!(clean_name(&wide), format!("a{}", "\u{e9}".repeat(63)));
-        assert_eq!(clean_name(&"\u{e9}".repeat(100)).len(), 128);
-        assert_eq!(clean_name(&"\u{202e}".repeat(200)), "?".repeat(128));
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod generate;
 mod hostile_capture;
 mod ids;
 mod index;
+mod names;
 mod probe;
 mod probe_all;
 mod probe_http;

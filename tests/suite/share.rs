@@ -3,9 +3,11 @@
 //! nothing private (salt, lifecycle rows, notes unless asked), and a
 //! second store, or none, renders it.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Value, json};
 
-use crate::records::{event, session};
+use crate::records::{event, session, template};
 use crate::seeded::{NOTE, findings, ok, run, salt_hex, seeded};
 use crate::support::{Store, text};
 
@@ -182,7 +184,10 @@ fn a_second_store_and_no_store_read_the_envelope() {
             "maps",
         ],
     );
-    assert!(agent.contains("tool `route` on server `maps`"), "{agent}");
+    assert!(
+        agent.contains("tool \"route\" on server \"maps\""),
+        "{agent}"
+    );
     assert!(
         !other.home().exists(),
         "reading an envelope creates no store"
@@ -231,7 +236,7 @@ fn a_file_that_is_not_an_envelope_is_refused() {
     );
     assert_eq!(out.status.code(), Some(4));
     assert!(
-        text(&out.stderr).contains("findings[1].defect_class: unknown defect class \"made-up\""),
+        text(&out.stderr).contains("/findings/1/defect_class: unknown defect class \"made-up\""),
         "{}",
         text(&out.stderr)
     );
@@ -245,7 +250,7 @@ fn a_file_that_is_not_an_envelope_is_refused() {
     );
     assert_eq!(out.status.code(), Some(4));
     assert!(
-        text(&out.stderr).contains("unknown field `template`"),
+        text(&out.stderr).contains("/findings/1/template: unknown field"),
         "{}",
         text(&out.stderr)
     );
@@ -277,4 +282,139 @@ fn without_an_index_the_envelope_has_records_but_no_findings() {
         text(&out.stderr)
     );
     assert!(!file.exists());
+}
+
+/// The session tokens and template ids in an envelope's records.
+fn tokens(env: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut sessions = BTreeSet::new();
+    let mut templates = BTreeSet::new();
+    for r in env["journals"].as_array().unwrap() {
+        sessions.insert(r["identity"]["session"].as_str().unwrap().to_owned());
+        if let Some(t) = r["error"]["template_id"].as_str() {
+            templates.insert(t.to_owned());
+        }
+    }
+    (sessions, templates)
+}
+
+#[test]
+fn each_share_rekeys_sessions_and_templates_for_itself() {
+    let store = seeded();
+    let (first, _, first_bytes) = share(&store, &[]);
+    let (second, _, _) = share(&store, &[]);
+    let (s1, t1) = tokens(&first);
+    let (s2, t2) = tokens(&second);
+    // Grouping survives: four sessions, three templates, as in the store.
+    assert_eq!((s1.len(), t1.len()), (4, 3));
+    assert_eq!((s2.len(), t2.len()), (4, 3));
+    // Nothing is the store's, and the two files share nothing.
+    for n in 1..=4 {
+        assert!(!has(&first_bytes, &session(n)), "store session {n} leaked");
+    }
+    for n in 1..=3 {
+        assert!(
+            !has(&first_bytes, &template(n)),
+            "store template {n} leaked"
+        );
+    }
+    assert!(s1.is_disjoint(&s2) && t1.is_disjoint(&t2), "{s1:?} {s2:?}");
+    // Within one file, the calls of one store session carry one token:
+    // event n was seeded in session (n - 1) / 4 + 1 for weather.
+    let by_event: std::collections::BTreeMap<String, String> = first["journals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["identity"]["event_id"].as_str().unwrap().to_owned(),
+                r["identity"]["session"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(by_event[&event(1)], by_event[&event(4)]);
+    assert_eq!(by_event[&event(5)], by_event[&event(8)]);
+    assert_ne!(by_event[&event(1)], by_event[&event(5)]);
+    // The receiver still reads the file.
+    let other = Store::new();
+    let read = crate::names::read_back(&other, &first);
+    assert!(read.status.success(), "{}", text(&read.stderr));
+}
+
+/// What is tampered with, how, and the start of the message it gets.
+type Case = (&'static str, fn(&mut Value), &'static str);
+
+#[test]
+fn a_tampered_item_refuses_the_file_naming_its_pointer() {
+    let store = seeded();
+    let (good, _, _) = share(&store, &[]);
+    let other = Store::new();
+    let cases: [Case; 10] = [
+        (
+            "a name with a terminal escape",
+            |e| e["findings"][2]["server"] = json!("maps\u{1b}[31m\n2. do this"),
+            "/findings/2/server: the name holds the control or bidirectional character U+001B at byte 4",
+        ),
+        (
+            "a bidirectional override in a tool name",
+            |e| e["journals"][3]["tool"] = json!("alerts\u{202e}"),
+            "/journals/3/tool: the name holds the control or bidirectional character U+202E",
+        ),
+        (
+            "a finding id of the wrong form",
+            |e| e["findings"][0]["id"] = json!("finding-../../x"),
+            "/findings/0/id: not \"finding-\" and 16 lower-case hex digits",
+        ),
+        (
+            "a session token of the wrong form",
+            |e| e["journals"][0]["identity"]["session"] = json!("s-XYZ"),
+            "/journals/0: identity.session is not \"s-\" followed by 16 lower-case hex digits",
+        ),
+        (
+            "a value where a shape holds a type name",
+            |e| e["findings"][0]["args_shapes"][0] = json!({"city": "IMPORTANT: run curl"}),
+            "/findings/0/args_shapes/0/city: a shape holds JSON type names",
+        ),
+        (
+            "a number out of range",
+            |e| e["findings"][1]["score"] = json!(7.5),
+            "/findings/1/score: 7.5 is outside [0, 1]",
+        ),
+        (
+            "an unknown field in a record",
+            |e| e["journals"][2]["error"]["text"] = json!("raw"),
+            "/journals/2/error/text: unknown field",
+        ),
+        (
+            "evidence that does not add up",
+            |e| e["evidence"][0]["calls"] = json!(99),
+            "/evidence/0/calls: 99 calls, but ok, errors, malformed and unanswered do not add up",
+        ),
+        (
+            "an unknown top-level field",
+            |e| e["salt"] = json!("00"),
+            "/salt: unknown field",
+        ),
+        (
+            "a record that is not one",
+            |e| e["journals"][1] = json!("2. IMPORTANT"),
+            "/journals/1/schema: not a journal record",
+        ),
+    ];
+    for (what, tamper, want) in cases {
+        let mut env = good.clone();
+        tamper(&mut env);
+        let out = crate::names::read_back(&other, &env);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{what}: {stderr}");
+        let at = format!(
+            "mcpeval-findings: error: {}: {want}",
+            crate::names::shown(&other)
+        );
+        assert!(stderr.starts_with(&at), "{what}:\n{stderr}\nwanted {at}");
+        assert!(
+            !crate::names::has_raw_control(&stderr),
+            "{what}: {stderr:?}"
+        );
+        assert!(out.stdout.is_empty(), "{what}: nothing rendered");
+    }
 }
