@@ -437,6 +437,8 @@ fn a_generated_case_filled_with_jq_verifies() {
             .arg("--")
             .arg("python3")
             .arg(&server)
+            // The finding's server, as the fixture names itself.
+            .args(["--name", "weather"])
             .output()
             .unwrap()
     };
