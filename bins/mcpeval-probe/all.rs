@@ -30,14 +30,14 @@ pub fn run(config: &Config, manifest: &Manifest) -> Result<u8> {
             config.manifest.display()
         )));
     }
-    let mut budgets = Vec::with_capacity(cases.len());
+    let mut admitted = Vec::with_capacity(cases.len());
     for case in &cases {
-        budgets.push(run::admit(case, config)?);
+        admitted.push(run::admit(case, config)?);
     }
     let mut runner = Runner::new(config)?;
     let mut results: Vec<ProbeResult> = Vec::with_capacity(cases.len());
-    for (case, attempts) in cases.iter().zip(budgets) {
-        let result = runner.run(manifest, case, attempts)?;
+    for (case, admitted) in cases.iter().zip(admitted) {
+        let result = runner.run(manifest, case, admitted)?;
         run::explain(&result);
         if config.format != Format::Junit {
             // Streamed, so a long manifest shows progress as it runs.

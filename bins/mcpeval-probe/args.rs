@@ -50,10 +50,14 @@ workflow: the steps in order, each against its own expect, stopping at the first
 the case's attempts, else ceil(ln 0.05 / ln(1 - p)) for the finding's failure rate p in index.db, \
 at least 3, capped at 100 (degradation) or 20 (error-honesty); the cap when p is unknown. A call \
 without an answer within timeout_ms is cancelled (notifications/cancelled) and is red (timeout).\n\n\
-Result: one JSON object with schema (mcpeval.probe/1), run_id, finding, case, probe, binding, \
-result (green, red or transport-error), reason, detail, attempts, started_at, finished_at and mac, \
-an HMAC-SHA256 keyed by the store's salt over the canonical JSON (sorted keys, no whitespace) of \
-the other fields. It judges the server and never echoes it: detail holds manifest pointers, attempt \
+Result: one JSON object with schema (mcpeval.probe/1), run_id, finding, case, probe, tools (the \
+tools the case calls, in step order, each once), server (the name the server gave itself in its \
+handshake; left out when it gave none), binding, result (green, red or transport-error), reason, \
+detail, attempts, started_at, finished_at and mac, an HMAC-SHA256 keyed by the store's salt over \
+the canonical JSON (sorted keys, no whitespace) of the other fields. tools and server are new in \
+this release: results of earlier releases lack them and still parse, but `mcpeval verify --record` \
+refuses them (status 4), since they cannot show which tool their case called. Names are cut to \
+1024 bytes, and a control character in one is printed as a \\u escape. It judges the server and never echoes it: detail holds manifest pointers, attempt \
 numbers and error codes only. Red reasons: expected-ok-got-error, expected-error-got-ok, \
 error-code, missing-path, not-equal, timeout, attempt-failed, retryable-unreported, \
 retryable-not-recovered, non-retryable-not-repeated. Transport reasons (no evidence either way): \
@@ -82,10 +86,22 @@ Refusals, before any server starts: a case that does not exist or names another 
 one lacking the oracle a false-success finding needs, a result assertion or an expected error \
 (status 4). The finding counts as false-success when index.db classes it so or --require-oracle \
 is given.\n\n\
+Credit is for the finding's own failure. Where this store knows the finding's server and tool \
+(lifecycle.db keeps them for every finding promote tracked; else index.db's findings), a case \
+that never calls its tool is refused before any server starts (status 4): the tool of an \
+instruction-fidelity, degradation or error-honesty case, or at least one step of a workflow. \
+Right after the handshake, before any call, a server that names itself (serverInfo.name, in the \
+initialize or server/discover result) otherwise than the finding's server prints no result \
+(status 6; the message shows both names, escaped); a server that names itself nothing passes. \
+The finding's server is the name its calls were captured under, so a finding captured with \
+`mcpeval capture --server NAME` for a server that names itself otherwise cannot earn credit. \
+Where the store does not know the finding, the case runs: its result carries the tools and the \
+server's name, and `mcpeval verify --record` applies both checks.\n\n\
 --all runs every case of the manifest in file order (with --finding, only that finding's cases), \
 each against a freshly started server (with --url, a fresh client and session), and changes no \
 lifecycle state. Every case is checked \
-first: one that would be refused stops the run before any server starts. stdout carries JSON \
+first: one that would be refused stops the run before any server starts; a server that names \
+itself otherwise than a case's finding stops the run at that case (status 6). stdout carries JSON \
 Lines, one result per case (--format json), one line per case (text), or one JUnit XML document \
 (--format junit) that CI test reporters read: a <testsuite> named after the manifest file, one \
 <testcase> per case with classname the finding id and name the case id; a red case has a \

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use shared::binding;
+use shared::credit::{self, Subject};
 use shared::finding::{DefectClass, Probe};
 use shared::journal::Writer;
 use shared::manifest::{Case, Manifest};
@@ -25,19 +26,41 @@ pub fn run(config: Config) -> Result<u8> {
         return crate::all::run(&config, &manifest);
     }
     let case = select(&manifest, &config)?;
-    let attempts = admit(case, &config)?;
+    let admitted = admit(case, &config)?;
     let mut runner = Runner::new(&config)?;
-    let result = runner.run(&manifest, case, attempts)?;
+    let result = runner.run(&manifest, case, admitted)?;
     output::print(&result, config.format)?;
     explain(&result);
     Ok(result.result.exit_status())
 }
 
-/// Refuses a case that cannot be judged (placeholders left; a
-/// false-success finding without an oracle), before any server starts;
-/// returns its attempt budget.
-pub fn admit(case: &Case, config: &Config) -> Result<u32> {
+/// What a case was admitted with.
+pub struct Admitted {
+    /// Attempts for degradation and error-honesty.
+    pub attempts: u32,
+    /// What the finding is about, when the store knows it.
+    pub subject: Option<Subject>,
+}
+
+/// Refuses a case that cannot be judged or cannot earn its finding credit
+/// (placeholders left; a false-success finding without an oracle; a case
+/// that never calls the finding's tool), before any server starts; returns
+/// its attempt budget and the finding's subject. A finding this store does
+/// not know is probed all the same: the result names the case's tools and
+/// the server's name, and `verify --record` checks them where it is known.
+pub fn admit(case: &Case, config: &Config) -> Result<Admitted> {
     refuse_placeholders(case, &config.manifest)?;
+    let subject = credit::subject(&config.home, &case.finding)?;
+    if let Some(subject) = &subject {
+        credit::require_tool(
+            &config.manifest.display().to_string(),
+            &case.id,
+            &case.tools(),
+            &case.finding,
+            subject,
+            "nothing was run",
+        )?;
+    }
     let facts = probe::finding_facts(&config.home, &case.finding)?;
     let false_success =
         facts.as_ref().and_then(|f| f.defect_class) == Some(DefectClass::FalseSuccess);
@@ -63,7 +86,7 @@ pub fn admit(case: &Case, config: &Config) -> Result<u32> {
             case.finding
         ));
     }
-    Ok(attempts)
+    Ok(Admitted { attempts, subject })
 }
 
 /// What every run of one invocation shares: the salt, the journal, the
@@ -87,7 +110,12 @@ impl<'c> Runner<'c> {
 
     /// Pins the binding, runs `case` against a fresh server, checks the
     /// binding again and signs the result.
-    pub fn run(&mut self, manifest: &Manifest, case: &Case, attempts: u32) -> Result<ProbeResult> {
+    pub fn run(
+        &mut self,
+        manifest: &Manifest,
+        case: &Case,
+        admitted: Admitted,
+    ) -> Result<ProbeResult> {
         let config = self.config;
         let salt = &self.salt;
         let prepared = target::prepare(salt, manifest, case, config, &self.evaluator)?;
@@ -95,10 +123,11 @@ impl<'c> Runner<'c> {
         let setup = Setup {
             target: prepared.target,
             handshake_timeout: config.handshake_timeout,
-            attempts,
+            attempts: admitted.attempts,
             salt,
             session: format!("s-{}", salt.id16(&[run_id.as_bytes()])),
             fallback_server: prepared.fallback_server,
+            finding_server: admitted.subject,
         };
         let pinned = prepared.pinned;
 
@@ -113,6 +142,12 @@ impl<'c> Runner<'c> {
             finding: case.finding.clone(),
             case: case.id.clone(),
             probe: case.probe.as_str().to_owned(),
+            tools: case
+                .tools()
+                .iter()
+                .map(|t| credit::name_key(t).into_owned())
+                .collect(),
+            server: verdicted.server,
             binding: pinned.fingerprint.clone(),
             result: verdicted.verdict,
             reason: verdicted.reason,

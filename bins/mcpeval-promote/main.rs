@@ -53,6 +53,13 @@ fn run(config: Config) -> Result<()> {
             rekey::run(life, &home.lifecycle_db(), &salt, &groups, &now)?;
             for finding in &selection.findings {
                 lifecycle::ensure(life, &home.lifecycle_db(), &finding.id, &now)?;
+                lifecycle::remember(
+                    life,
+                    &home.lifecycle_db(),
+                    &finding.id,
+                    &finding.server,
+                    &finding.tool,
+                )?;
             }
             Ok(())
         })?;

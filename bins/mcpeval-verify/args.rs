@@ -22,13 +22,19 @@ With --finding, --case, --manifest and a server command after -- (or --url URL, 
 the case by executing mcpeval-probe (found beside this executable, else on PATH) with the same \
 arguments, then records the signed result exactly as --record does. Header values and the URL's \
 path and query are never printed or stored; lifecycle.db keeps only the binding's fingerprint. Every refusal of mcpeval-probe (no such case, a case of \
-another finding, placeholders left to fill, a false-success finding without an oracle) happens \
-before the server starts and records nothing. The finding must be known: promoted in the current \
-catalog, or tracked in lifecycle.db (a finding that was promoted once stays verifiable when a later \
-promote no longer lists it).\n\n\
+another finding, placeholders left to fill, a false-success finding without an oracle, a case \
+that never calls the finding's tool) happens before the server starts and records nothing; a \
+server that names itself (serverInfo.name) otherwise than the finding's server is refused right \
+after its handshake (status 6) and records nothing. The finding must be known: promoted in the \
+current catalog, or tracked in lifecycle.db (a finding that was promoted once stays verifiable \
+when a later promote no longer lists it: lifecycle.db keeps its server and tool, and credit is \
+still checked against them).\n\n\
 With --record FILE (or - for stdin) it records a result that mcpeval-probe printed earlier. The \
 result's mac must verify with this store's salt: an edited result, or one made by another store, \
-is refused (status 6). A run is credited once: recording the same result again adds nothing and \
+is refused (status 6). It is held to the probe's credit rules: its case's tools must include the \
+finding's tool (status 4; a result of an earlier release names no tools and is refused), and the \
+server's name, when the result carries one, must be the finding's server (status 6). A run is \
+credited once: recording the same result again adds nothing and \
 says so (status 0); a different result under a recorded run id is refused (status 6). A \
 transport-error result records nothing (status 5).\n\n\
 Lifecycle: a red run on an open or fix-claimed finding leaves it fix-claimed with no streak; a \
@@ -56,9 +62,11 @@ mcpeval verify --finding finding-0123456789abcdef --case literal-status \\\n    
 mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval verify --record -\n  \
 mcpeval verify --record result.json --format json | jq .state\n\n\
 Exit status 0 is a green run (or a replay), 1 a red run. A refused or failed run records\n\
-nothing: 2 an unknown finding or case, 4 an invalid manifest or result file, 5 a\n\
-transport error, 6 a result that does not verify, a conflicting run id, or (with\n\
---record) an unknown finding; 74 when mcpeval-probe cannot be found."
+nothing: 2 an unknown finding or case, 3 a finding whose server and tool the store does\n\
+not know, 4 an invalid manifest or result file or a case that never calls the finding's\n\
+tool, 5 a transport error, 6 a result that does not verify, a conflicting run id, a\n\
+server that names itself otherwise than the finding's server, or (with --record) an\n\
+unknown finding; 74 when mcpeval-probe cannot be found."
     )
 )]
 pub struct Args {

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 
+use shared::credit::{self, Subject};
 use shared::error::IoContext;
 use shared::home::Home;
 use shared::probe_result::{ProbeResult, Verdict};
@@ -84,10 +85,53 @@ pub fn record(home: &Home, source: &str, result: &ProbeResult, format: Format) -
     let mut conn = lifecycle::open(home)?;
     verification::standing(home, &conn, &result.finding)?
         .require(&result.finding, exit::REFUSED)?;
+    let subject = earns_credit(home, source, result)?;
     let recorded = verification::record(&mut conn, &home.lifecycle_db(), result)?;
+    // A finding only the index listed is tracked from now on: keep what it
+    // is about beside its state, for when a later index drops it.
+    lifecycle::remember(
+        &conn,
+        &home.lifecycle_db(),
+        &result.finding,
+        &subject.server,
+        &subject.tool,
+    )?;
     output::print(result, &recorded, format)?;
     Ok(match (&recorded, result.result) {
         (Recorded::New { .. }, Verdict::Red) => exit::RED,
         _ => exit::SUCCESS,
     })
+}
+
+/// Holds a result to the rules a probe applies where the finding is known:
+/// its case called the finding's tool (status 4), and its server did not
+/// name itself otherwise than the finding's server (status 6). Returns
+/// what the finding is about.
+fn earns_credit(home: &Home, source: &str, result: &ProbeResult) -> Result<Subject> {
+    const OUTCOME: &str = "nothing was recorded";
+    let subject = credit::require_subject(home, &result.finding, OUTCOME)?;
+    if result.tools.is_empty() {
+        return Err(Error::rejected(format!(
+            "{source}: the result does not say which tools its case calls (an earlier release of \
+             mcpeval-probe made it), so it cannot show that the case calls the tool of {}; {OUTCOME}",
+            result.finding
+        ))
+        .with_hint("run the case again with this release's mcpeval-probe"));
+    }
+    credit::require_tool(
+        source,
+        &result.case,
+        &result.tools,
+        &result.finding,
+        &subject,
+        OUTCOME,
+    )?;
+    credit::require_server(
+        &format!("{source}: "),
+        result.server.as_deref(),
+        &result.finding,
+        &subject,
+        OUTCOME,
+    )?;
+    Ok(subject)
 }

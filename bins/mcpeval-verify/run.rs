@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 
 use shared::home::Home;
 use shared::probe_result::{ProbeResult, Verdict};
-use shared::{Error, Result, binding, exit, lifecycle, verification};
+use shared::{Error, Result, binding, credit, exit, lifecycle, verification};
 
 use crate::args::{Format, RunConfig, Server};
 use crate::record;
@@ -29,6 +29,9 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
         verification::standing(home, &conn, &config.finding)?
             .require(&config.finding, exit::USAGE)?;
     }
+    // Known here, so mcpeval-probe checks the case's tools against it
+    // before the server starts, and the server's name after the handshake.
+    credit::require_subject(home, &config.finding, "nothing was run")?;
     let program = probe_program()?;
     let mut cmd = Command::new(&program);
     cmd.arg("--home")

@@ -14,6 +14,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod connector;
+pub mod credit;
 pub mod db;
 pub mod endpoint;
 pub mod envelope;

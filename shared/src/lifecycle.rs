@@ -23,7 +23,7 @@ use crate::id::{self, EventId, FindingId, SessionToken};
 /// append new steps, never edit a released one.
 pub const SCHEMA: Schema = Schema {
     name: "lifecycle.db",
-    migrations: &[MIGRATION_1, MIGRATION_2],
+    migrations: &[MIGRATION_1, MIGRATION_2, MIGRATION_3],
     page_size: None,
 };
 
@@ -326,6 +326,42 @@ mod tests {
     }
 
     #[test]
+    fn the_subject_of_a_finding_is_kept_once_and_read_without_writing() {
+        let (_dir, home) = store();
+        let id = "finding-0123456789abcdef";
+        assert_eq!(remembered(&home, id).unwrap(), None, "no lifecycle.db");
+        assert!(!home.lifecycle_db().exists(), "reading creates nothing");
+        let conn = open(&home).unwrap();
+        let path = home.lifecycle_db();
+        remember(&conn, &path, id, "jobs", "get_status").unwrap();
+        assert_eq!(remembered(&home, id).unwrap(), None, "no state row yet");
+        ensure(
+            &conn,
+            &path,
+            &FindingId::parse(id).unwrap(),
+            "2026-11-30T07:00:00Z",
+        )
+        .unwrap();
+        remember(&conn, &path, id, "jobs", "get_status").unwrap();
+        remember(&conn, &path, id, "other", "other").unwrap();
+        let kept = Some(("jobs".to_owned(), "get_status".to_owned()));
+        assert_eq!(remembered(&home, id).unwrap(), kept, "never rewritten");
+        assert_eq!(remembered_in(&conn, &path, id).unwrap(), kept);
+        drop(conn);
+        // A lifecycle.db of the release before: no columns, no subject, no change.
+        let (_old_dir, old) = store();
+        old.ensure().unwrap();
+        let c = Connection::open(old.lifecycle_db()).unwrap();
+        c.execute_batch(MIGRATION_1).unwrap();
+        c.execute_batch(MIGRATION_2).unwrap();
+        c.pragma_update(None, "user_version", 2).unwrap();
+        drop(c);
+        let before = std::fs::read(old.lifecycle_db()).unwrap();
+        assert_eq!(remembered(&old, id).unwrap(), None);
+        assert_eq!(std::fs::read(old.lifecycle_db()).unwrap(), before);
+    }
+
+    #[test]
     fn notes_are_bounded_in_characters() {
         assert!(check_note(&"é".repeat(240)).is_ok());
         let long = check_note(&"é".repeat(241)).unwrap_err();
@@ -422,6 +458,83 @@ CREATE TABLE imports(
     rows  INTEGER NOT NULL
 );
 ";
+
+/// The server and tool a tracked finding is about, kept beside its state
+/// so that credit can be checked against them after a later index no
+/// longer lists the finding. Filled when promote first sees the finding
+/// (or when a run is recorded for a finding only the index knew); rows of
+/// earlier releases keep NULL until then.
+const MIGRATION_3: &str = "
+ALTER TABLE finding_state ADD COLUMN server TEXT;
+ALTER TABLE finding_state ADD COLUMN tool TEXT;
+";
+
+/// Records the (server, tool) of `finding_id` unless its state row already
+/// has them: an id is a digest of its server and tool, so they never
+/// change, and a stored value is never rewritten. No state row: no change.
+pub fn remember(
+    conn: &Connection,
+    path: &Path,
+    finding_id: &str,
+    server: &str,
+    tool: &str,
+) -> Result<()> {
+    conn.execute(
+        "UPDATE finding_state SET server = ?2, tool = ?3
+         WHERE finding_id = ?1 AND server IS NULL AND tool IS NULL",
+        params![finding_id, server, tool],
+    )
+    .map_err(|e| db::sql_error(path, e))?;
+    Ok(())
+}
+
+/// The (server, tool) lifecycle.db keeps for `finding_id`, read without
+/// creating, migrating or writing anything: `None` when the store has no
+/// lifecycle.db, the database predates the columns, or the row has no
+/// values. Probes, which change no lifecycle state, read it this way.
+pub fn remembered(home: &Home, finding_id: &str) -> Result<Option<(String, String)>> {
+    let path = home.lifecycle_db();
+    if !path.exists() {
+        return Ok(None);
+    }
+    let fail = |e: rusqlite::Error| db::sql_error(&path, e);
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(&path, flags).map_err(fail)?;
+    crate::fault::watch(&conn);
+    conn.busy_timeout(db::BUSY_TIMEOUT).map_err(fail)?;
+    let columns: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('finding_state') WHERE name IN ('server', 'tool')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(fail)?;
+    if columns != 2 {
+        return Ok(None);
+    }
+    remembered_in(&conn, &path, finding_id)
+}
+
+/// Like [`remembered`], on an open, current lifecycle.db.
+pub fn remembered_in(
+    conn: &Connection,
+    path: &Path,
+    finding_id: &str,
+) -> Result<Option<(String, String)>> {
+    let row: Option<(Option<String>, Option<String>)> = conn
+        .query_row(
+            "SELECT server, tool FROM finding_state WHERE finding_id = ?1",
+            [finding_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(|e| db::sql_error(path, e))?;
+    Ok(match row {
+        Some((Some(server), Some(tool))) => Some((server, tool)),
+        _ => None,
+    })
+}
 
 /// A finding's place in the lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

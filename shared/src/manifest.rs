@@ -376,6 +376,18 @@ impl Case {
         found
     }
 
+    /// The tools the case calls, in step order, each once: the `tool` of
+    /// a single-call probe, every step's of a workflow.
+    pub fn tools(&self) -> Vec<String> {
+        let mut tools: Vec<String> = Vec::with_capacity(self.steps.len());
+        for step in &self.steps {
+            if !tools.contains(&step.tool) {
+                tools.push(step.tool.clone());
+            }
+        }
+        tools
+    }
+
     /// Whether the case can prove a false-success repair: an
     /// instruction-fidelity expectation, or at least one workflow step,
     /// with a result assertion or an expected error.

@@ -49,6 +49,10 @@ pub struct FindingFacts {
     pub failure_rate: Option<f64>,
     /// The finding's class, when it is one this release knows.
     pub defect_class: Option<DefectClass>,
+    /// The server the finding is about.
+    pub server: Option<String>,
+    /// The tool the finding is about.
+    pub tool: Option<String>,
 }
 
 /// Reads the finding's row from `index.db`'s `findings` table, if both exist.
@@ -90,22 +94,28 @@ pub fn finding_facts(home: &Home, finding: &str) -> Result<Option<FindingFacts>>
         }
     };
     let sql = format!(
-        "SELECT {}, {} FROM findings WHERE id = ?1",
+        "SELECT {}, {}, {}, {} FROM findings WHERE id = ?1",
         pick("failure_rate"),
-        pick("defect_class")
+        pick("defect_class"),
+        pick("server"),
+        pick("tool")
     );
     let row = conn
         .query_row(&sql, [finding], |row| {
             Ok((
                 row.get::<_, Option<f64>>(0)?,
                 row.get::<_, Option<String>>(1)?,
+                row.get::<_, Option<String>>(2)?,
+                row.get::<_, Option<String>>(3)?,
             ))
         })
         .optional()
         .map_err(fail)?;
-    Ok(row.map(|(failure_rate, class)| FindingFacts {
+    Ok(row.map(|(failure_rate, class, server, tool)| FindingFacts {
         failure_rate: failure_rate.filter(|p| p.is_finite()),
         defect_class: class.as_deref().and_then(DefectClass::parse),
+        server: server.filter(|s| !s.is_empty()),
+        tool: tool.filter(|t| !t.is_empty()),
     }))
 }
 
@@ -138,6 +148,10 @@ pub struct Setup<'a> {
     pub session: String,
     /// Server name when the handshake reports none.
     pub fallback_server: String,
+    /// The finding's server and how to name it in messages, when the
+    /// store knows it: a server naming itself otherwise is refused right
+    /// after the handshake, before any call.
+    pub finding_server: Option<crate::credit::Subject>,
 }
 
 /// How a run ended.
@@ -151,11 +165,16 @@ pub struct Verdicted {
     pub detail: Option<String>,
     /// `tools/call` requests made.
     pub attempts: u32,
+    /// The name the server gave itself in its handshake, cut to
+    /// [`crate::credit::MAX_NAME`] bytes; `None` when it gave none (or the
+    /// handshake failed).
+    pub server: Option<String>,
 }
 
 /// Runs `case` against the server of `setup`, journaling every call to
-/// `journal`. Only a journal failure is an error; everything the server
-/// does is a verdict.
+/// `journal`. Only a journal failure, or a server naming itself otherwise
+/// than the finding's server (status 6, before any call), is an error;
+/// everything else the server does is a verdict.
 pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdicted> {
     let Some(first) = case.steps.first() else {
         return Err(Error::rejected(format!(
@@ -164,10 +183,26 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
         )));
     };
     let timeout = Duration::from_millis(case.timeout_ms);
-    let client = match Client::open(&setup.target, setup.handshake_timeout) {
+    let mut client = match Client::open(&setup.target, setup.handshake_timeout) {
         Ok(client) => client,
         Err(broken) => return Ok(transport(&broken, 0)),
     };
+    let named = client
+        .server_name()
+        .filter(|n| !n.is_empty())
+        .map(|n| crate::credit::name_key(n).into_owned());
+    if let Some(subject) = &setup.finding_server
+        && let Err(refused) = crate::credit::require_server(
+            "",
+            named.as_deref(),
+            &case.finding,
+            subject,
+            "nothing was recorded",
+        )
+    {
+        client.shutdown();
+        return Err(refused);
+    }
     let mut session = Session {
         client,
         setup: &setup,
@@ -189,19 +224,25 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
             reason: None,
             detail: None,
             attempts,
+            server: named,
         }),
         Ok(Some((reason, detail))) => Ok(Verdicted {
             verdict: reason.verdict(),
             reason: Some(reason),
             detail: Some(clean_detail(&detail)),
             attempts,
+            server: named,
         }),
-        Err(Stop::Broken(broken)) => Ok(transport(&broken, attempts)),
+        Err(Stop::Broken(broken)) => Ok(Verdicted {
+            server: named,
+            ..transport(&broken, attempts)
+        }),
         Err(Stop::Malformed(detail)) => Ok(Verdicted {
             verdict: Verdict::TransportError,
             reason: Some(Reason::MalformedResult),
             detail: Some(clean_detail(&detail)),
             attempts,
+            server: named,
         }),
         Err(Stop::Journal(err)) => Err(err),
     }
@@ -213,6 +254,7 @@ fn transport(broken: &Broken, attempts: u32) -> Verdicted {
         reason: Some(broken.reason()),
         detail: Some(clean_detail(&broken.describe())),
         attempts,
+        server: None,
     }
 }
 
@@ -528,14 +570,18 @@ mod tests {
             finding_facts(&home, id).unwrap(),
             Some(FindingFacts {
                 failure_rate: Some(0.25),
-                defect_class: Some(DefectClass::FalseSuccess)
+                defect_class: Some(DefectClass::FalseSuccess),
+                server: None,
+                tool: None,
             })
         );
         assert_eq!(
             finding_facts(&home, "finding-ffffffffffffffff").unwrap(),
             Some(FindingFacts {
                 failure_rate: None,
-                defect_class: None
+                defect_class: None,
+                server: None,
+                tool: None,
             })
         );
         assert_eq!(
@@ -563,6 +609,25 @@ mod tests {
     }
 
     #[test]
+    fn finding_facts_carry_the_server_and_tool() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let conn = rusqlite::Connection::open(home.index_db()).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE findings(id TEXT, server TEXT, tool TEXT);
+             INSERT INTO findings VALUES ('finding-0123456789abcdef', 'jobs', 'get_status');",
+        )
+        .unwrap();
+        let facts = finding_facts(&home, "finding-0123456789abcdef")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (facts.server.as_deref(), facts.tool.as_deref()),
+            (Some("jobs"), Some("get_status"))
+        );
+    }
+
+    #[test]
     fn a_findings_table_without_the_columns_is_no_evidence() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(dir.path());
@@ -575,7 +640,9 @@ mod tests {
             finding_facts(&home, "finding-0123456789abcdef").unwrap(),
             Some(FindingFacts {
                 failure_rate: None,
-                defect_class: None
+                defect_class: None,
+                server: None,
+                tool: None,
             })
         );
     }

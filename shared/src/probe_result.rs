@@ -26,12 +26,14 @@ pub const SCHEMA: &str = "mcpeval.probe/1";
 pub const MAX_DETAIL: usize = 256;
 
 /// Every field of a result, in the order they are printed.
-pub const FIELDS: [&str; 13] = [
+pub const FIELDS: [&str; 15] = [
     "schema",
     "run_id",
     "finding",
     "case",
     "probe",
+    "tools",
+    "server",
     "binding",
     "result",
     "reason",
@@ -41,6 +43,12 @@ pub const FIELDS: [&str; 13] = [
     "finished_at",
     "mac",
 ];
+
+/// The fields this release added to `mcpeval.probe/1`: results of earlier
+/// releases lack them and still parse (their MAC still verifies), and
+/// `server` is left out when the server gave no name. Every other field
+/// is required.
+pub const ADDED_FIELDS: [&str; 2] = ["tools", "server"];
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -285,6 +293,15 @@ pub struct ProbeResult {
     pub case: String,
     /// The probe that ran (`instruction-fidelity`, …).
     pub probe: String,
+    /// The tools the case calls, in step order, each once, each cut to
+    /// [`crate::credit::MAX_NAME`] bytes; empty (and not printed) only in
+    /// results of earlier releases, which cannot earn credit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// The name the server gave itself in its handshake (serverInfo.name),
+    /// cut the same way; absent when it gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// The credit binding, `b-` and 16 hex digits (see [`crate::binding`]).
     pub binding: String,
     /// The verdict.
@@ -331,9 +348,20 @@ impl ProbeResult {
             .is_ok()
     }
 
-    /// The result as one line of JSON, fields in [`FIELDS`] order.
+    /// The result as one line of JSON, fields in [`FIELDS`] order. Names
+    /// may hold any character; every control character is written as a
+    /// `\u` escape (serde_json leaves DEL and the C1 range raw).
     pub fn to_json_line(&self) -> String {
-        serde_json::to_string(self).expect("results serialize")
+        let line = serde_json::to_string(self).expect("results serialize");
+        let mut out = String::with_capacity(line.len());
+        for c in line.chars() {
+            if c.is_control() {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            } else {
+                out.push(c);
+            }
+        }
+        out
     }
 
     /// Parses a result and checks every field's form; the MAC is checked
@@ -344,7 +372,11 @@ impl ProbeResult {
         let Value::Object(map) = &value else {
             return Err("not a JSON object".into());
         };
-        if let Some(missing) = FIELDS.iter().find(|f| !map.contains_key(**f)) {
+        if let Some(missing) = FIELDS
+            .iter()
+            .filter(|f| !ADDED_FIELDS.contains(f))
+            .find(|f| !map.contains_key(**f))
+        {
             return Err(format!("the field \"{missing}\" is missing"));
         }
         // The pointer names the field whose form is wrong (an id, a
@@ -374,6 +406,19 @@ impl ProbeResult {
         }
         if Probe::parse(&self.probe).is_none() {
             return Err("probe is not a probe name".into());
+        }
+        let fits = |name: &str| !name.is_empty() && name.len() <= crate::credit::MAX_NAME;
+        if !self.tools.iter().all(|t| fits(t)) {
+            return Err(format!(
+                "tools holds an empty name or one longer than {} bytes",
+                crate::credit::MAX_NAME
+            ));
+        }
+        if self.server.as_deref().is_some_and(|s| !fits(s)) {
+            return Err(format!(
+                "server is empty or longer than {} bytes",
+                crate::credit::MAX_NAME
+            ));
         }
         if !is_binding(&self.binding) {
             return Err("binding is not \"b-\" and 16 lower-case hex digits".into());
@@ -454,6 +499,8 @@ mod tests {
             finding: FindingId::parse("finding-0123456789abcdef").unwrap(),
             case: "literal-status".into(),
             probe: "instruction-fidelity".into(),
+            tools: vec!["get_status".into()],
+            server: Some("jobs".into()),
             binding: "b-0011223344556677".into(),
             result: Verdict::Red,
             reason: Some(Reason::NotEqual),
@@ -482,7 +529,61 @@ mod tests {
         );
         assert_eq!(
             r.canonical_unsigned(),
-            r#"{"attempts":1,"binding":"b-0011223344556677","case":"literal-status","detail":"/structuredContent/status","finding":"finding-0123456789abcdef","finished_at":"2026-11-30T07:00:00.456Z","probe":"instruction-fidelity","reason":"not-equal","result":"red","run_id":"0f8fad5b-d9cb-469f-a165-70867728950e","schema":"mcpeval.probe/1","started_at":"2026-11-30T07:00:00.123Z"}"#
+            r#"{"attempts":1,"binding":"b-0011223344556677","case":"literal-status","detail":"/structuredContent/status","finding":"finding-0123456789abcdef","finished_at":"2026-11-30T07:00:00.456Z","probe":"instruction-fidelity","reason":"not-equal","result":"red","run_id":"0f8fad5b-d9cb-469f-a165-70867728950e","schema":"mcpeval.probe/1","server":"jobs","started_at":"2026-11-30T07:00:00.123Z","tools":["get_status"]}"#
+        );
+    }
+
+    #[test]
+    fn results_of_earlier_releases_parse_and_verify_without_the_added_fields() {
+        let salt = Salt::from_bytes([7; 32]);
+        let mut old = sample();
+        old.tools.clear();
+        old.server = None;
+        old.sign(&salt);
+        let line = old.to_json_line();
+        assert!(
+            !line.contains("\"tools\"") && !line.contains("\"server\""),
+            "{line}"
+        );
+        let parsed = ProbeResult::parse(&line).unwrap();
+        assert!(parsed.verify(&salt));
+        assert_eq!(parsed.tools, Vec::<String>::new());
+        // The added fields are covered by the MAC.
+        let mut edited = sample();
+        edited.tools = vec!["other".into()];
+        assert!(!edited.verify(&salt));
+        let mut renamed = sample();
+        renamed.server = Some("other".into());
+        assert!(!renamed.verify(&salt));
+        let mut unnamed = sample();
+        unnamed.server = None;
+        assert!(!unnamed.verify(&salt));
+    }
+
+    #[test]
+    fn names_print_no_control_character_raw() {
+        let salt = Salt::from_bytes([7; 32]);
+        let mut r = sample();
+        r.server = Some("a\u{1b}b\u{7f}c\u{9b}d\ne".into());
+        r.tools = vec!["t\u{85}".into()];
+        r.sign(&salt);
+        let line = r.to_json_line();
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+        assert!(
+            line.contains(r#""server":"a\u001bb\u007fc\u009bd\ne""#),
+            "{line}"
+        );
+        let back = ProbeResult::parse(&line).unwrap();
+        assert_eq!(back, r);
+        assert!(back.verify(&salt));
+        let mut empty = sample();
+        empty.tools = vec![String::new()];
+        assert!(empty.validate().is_err());
+        let mut long = sample();
+        long.server = Some("n".repeat(crate::credit::MAX_NAME + 1));
+        assert_eq!(
+            long.validate().unwrap_err(),
+            "server is empty or longer than 1024 bytes"
         );
     }
 

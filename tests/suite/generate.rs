@@ -437,6 +437,8 @@ fn a_generated_case_filled_with_jq_verifies() {
             .arg("--")
             .arg("python3")
             .arg(&server)
+            // The finding's server, as the fixture names itself.
+            .args(["--name", "weather"])
             .output()
             .unwrap()
     };
@@ -479,7 +481,8 @@ fn folded_keys_become_placeholders_that_probe_refuses_until_replaced() {
         .into_iter()
         .map(|mut rec| {
             rec.0["args_shape"] = shape.clone();
-            rec
+            // As capture records the fixture's hostile name.
+            rec.server("probe?[2J?fixture")
         })
         .collect();
     let finding = id(&promoted(&store, &recs));

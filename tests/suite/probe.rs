@@ -144,6 +144,37 @@ c.commit()\n";
     }
 }
 
+impl Bench {
+    /// A `findings` table in index.db naming what finding F is about.
+    fn index_subject(&self, server: &str, tool: &str) {
+        crate::support::private_dir(&self.store.home());
+        let script = "import sqlite3, sys\n\
+c = sqlite3.connect(sys.argv[1])\n\
+c.execute('CREATE TABLE findings(id TEXT PRIMARY KEY, server TEXT, tool TEXT)')\n\
+c.execute('INSERT INTO findings VALUES (?, ?, ?)', (sys.argv[2], sys.argv[3], sys.argv[4]))\n\
+c.commit()\n";
+        let out = Command::new("python3")
+            .args(["-c", script])
+            .arg(self.store.home().join("index.db"))
+            .args([F, server, tool])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+
+    /// Runs every case of the manifest (`--all`).
+    fn run_all(&self) -> Run {
+        let mut cmd = self.store.cmd("mcpeval-probe");
+        cmd.arg("--manifest")
+            .arg(&self.manifest)
+            .arg("--all")
+            .arg("--")
+            .args(self.server_argv(&[]))
+            .env("PROBE_FIXTURE_LOG", &self.log);
+        finish(cmd.output().unwrap())
+    }
+}
+
 pub fn finish(out: Output) -> Run {
     Run {
         status: out.status.code().unwrap_or(-1),
@@ -1101,4 +1132,115 @@ identifier: 1 to 128 characters from A-Z a-z 0-9 _ . : -, so a shared manifest n
         )
     );
     assert!(!b.log.exists());
+}
+
+#[test]
+fn a_case_that_never_calls_the_findings_tool_is_refused_before_the_server_starts() {
+    let b = Bench::new();
+    b.index_subject("probe-fixture", "status");
+    let workflow = |id: &str, tools: &[&str]| {
+        let steps: Vec<Value> = tools.iter().map(|t| json!({"tool": t})).collect();
+        json!({"id": id, "finding": F, "probe": "workflow", "timeout_ms": 3000, "steps": steps})
+    };
+    b.cases(json!([
+        status_case(json!({"outcome": "ok"})),
+        case("flaky", "degradation", "flaky"),
+        case("honesty", "error-honesty", "honesty"),
+        workflow("elsewhere", &["create", "read", "create"]),
+        workflow("through", &["create", "status"]),
+    ]));
+    let m = b.manifest.display().to_string();
+    for (id, called) in [
+        ("flaky", "\"flaky\""),
+        ("honesty", "\"honesty\""),
+        ("elsewhere", "\"create\", \"read\""),
+    ] {
+        let run = b.run(id, &[]);
+        assert_eq!(
+            (run.status, run.stdout.as_str(), run.stderr.clone()),
+            (
+                4,
+                "",
+                format!(
+                    "mcpeval-probe: error: {m}: case \"{id}\" calls {called} but never \"status\", \
+the tool of {F}: its runs cannot prove that finding's repair; nothing was run\n  hint: make the case \
+call \"status\" (a workflow: in at least one step), or run the case written for {F}\n"
+                )
+            )
+        );
+    }
+    // --all checks every case first: one refusal and no server starts.
+    let all = b.run_all();
+    assert_eq!((all.status, all.stdout.as_str()), (4, ""), "{}", all.stderr);
+    assert!(
+        all.stderr.contains("case \"flaky\" calls \"flaky\""),
+        "{}",
+        all.stderr
+    );
+    assert!(!b.log.exists(), "no server was started");
+    assert!(b.store.records().is_empty());
+    green(&b.run("status", &[]), 1);
+    green(&b.run("through", &[]), 2);
+}
+
+#[test]
+fn a_server_naming_itself_otherwise_yields_no_result() {
+    let b = Bench::new();
+    b.index_subject("jobs", "status");
+    b.cases(json!([status_case(json!({"outcome": "ok"}))]));
+    for era in ["modern", "error"] {
+        let run = b.run("status", &["--discover", era]);
+        assert_eq!(
+            (run.status, run.stdout.as_str(), run.stderr.as_str()),
+            (
+                6,
+                "",
+                format!(
+                    "mcpeval-probe: error: the server names itself \"probe-fixture\" but {F} is about \
+server \"jobs\": its runs earn that finding no credit; nothing was recorded\n  hint: run the case \
+against the server the finding was captured from (its name is in `mcpeval findings --format json`)\n"
+                )
+                .as_str()
+            ),
+            "era {era}"
+        );
+    }
+    assert!(
+        !b.methods().iter().any(|m| m == "tools/call"),
+        "{:?}",
+        b.methods()
+    );
+    assert!(
+        b.store.records().is_empty(),
+        "no call was made or journaled"
+    );
+    green(&b.run("status", &["--name", "jobs"]), 1);
+    // A server that names itself nothing is judged by its command.
+    green(&b.run("status", &["--name", ""]), 1);
+}
+
+#[test]
+fn a_result_names_the_cases_tools_and_the_servers_own_name() {
+    let b = Bench::new();
+    b.cases(json!([
+        status_case(json!({"outcome": "ok"})),
+        {"id": "wf", "finding": F, "probe": "workflow", "timeout_ms": 3000,
+         "steps": [{"tool": "create"}, {"tool": "status"}, {"tool": "create"}]},
+    ]));
+    // The store does not know F: the probe runs, and says what to check.
+    let run = b.run("status", &[]);
+    green(&run, 1);
+    let r = run.result();
+    assert_eq!(
+        (&r["tools"], &r["server"]),
+        (&json!(["status"]), &json!("probe-fixture"))
+    );
+    let wf = b.run("wf", &["--name", "x\u{7f}y"]);
+    green(&wf, 3);
+    assert!(wf.stdout.contains(r#""server":"x?y""#), "{}", wf.stdout);
+    assert_eq!(wf.result()["tools"], json!(["create", "status"]));
+    let unnamed = b.run("status", &["--name", ""]).result();
+    assert!(unnamed.get("server").is_none(), "{unnamed}");
+    let verified = ProbeResult::parse(&b.run("status", &[]).stdout).unwrap();
+    assert!(verified.verify(&b.salt()));
 }

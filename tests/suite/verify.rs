@@ -48,20 +48,22 @@ impl Run {
     }
 }
 
-/// Writes journals in which tool `status` of server `weather` fails in
+/// The name the fixture server gives itself (serverInfo.name).
+pub const FIXTURE_SERVER: &str = "probe-fixture";
+
+/// Writes journals in which tool `status` of the fixture server fails in
 /// two sessions (ten calls each, all failing), indexes and promotes at
 /// threshold 0, and returns the finding's id.
 pub fn promoted_store(store: &Store) -> String {
+    promoted_store_of(store, FIXTURE_SERVER, "status")
+}
+
+/// [`promoted_store`] for tool `tool` of server `server`.
+pub fn promoted_store_of(store: &Store, server: &str, tool: &str) -> String {
     let mut recs = Vec::new();
     for session in 1..=2 {
         for seq in 1..=10 {
-            recs.push(Rec::error(
-                session * 100 + seq,
-                session,
-                seq,
-                "status",
-                Some(1),
-            ));
+            recs.push(Rec::error(session * 100 + seq, session, seq, tool, Some(1)).server(server));
         }
     }
     records::write(store, 1, &records::lines(&recs));
@@ -146,8 +148,13 @@ pub fn finish(out: std::process::Output) -> Run {
 
 impl Bench {
     pub fn new() -> Bench {
+        Bench::of(FIXTURE_SERVER, "status")
+    }
+
+    /// A bench whose finding is about tool `tool` of server `server`.
+    pub fn of(server: &str, tool: &str) -> Bench {
         let store = Store::new();
-        let finding = promoted_store(&store);
+        let finding = promoted_store_of(&store, server, tool);
         let server = store.scratch().join("server.py");
         std::fs::copy(fixture("probe_server.py"), &server).unwrap();
         let bench = Bench {
@@ -769,7 +776,7 @@ was run\n  hint: install mcpeval-probe with the rest of the suite\n"
 
 #[test]
 fn a_real_server_red_then_three_greens_close() {
-    let b = Bench::new();
+    let b = Bench::of("mcp-servers/everything", "get-structured-content");
     let weather = |id: &str, conditions: &str| {
         json!({"id": id, "finding": b.finding, "probe": "instruction-fidelity",
                "tool": "get-structured-content", "arguments": {"location": "New York"},
@@ -853,13 +860,10 @@ fn index_only_evidence_is_imported_once_and_never_counts() {
     let mut recs = Vec::new();
     for session in 1..=2 {
         for seq in 1..=3 {
-            recs.push(Rec::error(
-                session * 10 + seq,
-                session,
-                seq,
-                "status",
-                Some(1),
-            ));
+            recs.push(
+                Rec::error(session * 10 + seq, session, seq, "status", Some(1))
+                    .server(FIXTURE_SERVER),
+            );
         }
     }
     records::write(&store, 1, &records::lines(&recs));
@@ -873,7 +877,7 @@ fn index_only_evidence_is_imported_once_and_never_counts() {
     let id = shared::finding::finding_id(
         &salt,
         shared::finding::Kind::Error,
-        "weather",
+        FIXTURE_SERVER,
         "status",
         Some(&template),
     );
@@ -1039,4 +1043,264 @@ fn the_demo_loop_runs_on_the_bundled_server() {
             "{green}"
         );
     }
+}
+
+/// Whether the fixture's log shows a `tools/call` (every line it read).
+fn called_a_tool(log: &Path) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|text| text.contains("\"tools/call\""))
+}
+
+/// What a run must leave alone: (history, verifications, lifecycle).
+type Untouched = (Vec<HistoryLine>, Vec<VerificationRow>, (String, u64, u64));
+
+fn untouched(b: &Bench) -> Untouched {
+    (
+        history(&b.store, &b.finding),
+        verifications(&b.store),
+        b.lifecycle(),
+    )
+}
+
+#[test]
+fn green_runs_of_a_case_calling_another_tool_never_close_the_finding() {
+    let b = Bench::new();
+    let mut other = status_case(&b.finding);
+    other["id"] = json!("other");
+    other["tool"] = json!("flaky");
+    other["expect"] = json!({"outcome": "ok", "equals": {"status": "ready"}});
+    b.cases(json!([status_case(&b.finding), other]));
+    let before = untouched(&b);
+    let refusal = format!(
+        "mcpeval-probe: error: {}: case \"other\" calls \"flaky\" but never \"status\", the tool of \
+{}: its runs cannot prove that finding's repair; nothing was run\n  hint: make the case call \
+\"status\" (a workflow: in at least one step), or run the case written for {}\n",
+        b.manifest.display(),
+        b.finding,
+        b.finding
+    );
+    for _ in 0..3 {
+        let run = b.verify_argv("other", &b.argv(&[]), &[]);
+        assert_eq!(
+            (run.status, run.stdout.as_str(), run.stderr.as_str()),
+            (4, "", refusal.as_str())
+        );
+    }
+    assert!(!b.log.exists(), "no server was started");
+    assert_eq!(untouched(&b), before);
+    assert_eq!(b.lifecycle(), state("open", 0, 0));
+    // The case that calls the finding's tool still earns credit.
+    b.expect_green(&b.green(), "verifying", 1);
+}
+
+#[test]
+fn a_workflow_earns_credit_only_with_a_step_on_the_findings_tool() {
+    let b = Bench::new();
+    let workflow = |id: &str, tools: &[&str]| {
+        let steps: Vec<Value> = tools
+            .iter()
+            .map(|t| json!({"tool": t, "arguments": {"name": "job_1"}}))
+            .collect();
+        json!({"id": id, "finding": b.finding, "probe": "workflow", "sandbox": "fixture",
+               "timeout_ms": 3000, "steps": steps})
+    };
+    b.cases(json!([
+        workflow("elsewhere", &["create", "read"]),
+        workflow("through", &["create", "status", "read"])
+    ]));
+    let before = untouched(&b);
+    let refused = b.verify_argv("elsewhere", &b.argv(&[]), &[]);
+    assert_eq!((refused.status, refused.stdout.as_str()), (4, ""));
+    assert!(
+        refused.stderr.contains(&format!(
+            "case \"elsewhere\" calls \"create\", \"read\" but never \"status\", the tool of {}",
+            b.finding
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(!b.log.exists(), "no server was started");
+    assert_eq!(untouched(&b), before);
+    let run = b.verify_argv("through", &b.argv(&[]), &[]);
+    assert_eq!(run.status, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.starts_with(&format!(
+            "{} case=through result=green state=verifying streak=1/3 run=",
+            b.finding
+        )),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_server_naming_itself_otherwise_earns_nothing() {
+    let b = Bench::new();
+    let before = untouched(&b);
+    let run = b.verify(&["--name", "impostor\u{1b}[31m\u{9b}"]);
+    assert_eq!(
+        (run.status, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            6,
+            "",
+            format!(
+                "mcpeval-probe: error: the server names itself \"impostor?[31m?\" but \
+{} is about server \"probe-fixture\": its runs earn that finding no credit; nothing was recorded\n  \
+hint: run the case against the server the finding was captured from (its name is in `mcpeval \
+findings --format json`)\n",
+                b.finding
+            )
+            .as_str()
+        )
+    );
+    assert!(!run.stderr.chars().any(|c| c.is_control() && c != '\n'));
+    assert!(b.log.exists(), "the server was reached");
+    assert!(!called_a_tool(&b.log), "but no tool was called");
+    assert_eq!(untouched(&b), before);
+    // A server that names itself nothing is judged by its command alone.
+    b.expect_green(&b.verify(&["--name", ""]), "verifying", 1);
+}
+
+/// Signs `result` after `edit` with the bench's salt, as a probe of this
+/// store would have.
+fn resigned(b: &Bench, result: &str, edit: impl FnOnce(&mut ProbeResult)) -> String {
+    let salt = Salt::load(&Home::at(&b.store.home())).unwrap().unwrap();
+    let mut r = ProbeResult::parse(result.trim()).unwrap();
+    edit(&mut r);
+    r.sign(&salt);
+    r.to_json_line()
+}
+
+fn record_stdin(b: &Bench, result: &str) -> Run {
+    let out = b
+        .store
+        .duct("mcpeval-verify", &["--record", "-"])
+        .stdin_bytes(result.as_bytes().to_vec())
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .unwrap();
+    finish(out)
+}
+
+#[test]
+fn recording_a_result_for_another_tool_or_server_is_refused() {
+    // A probe made before the store knew the finding: it runs, and its
+    // result says which tool the case called and what the server is named.
+    let store = Store::new();
+    let mut recs = Vec::new();
+    for session in 1..=2 {
+        for seq in 1..=10 {
+            let n = session * 100 + seq;
+            recs.push(Rec::error(n, session, seq, "status", Some(1)).server(FIXTURE_SERVER));
+        }
+    }
+    records::write(&store, 1, &records::lines(&recs));
+    succeed(&store, "mcpeval-index", &[]);
+    let salt = Salt::load_or_create(&Home::at(&store.home())).unwrap();
+    let template = crate::records::template(1);
+    let id = shared::finding::finding_id(
+        &salt,
+        shared::finding::Kind::Error,
+        FIXTURE_SERVER,
+        "status",
+        Some(&template),
+    );
+    let b = Bench {
+        server: store.scratch().join("server.py"),
+        manifest: store.scratch().join("mcp-eval.manifest.json"),
+        log: store.scratch().join("server.log"),
+        finding: id.to_string(),
+        store,
+    };
+    std::fs::copy(fixture("probe_server.py"), &b.server).unwrap();
+    let mut other = status_case(&b.finding);
+    other["tool"] = json!("flaky");
+    b.cases(json!([other]));
+    let for_flaky = b.probe(&[]);
+    assert!(for_flaky.contains(r#""tools":["flaky"]"#), "{for_flaky}");
+    b.cases(json!([status_case(&b.finding)]));
+    let impostor = b.probe(&["--name", "impostor"]);
+    assert!(impostor.contains(r#""server":"impostor""#), "{impostor}");
+    let genuine = b.probe(&[]);
+    succeed(
+        &b.store,
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", AS_OF],
+    );
+    assert_eq!(findings(&b.store)[0]["id"], b.finding.as_str());
+    let before = untouched(&b);
+
+    let run = record_stdin(&b, &for_flaky);
+    assert_eq!(
+        (run.status, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            4,
+            "",
+            format!(
+                "mcpeval-verify: error: stdin: case \"status\" calls \"flaky\" but never \"status\", \
+the tool of {f}: its runs cannot prove that finding's repair; nothing was recorded\n  hint: make the \
+case call \"status\" (a workflow: in at least one step), or run the case written for {f}\n",
+                f = b.finding
+            )
+            .as_str()
+        )
+    );
+    let run = record_stdin(&b, &impostor);
+    assert_eq!((run.status, run.stdout.as_str()), (6, ""));
+    assert!(
+        run.stderr.starts_with(&format!(
+            "mcpeval-verify: error: stdin: the server names itself \"impostor\" but {} is about \
+server \"probe-fixture\": its runs earn that finding no credit; nothing was recorded\n",
+            b.finding
+        )),
+        "{}",
+        run.stderr
+    );
+    // A result of an earlier release says nothing of its tools.
+    let old = resigned(&b, &genuine, |r| {
+        r.tools.clear();
+        r.server = None;
+    });
+    let run = record_stdin(&b, &old);
+    assert_eq!((run.status, run.stdout.as_str()), (4, ""));
+    assert!(
+        run.stderr.starts_with(
+            "mcpeval-verify: error: stdin: the result does not say which tools its case calls"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(untouched(&b), before);
+    // The genuine result, for the finding's tool on its server, earns credit.
+    b.expect_green(&record_stdin(&b, &genuine), "verifying", 1);
+}
+
+#[test]
+fn the_subject_outlives_the_index_that_listed_it() {
+    let b = Bench::new();
+    b.expect_green(&b.green(), "verifying", 1);
+    // A later index no longer lists the finding: lifecycle.db still says
+    // what it is about, so a case of another tool is still refused.
+    records::write(&b.store, 1, &Rec::ok(900, 9, 1, "status").line());
+    succeed(&b.store, "mcpeval-index", &["--rebuild"]);
+    succeed(&b.store, "mcpeval-promote", &["--threshold", "0"]);
+    assert!(
+        findings(&b.store)
+            .iter()
+            .all(|f| f["id"] != b.finding.as_str())
+    );
+    let mut other = status_case(&b.finding);
+    other["id"] = json!("other");
+    other["tool"] = json!("flaky");
+    b.cases(json!([status_case(&b.finding), other]));
+    let run = b.verify_argv("other", &b.argv(&[]), &[]);
+    assert_eq!((run.status, run.stdout.as_str()), (4, ""), "{}", run.stderr);
+    let run = b.verify_argv("status", &b.argv(&[]), &[]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(" state=verifying streak=2/3 "),
+        "{}",
+        run.stdout
+    );
 }

@@ -5,14 +5,14 @@ use serde_json::json;
 
 use crate::probe_http::Fixture;
 use crate::support::{Store, contains, text};
-use crate::verify::{findings, promoted_store, status_case};
+use crate::verify::{findings, promoted_store_of, status_case};
 
 const TOKEN: &str = "tok-Quokka-991";
 
 #[test]
 fn verify_over_http_walks_the_lifecycle_and_binds_the_endpoint() {
     let store = Store::new();
-    let finding = promoted_store(&store);
+    let finding = promoted_store_of(&store, "probe-http-fixture", "status");
     let manifest = store.scratch().join("mcp-eval.manifest.json");
     let doc = json!({"manifest_version": 1,
         "sandboxes": {"fixture": {"declaration": "a private fixture on loopback"}},
