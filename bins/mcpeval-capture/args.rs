@@ -32,7 +32,16 @@ Over Streamable HTTP (--listen ADDR --upstream URL), mcpeval-capture is a \
 reverse proxy: point the client at http://ADDR with the upstream's path (a \
 request for / itself goes to the upstream URL). Requests of every method, their \
 headers (less hop-by-hop ones; Host names the upstream), bodies and status \
-codes pass through unchanged, and SSE streams are relayed event by event. A \
+codes pass through unchanged, and SSE streams are relayed event by event. On a \
+loopback --listen address, a request whose Host is not localhost, 127.0.0.0/8 or \
+[::1] (any port), or whose Origin is a web page on another host, gets 403 with a \
+JSON-RPC error and goes no further: a web page cannot reach the upstream \
+through capture by DNS rebinding. What capture holds is bounded: a message \
+(request body, JSON response body or SSE event) longer than 4 MiB is relayed \
+but neither observed nor recorded, and at most 4096 sessions are tracked, the \
+least recently active ended first as if it had ended. The upstream is shown \
+only as scheme://host:port: its user info, path and query never appear on \
+stderr, in a 502 body or in the store. A \
 session is one Mcp-Session-Id; when the server issues none, one client \
 connection, or the value of the request header named by --session-header. A \
 session ends on DELETE, when its connection closes (connection sessions), or \

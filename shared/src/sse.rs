@@ -9,7 +9,8 @@
 //! dispatches. It never buffers more than one event, and only decodes: what
 //! the data means is the caller's business.
 
-/// An event's data longer than this is not observed (it is still relayed).
+/// An event's data longer than this is not decoded unless a decoder is
+/// given another limit ([`Decoder::with_limit`]).
 pub const MAX_EVENT: usize = 64 * 1024 * 1024;
 
 /// What one chunk of the stream completed.
@@ -22,7 +23,7 @@ pub enum Item {
 }
 
 /// Decoder state between chunks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Decoder {
     /// Bytes of the current, unfinished line.
     line: Vec<u8>,
@@ -34,16 +35,35 @@ pub struct Decoder {
     after_cr: bool,
     /// Still at the start of the stream, where a BOM may stand.
     at_start: bool,
-    /// The current event grew past [`MAX_EVENT`]; drop it at dispatch.
+    /// The current event grew past `limit`; drop it at dispatch.
     oversized: bool,
+    /// The longest line or event data held, in bytes.
+    limit: usize,
+}
+
+impl Default for Decoder {
+    fn default() -> Decoder {
+        Decoder::new()
+    }
 }
 
 impl Decoder {
     /// A decoder at the start of a stream.
     pub fn new() -> Decoder {
+        Decoder::with_limit(MAX_EVENT)
+    }
+
+    /// A decoder that holds at most `limit` bytes of a line or of an
+    /// event's data; a longer event is reported as [`Item::Oversized`].
+    pub fn with_limit(limit: usize) -> Decoder {
         Decoder {
+            line: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+            after_cr: false,
             at_start: true,
-            ..Decoder::default()
+            oversized: false,
+            limit,
         }
     }
 
@@ -91,7 +111,7 @@ impl Decoder {
                 rest = &rest[pos + 1..];
             }
         }
-        if self.line.len() + rest.len() > MAX_EVENT {
+        if self.line.len() + rest.len() > self.limit {
             self.oversized = true;
             self.line.clear();
         } else {
@@ -116,7 +136,7 @@ impl Decoder {
         if field != b"data" || self.oversized {
             return;
         }
-        if self.data.len() + value.len() + 1 > MAX_EVENT {
+        if self.data.len() + value.len() + 1 > self.limit {
             self.oversized = true;
             self.data = Vec::new();
             return;
@@ -180,5 +200,17 @@ mod tests {
     fn an_unfinished_event_is_not_dispatched() {
         assert_eq!(decode(&[b"data: {}\n"]), []);
         assert_eq!(decode(&[b"id: 4\n\n"]), [], "no data, no event");
+    }
+
+    #[test]
+    fn an_event_past_the_limit_is_dropped_whole() {
+        let mut d = Decoder::with_limit(8);
+        let mut out = Vec::new();
+        let stream: &[u8] = b"data: 12345\ndata: 678\n\ndata: one-long-line\n\ndata: ok\n\n";
+        for piece in stream.chunks(3) {
+            d.feed(piece, &mut |i| out.push(i));
+        }
+        assert_eq!(out, [Item::Oversized, Item::Oversized, data("ok")]);
+        assert!(d.line.capacity() <= 16 && d.data.capacity() <= 16);
     }
 }

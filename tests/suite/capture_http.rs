@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -120,7 +121,7 @@ impl Capture {
         let first = rx
             .recv_timeout(Duration::from_secs(20))
             .expect("capture printed its listening line");
-        let want = format!(" (upstream {upstream})");
+        let want = format!(" (upstream {})", origin(upstream));
         let port = first
             .strip_prefix("mcpeval-capture: listening on http://127.0.0.1:")
             .and_then(|rest| rest.strip_suffix(&want))
@@ -155,10 +156,21 @@ impl Capture {
     }
 }
 
+/// `scheme://host:port` of a test URL that names its port: how capture
+/// shows an upstream.
+fn origin(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let authority = rest.split(['/', '?']).next().unwrap();
+    let authority = authority.rsplit('@').next().unwrap();
+    format!("{scheme}://{authority}")
+}
+
 /// A hand-written HTTP/1.1 client over one kept-alive connection, so tests
 /// see exactly the bytes and timing that reach a client.
 struct Client {
     stream: BufReader<TcpStream>,
+    /// The `Host` sent unless a request names another.
+    host: String,
 }
 
 #[derive(Debug)]
@@ -190,13 +202,29 @@ impl Client {
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
+        // A request is written as head, then body: no waiting between.
+        stream.set_nodelay(true).unwrap();
         Client {
             stream: BufReader::new(stream),
+            host: format!("127.0.0.1:{port}"),
         }
     }
 
     fn send(&mut self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
-        let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: capture.test\r\n");
+        self.send_to(method, "/mcp", headers, body)
+    }
+
+    fn send_to(
+        &mut self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Reply {
+        let mut head = format!("{method} {target} HTTP/1.1\r\n");
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            head.push_str(&format!("Host: {}\r\n", self.host));
+        }
         for (k, v) in headers {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -625,7 +653,7 @@ fn an_unreachable_upstream_is_a_502_and_nothing_is_journaled() {
     assert_eq!(body["id"], 7);
     assert_eq!(body["error"]["code"], -32000);
     let message = body["error"]["message"].as_str().unwrap();
-    let prefix = format!("mcpeval-capture: upstream {url} unreachable: ");
+    let prefix = format!("mcpeval-capture: upstream {} unreachable: ", origin(&url));
     assert!(message.starts_with(&prefix), "{message}");
     assert!(
         message.len() > prefix.len(),
@@ -641,7 +669,8 @@ fn an_unreachable_upstream_is_a_502_and_nothing_is_journaled() {
     assert_eq!(status.code(), Some(0), "{said}");
     assert!(
         said.contains(&format!(
-            "mcpeval-capture: warning: upstream {url} unreachable"
+            "mcpeval-capture: warning: upstream {} unreachable",
+            origin(&url)
         )),
         "{said}"
     );
@@ -1015,4 +1044,511 @@ fn https_upstreams_are_verified_against_the_trusted_roots() {
     assert!(message.contains("certificate"), "{message}");
     untrusted.stop();
     assert_eq!(store.records().len(), 1, "the refused call is not recorded");
+}
+
+/// An upstream that reads every request whole, throws its body away and
+/// answers 202 with no body, so every call through it stays unanswered;
+/// a request for `/huge-json` or `/huge-sse` gets a JSON body or an event
+/// of [`HUGE_ANSWER`] bytes instead, answering nothing either. Counts the
+/// body bytes it received.
+struct Sink {
+    port: u16,
+    received: Arc<AtomicU64>,
+}
+
+impl Sink {
+    fn start() -> Sink {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = Arc::new(AtomicU64::new(0));
+        let count = received.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { break };
+                let _ = stream.set_nodelay(true);
+                let count = count.clone();
+                std::thread::spawn(move || Sink::serve(stream, &count));
+            }
+        });
+        Sink { port, received }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    fn serve(stream: TcpStream, count: &AtomicU64) -> Option<()> {
+        let mut out = stream.try_clone().ok()?;
+        let mut input = BufReader::with_capacity(1 << 16, stream);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if input.read_line(&mut line).ok()? == 0 {
+                return Some(());
+            }
+            let target = line.split(' ').nth(1)?.to_owned();
+            let (mut length, mut chunked) = (0u64, false);
+            loop {
+                line.clear();
+                input.read_line(&mut line).ok()?;
+                let header = line.trim_end().to_ascii_lowercase();
+                if header.is_empty() {
+                    break;
+                }
+                if let Some(v) = header.strip_prefix("content-length:") {
+                    length = v.trim().parse().ok()?;
+                }
+                chunked |= header.starts_with("transfer-encoding:") && header.ends_with("chunked");
+            }
+            let mut sink = std::io::sink();
+            if chunked {
+                loop {
+                    line.clear();
+                    input.read_line(&mut line).ok()?;
+                    let size = u64::from_str_radix(line.trim(), 16).ok()?;
+                    let copied = std::io::copy(&mut (&mut input).take(size), &mut sink).ok()?;
+                    count.fetch_add(copied, Ordering::Relaxed);
+                    line.clear();
+                    input.read_line(&mut line).ok()?;
+                    if size == 0 {
+                        break;
+                    }
+                }
+            } else {
+                let copied = std::io::copy(&mut (&mut input).take(length), &mut sink).ok()?;
+                count.fetch_add(copied, Ordering::Relaxed);
+            }
+            let (media, start, end) = match target.as_str() {
+                "/huge-json" => (
+                    "application/json",
+                    r#"{"jsonrpc":"2.0","id":1,"result":{"x":""#,
+                    "\"}}",
+                ),
+                "/huge-sse" => (
+                    "text/event-stream",
+                    r#"data: {"jsonrpc":"2.0","id":1,"result":{"x":""#,
+                    "\"}}\n\n",
+                ),
+                _ => {
+                    out.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+                        .ok()?;
+                    continue;
+                }
+            };
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {media}\r\nContent-Length: {HUGE_ANSWER}\r\n\r\n"
+            );
+            out.write_all(head.as_bytes()).ok()?;
+            write_padded(&mut out, start, end, HUGE_ANSWER).ok()?;
+        }
+    }
+}
+
+/// The length of each huge answer [`Sink`] sends.
+const HUGE_ANSWER: usize = 256 << 20;
+
+/// Writes `start`, then `a` up to `total` bytes less `end`, then `end`, in
+/// pieces: nothing holds it whole.
+fn write_padded(out: &mut impl Write, start: &str, end: &str, total: usize) -> std::io::Result<()> {
+    out.write_all(start.as_bytes())?;
+    let piece = vec![b'a'; 1 << 18];
+    let mut left = total - start.len() - end.len();
+    while left > 0 {
+        let n = left.min(piece.len());
+        out.write_all(&piece[..n])?;
+        left -= n;
+    }
+    out.write_all(end.as_bytes())
+}
+
+/// Reads an answer's head and throws its body away; the status and the
+/// body's length.
+fn discard_reply(c: &mut Client) -> (u16, u64) {
+    let mut line = String::new();
+    c.stream.read_line(&mut line).unwrap();
+    let status = line.split(' ').nth(1).unwrap().parse().unwrap();
+    let mut length = 0;
+    loop {
+        line.clear();
+        c.stream.read_line(&mut line).unwrap();
+        let header = line.trim_end().to_ascii_lowercase();
+        if header.is_empty() {
+            break;
+        }
+        if let Some(v) = header.strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+    }
+    let read = std::io::copy(&mut (&mut c.stream).take(length), &mut std::io::sink()).unwrap();
+    (status, read)
+}
+
+/// The peak resident memory of process `pid`, in bytes (`VmHWM`).
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmHWM in {status}"));
+    kib * 1024
+}
+
+/// POSTs one JSON-RPC message of `total` bytes (a tools/call of `tool`
+/// with one long string argument), written in pieces: the test never holds
+/// it whole.
+fn post_huge(c: &mut Client, tool: &str, total: usize) -> Reply {
+    let start = format!(
+        r#"{{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{{"name":"{tool}","arguments":{{"blob":""#
+    );
+    let end = r#""}}}"#;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {total}\r\n\r\n",
+        c.host
+    );
+    let out = c.stream.get_mut();
+    out.write_all(head.as_bytes()).unwrap();
+    write_padded(out, &start, end, total).unwrap();
+    c.read_reply(false)
+}
+
+#[test]
+fn memory_stays_bounded_under_a_gigabyte_body_huge_answers_and_20000_session_ids() {
+    const HUGE: usize = 1 << 30;
+    const SESSIONS: usize = 20_000;
+    const CLIENTS: usize = 4;
+    let store = Store::new();
+    let sink = Sink::start();
+    let capture = Capture::start(&store, &sink.url(), &[]);
+    let port = capture.port;
+    let started = Instant::now();
+    let huge = std::thread::spawn(move || {
+        let mut c = Client::connect(port);
+        let status = post_huge(&mut c, "huge", HUGE).status;
+        (status, started.elapsed())
+    });
+    // The huge answers first, on a connection kept open: its session is
+    // then the least recently active, and the first one evicted.
+    let mut answers = Client::connect(port);
+    let answered = ["/huge-json", "/huge-sse"].map(|target| {
+        let body = call(1, &target[1..], json!({})).to_string();
+        let head = format!(
+            "POST {target} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            answers.host,
+            body.len()
+        );
+        answers.stream.get_mut().write_all(head.as_bytes()).unwrap();
+        discard_reply(&mut answers)
+    });
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port);
+                for i in 0..SESSIONS / CLIENTS {
+                    // Long ids, as a client may choose them.
+                    let sid = format!("{client}-{i}-{}", "x".repeat(200));
+                    let reply = c.post(&[("Mcp-Session-Id", &sid)], &call(1, "t", json!({})));
+                    assert_eq!(reply.status, 202);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let (huge_status, huge_took) = huge.join().unwrap();
+    assert_eq!(huge_status, 202);
+    let whole = (200, HUGE_ANSWER as u64);
+    assert_eq!(answered, [whole, whole], "huge answers arrive whole");
+    let elapsed = started.elapsed();
+    let peak = peak_rss(capture.guard.0.id());
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    eprintln!(
+        "1 GiB in {huge_took:?}, with {SESSIONS} sessions in {elapsed:?}; capture's peak RSS {} MiB",
+        peak >> 20
+    );
+    assert!(
+        peak <= 64 << 20,
+        "capture peaked at {} MiB resident",
+        peak >> 20
+    );
+    // Every byte reached the upstream: the small bodies and the huge one.
+    let small = call(1, "t", json!({})).to_string().len() * SESSIONS
+        + call(1, "huge-json", json!({})).to_string().len()
+        + call(1, "huge-sse", json!({})).to_string().len();
+    assert_eq!(sink.received.load(Ordering::Relaxed), (HUGE + small) as u64);
+    let records = store.records();
+    assert_eq!(records.len(), SESSIONS + 2, "the huge call is not recorded");
+    assert!(
+        records.iter().all(|r| r["unknown"] == "unanswered"),
+        "huge answers are not observed: {:?}",
+        records.first()
+    );
+    let tools: BTreeMap<&str, usize> = records.iter().fold(BTreeMap::new(), |mut m, r| {
+        *m.entry(r["tool"].as_str().unwrap()).or_default() += 1;
+        m
+    });
+    assert_eq!(
+        tools,
+        BTreeMap::from([("huge-json", 1), ("huge-sse", 1), ("t", SESSIONS)])
+    );
+    assert!(
+        said.contains(
+            "mcpeval-capture: warning: 3 message(s) were longer than the 4 MiB capture observes"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "mcpeval-capture: warning: {} session(s) were ended early to keep at most 4096 at once",
+            SESSIONS + 1 - 4096
+        )),
+        "{said}"
+    );
+}
+
+#[test]
+fn the_least_recently_active_session_is_ended_first_beyond_4096() {
+    let store = Store::new();
+    let sink = Sink::start();
+    let capture = Capture::start(&store, &sink.url(), &[]);
+    let mut c = capture.connect();
+    let mut post = |sid: &str, id: u64, tool: &str| {
+        let reply = c.post(&[("Mcp-Session-Id", sid)], &call(id, tool, json!({})));
+        assert_eq!(reply.status, 202);
+    };
+    post("old", 1, "old-call");
+    post("keep", 1, "keep-call");
+    for i in 0..4094 {
+        post(&format!("filler-{i}"), 1, "filler");
+    }
+    // 4,096 tracked; "keep" is active again, so "old" is now the oldest.
+    post("keep", 2, "keep-again");
+    assert!(
+        wait_for_records(&store, |r| !r.is_empty()).is_empty(),
+        "no session ended yet"
+    );
+    post("new", 1, "newcomer");
+    let records = wait_for_records(&store, |r| !r.is_empty());
+    std::thread::sleep(Duration::from_millis(200));
+    let records_then = store.records();
+    assert_eq!(records_then.len(), 1, "{records_then:#?}");
+    assert_eq!(
+        (
+            records[0]["tool"].clone(),
+            records[0]["outcome"].clone(),
+            records[0]["unknown"].clone()
+        ),
+        (json!("old-call"), json!("unknown"), json!("unanswered")),
+        "the evicted session's open call is recorded as on session end"
+    );
+    post("another", 1, "late");
+    let records = wait_for_records(&store, |r| r.len() == 2);
+    assert_eq!(records[1]["tool"], "filler", "the next oldest went next");
+
+    drop(c);
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let records = store.records();
+    assert_eq!(records.len(), 4099, "every call recorded once");
+    // "keep" was never ended early: both its calls are one session's.
+    let keep: Vec<(&Value, &Value)> = records
+        .iter()
+        .filter(|r| r["tool"].as_str().unwrap().starts_with("keep"))
+        .map(|r| (&r["identity"]["session"], &r["identity"]["seq"]))
+        .collect();
+    assert_eq!(keep.len(), 2);
+    assert_eq!(keep[0].0, keep[1].0, "{keep:?}");
+    assert!(said.contains("2 session(s) were ended early"), "{said}");
+}
+
+#[test]
+fn a_request_for_a_foreign_host_or_from_a_foreign_page_gets_403() {
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &[]);
+    let capture = Capture::start(&store, &upstream.url(), &[]);
+    let port = capture.port;
+    let send = |headers: &[(&str, &str)], word: &str| {
+        let mut c = capture.connect();
+        let mut all = vec![("Content-Type", "application/json")];
+        all.extend_from_slice(headers);
+        let body = call(1, "echo", json!({"text": word})).to_string();
+        c.send("POST", &all, body.as_bytes())
+    };
+    let host = format!("127.0.0.1:{port}");
+    let refused = [
+        send(&[("Host", "evil.example")], "Rebound-1"),
+        send(&[("Host", &format!("evil.example:{port}"))], "Rebound-2"),
+        send(&[("Host", "127.0.0.1.evil.example")], "Rebound-3"),
+        send(
+            &[("Host", &host), ("Origin", "https://evil.example")],
+            "Page-1",
+        ),
+        send(&[("Host", &host), ("Origin", "null")], "Page-2"),
+    ];
+    for (i, reply) in refused.iter().enumerate() {
+        assert_eq!(reply.status, 403, "{i}: {}", text(&reply.body));
+        assert_eq!(reply.header("content-type"), Some("application/json"));
+        let body = reply.json();
+        assert_eq!(
+            (&body["jsonrpc"], &body["id"]),
+            (&json!("2.0"), &Value::Null)
+        );
+        assert_eq!(body["error"]["code"], -32000);
+        let message = body["error"]["message"].as_str().unwrap();
+        let what = if i < 3 { "Host" } else { "Origin" };
+        assert!(
+            message.starts_with(&format!("mcpeval-capture: the request's {what} is ")),
+            "{i}: {message}"
+        );
+        assert!(!message.contains("evil"), "{message}");
+    }
+    let accepted = [
+        send(&[("Host", &format!("localhost:{port}"))], "fine-1"),
+        send(
+            &[("Host", "[::1]"), ("Origin", "http://localhost:5173")],
+            "fine-2",
+        ),
+    ];
+    for reply in &accepted {
+        assert_eq!(reply.status, 200, "{}", text(&reply.body));
+    }
+    // Only the accepted requests reached the upstream.
+    let seen = upstream.exchanges(2);
+    std::thread::sleep(Duration::from_millis(100));
+    let seen_then = upstream.exchanges(2);
+    assert_eq!(seen.len(), 2, "{seen:#?}");
+    assert_eq!(seen_then.len(), 2, "{seen_then:#?}");
+    let bodies: String = seen.iter().map(|e| e["body"].as_str().unwrap()).collect();
+    assert!(
+        bodies.contains("fine-1") && bodies.contains("fine-2"),
+        "{bodies}"
+    );
+
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let records = store.records();
+    assert_eq!(records.len(), 2, "refused requests are not journaled");
+    for word in ["Rebound", "Page", "evil"] {
+        assert!(!contains(&store.all_bytes(), word));
+        assert!(!said.contains(word), "{said}");
+    }
+    assert_eq!(
+        said.matches(
+            "mcpeval-capture: warning: refused a request: the request's Host is not a loopback name"
+        )
+        .count(),
+        1,
+        "said once: {said}"
+    );
+    assert!(
+        said.contains("mcpeval-capture: warning: 5 request(s) were refused with 403"),
+        "{said}"
+    );
+}
+
+#[test]
+fn the_upstream_is_shown_by_its_origin_alone() {
+    const SECRET: &str = "Sekrit-7719";
+    let store = Store::new();
+    // Refused URLs are not quoted back.
+    for url in [
+        format!("http://user:{SECRET}@127.0.0.1:9/mcp"),
+        format!("http://{SECRET}@127.0.0.1:9/mcp"),
+        format!("ftp://127.0.0.1:9/mcp?api_key={SECRET}"),
+        format!("127.0.0.1:9/mcp?api_key={SECRET}"),
+    ] {
+        let out = store
+            .cmd("mcpeval-capture")
+            .args(["--listen", "127.0.0.1:0", "--upstream", &url])
+            .output()
+            .unwrap();
+        let said = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(
+            said.starts_with("mcpeval-capture: error: invalid --upstream: "),
+            "{said}"
+        );
+        assert!(!said.contains(SECRET) && !said.contains("user"), "{said}");
+    }
+    let said = text(
+        &store
+            .cmd("mcpeval-capture")
+            .args(["--listen", "127.0.0.1:0", "--upstream"])
+            .arg(format!("http://user:{SECRET}@127.0.0.1:9/mcp"))
+            .output()
+            .unwrap()
+            .stderr,
+    );
+    assert!(
+        said.contains("credentials in the URL are not passed on"),
+        "{said}"
+    );
+
+    // An unreachable upstream with a key in its query: the listening line,
+    // the 502 and its warning name the origin only.
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp/{SECRET}?api_key={SECRET}");
+    let capture = Capture::start(&store, &url, &[]);
+    let reply = capture.connect().post(&[], &call(7, "echo", json!({})));
+    assert_eq!(reply.status, 502);
+    let message = reply.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.starts_with(&format!(
+            "mcpeval-capture: upstream http://127.0.0.1:{port} unreachable: "
+        )),
+        "{message}"
+    );
+    assert!(
+        !contains(&reply.body, SECRET) && !contains(&reply.body, "/mcp"),
+        "{message}"
+    );
+    let listening = capture.port;
+    let (_, said) = capture.stop();
+    assert!(
+        said.starts_with(&format!(
+            "mcpeval-capture: listening on http://127.0.0.1:{listening} (upstream http://127.0.0.1:{port})\n"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains(SECRET), "{said}");
+
+    // A reachable one: the key travels to the upstream, and nowhere else.
+    let upstream = Upstream::start(&store, &[]);
+    let url = format!("http://127.0.0.1:{}/mcp?api_key={SECRET}", upstream.port);
+    let capture = Capture::start(&store, &url, &[]);
+    let reply = capture.connect().send_to(
+        "POST",
+        "/",
+        &[("Content-Type", "application/json")],
+        call(1, "echo", json!({"text": "hi"}))
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", text(&reply.body));
+    assert_eq!(
+        upstream.exchanges(1)[0]["path"],
+        format!("/mcp?api_key={SECRET}")
+    );
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(!said.contains(SECRET), "{said}");
+    let records = store.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0]["server"],
+        format!("127.0.0.1:{}", upstream.port),
+        "named by host:port"
+    );
+    assert!(
+        !contains(&store.all_bytes(), SECRET),
+        "the key reached the store"
+    );
 }

@@ -5,7 +5,8 @@
 //! received it. A message is handed to the observer *before* the frame that
 //! completes it is forwarded, so the observer never sees a client's next
 //! request before the response it reacted to. Bodies that are neither JSON
-//! nor an event stream are relayed unobserved.
+//! nor an event stream are relayed unobserved. A copy never grows past
+//! [`OBSERVE_LIMIT`]: a longer message is relayed, counted, never held.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -23,8 +24,10 @@ use crate::http::sessions::{Key, Observer};
 use crate::session::Side;
 use shared::sse::{Decoder, Item};
 
-/// A JSON body longer than this is relayed but not observed.
-const MAX_JSON: usize = 64 * 1024 * 1024;
+/// The longest message capture observes, in either direction: a JSON body
+/// or SSE event (or a request body) longer than this is relayed whole but
+/// not observed, so no client or server can make capture hold more.
+pub const OBSERVE_LIMIT: usize = 4 * 1024 * 1024;
 
 /// How a body's messages are found.
 #[derive(Debug)]
@@ -51,7 +54,7 @@ impl Watch {
             .map(|v| v.trim().to_ascii_lowercase())
             .unwrap_or_default();
         let watch = if media == "text/event-stream" {
-            Watch::Events(Decoder::new())
+            Watch::Events(Decoder::with_limit(OBSERVE_LIMIT))
         } else if media == "application/json" || media.ends_with("+json") {
             Watch::Json {
                 scanner: Scanner::default(),
@@ -104,8 +107,8 @@ impl Observed {
         let (key, observer) = (&self.key, &self.observer);
         match &mut self.watch {
             Watch::Json { scanner, copy } => {
-                if copy.len() + data.len() > MAX_JSON {
-                    observer.unobserved();
+                if copy.len() + data.len() > OBSERVE_LIMIT {
+                    observer.oversized();
                     self.watch = Watch::Nothing;
                     return;
                 }
@@ -120,7 +123,7 @@ impl Observed {
                 Item::Data(bytes) => {
                     observer.message(key, Side::Server, Bytes::from(bytes), at, now);
                 }
-                Item::Oversized => observer.unobserved(),
+                Item::Oversized => observer.oversized(),
             }),
             Watch::Nothing => {}
         }

@@ -6,10 +6,18 @@
 //! messages go to one observer thread ([`sessions`]) that owns the journal.
 //! On SIGINT or SIGTERM capture stops accepting, ends every session (its
 //! unanswered calls are recorded) and exits 0. Nothing is written to stdout.
+//!
+//! Whatever clients send, what capture holds is bounded: a message is
+//! observed only up to [`body::OBSERVE_LIMIT`] and at most
+//! [`sessions::MAX_SESSIONS`] sessions are tracked. The upstream is only
+//! ever shown as `scheme://host:port`.
 
 mod body;
 mod json;
+mod loopback;
+mod outgoing;
 mod proxy;
+mod recent;
 mod sessions;
 pub mod upstream;
 
@@ -28,8 +36,9 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::PROGRAM;
 use crate::args::Http;
+use crate::http::body::OBSERVE_LIMIT;
 use crate::http::proxy::Proxy;
-use crate::http::sessions::{Key, Observer, Tally};
+use crate::http::sessions::{Key, MAX_SESSIONS, Observer, Tally};
 
 /// Serves `http` until SIGINT or SIGTERM.
 pub fn run(home: &Home, server: Option<String>, http: Http) -> Result<()> {
@@ -58,11 +67,6 @@ pub fn run(home: &Home, server: Option<String>, http: Http) -> Result<()> {
 
 async fn serve(http: Http, observer: Observer) -> Result<()> {
     let upstream = http.upstream.to_string();
-    let proxy = Arc::new(Proxy::new(
-        http.upstream,
-        http.session_header,
-        observer.clone(),
-    )?);
     let listener = TcpListener::bind(http.listen).await.map_err(|err| {
         Error::io(format_args!("cannot listen on {}", http.listen), err)
             .with_hint("choose another address, or port 0 for any free port")
@@ -70,7 +74,14 @@ async fn serve(http: Http, observer: Observer) -> Result<()> {
     let local = listener
         .local_addr()
         .map_err(|err| Error::io("cannot read the listening address", err))?;
-    if !local.ip().is_loopback() {
+    let loopback = local.ip().is_loopback();
+    let proxy = Arc::new(Proxy::new(
+        http.upstream,
+        http.session_header,
+        observer.clone(),
+        loopback,
+    )?);
+    if !loopback {
         shared::cli::warn(
             PROGRAM,
             format_args!(
@@ -121,6 +132,34 @@ async fn connection(id: u64, stream: tokio::net::TcpStream, proxy: Arc<Proxy>, o
 }
 
 fn summary(tally: &Tally) {
+    if tally.oversized > 0 {
+        shared::cli::warn(
+            PROGRAM,
+            format_args!(
+                "{} message(s) were longer than the {} MiB capture observes; they were relayed unobserved and their calls not recorded",
+                tally.oversized,
+                OBSERVE_LIMIT >> 20
+            ),
+        );
+    }
+    if tally.evicted > 0 {
+        shared::cli::warn(
+            PROGRAM,
+            format_args!(
+                "{} session(s) were ended early to keep at most {MAX_SESSIONS} at once, least recently active first; their unanswered calls were recorded as unknown",
+                tally.evicted
+            ),
+        );
+    }
+    if tally.refused > 0 {
+        shared::cli::warn(
+            PROGRAM,
+            format_args!(
+                "{} request(s) were refused with 403 because their Host or Origin was not loopback; none reached the upstream",
+                tally.refused
+            ),
+        );
+    }
     if tally.unparsed > 0 {
         shared::cli::warn(
             PROGRAM,

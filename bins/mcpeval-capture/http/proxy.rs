@@ -2,18 +2,25 @@
 //!
 //! Method, target path, end-to-end headers, body bytes and status pass
 //! through unchanged; only hop-by-hop headers (RFC 9110 §7.6.1) are dropped
-//! and `Host` names the upstream. The request body is read whole before it
-//! is forwarded (a JSON-RPC message is useless to the server until complete);
+//! and `Host` names the upstream. On a loopback listener a request whose
+//! `Host` or `Origin` is not loopback is refused first ([`loopback`]). A
+//! request body is read whole before it is forwarded when it is short
+//! enough to observe (a JSON-RPC message is useless to the server until
+//! complete), and streamed through unobserved when longer ([`outgoing`]);
 //! the response is streamed frame by frame. This module decides which
 //! session an exchange belongs to, but never parses a message itself.
+//!
+//! [`loopback`]: crate::http::loopback
+//! [`outgoing`]: crate::http::outgoing
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
-use http_body_util::{BodyExt, Either, Full};
+use http_body_util::{Either, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -22,7 +29,9 @@ use serde_json::{Value, json};
 use shared::connector::Connector;
 use shared::{Error, Result};
 
-use crate::http::body::{Observed, Watch};
+use crate::http::body::{OBSERVE_LIMIT, Observed, Watch};
+use crate::http::loopback::{self, Refusal};
+use crate::http::outgoing::{self, Outgoing, Read};
 use crate::http::sessions::{Key, Observer};
 use crate::http::upstream::Upstream;
 use crate::session::Side;
@@ -36,11 +45,16 @@ pub type ProxyBody = Either<Observed, Full<Bytes>>;
 
 /// Shared by every connection.
 pub struct Proxy {
-    client: Client<Connector, Full<Bytes>>,
+    client: Client<Connector, Outgoing>,
     upstream: Upstream,
     host: HeaderValue,
     session_header: Option<HeaderName>,
     observer: Observer,
+    /// Refuse requests not addressed to loopback (a loopback listener).
+    loopback_only: bool,
+    /// Whether a refusal was reported on stderr yet: once is enough, as a
+    /// page can send many.
+    said_refused: AtomicBool,
 }
 
 impl Proxy {
@@ -48,6 +62,7 @@ impl Proxy {
         upstream: Upstream,
         session_header: Option<HeaderName>,
         observer: Observer,
+        loopback_only: bool,
     ) -> Result<Proxy> {
         let connector = connector(&upstream)?;
         let client = Client::builder(TokioExecutor::new())
@@ -63,6 +78,8 @@ impl Proxy {
             host,
             session_header,
             observer,
+            loopback_only,
+            said_refused: AtomicBool::new(false),
         })
     }
 
@@ -73,49 +90,51 @@ impl Proxy {
         request: Request<Incoming>,
     ) -> Result<Response<ProxyBody>, Infallible> {
         let (mut parts, body) = request.into_parts();
-        let body = match body.collect().await {
-            Ok(collected) => collected.to_bytes(),
+        if self.loopback_only
+            && let Err(refusal) = loopback::check(&parts.headers, &parts.uri)
+        {
+            return Ok(self.refuse(refusal));
+        }
+        let sent_session = parts
+            .headers
+            .get(&MCP_SESSION_ID)
+            .map(|v| Key::mcp_session(v.as_bytes()));
+        let key = match &sent_session {
+            Some(key) => key.clone(),
+            None => self.unnamed_key(&parts.headers, conn),
+        };
+        let method = parts.method.clone();
+        // `whole` is the body when it is short enough to observe.
+        let (body, whole) = match outgoing::read(body, OBSERVE_LIMIT).await {
+            Ok(Read::Whole(whole)) => (Outgoing::Whole(Some(whole.clone())), whole),
+            Ok(Read::Oversized(streamed)) => {
+                if method == Method::POST {
+                    self.observer.oversized();
+                }
+                (streamed, Bytes::new())
+            }
             // The client went away mid-request; nobody reads this answer.
             Err(_) => return Ok(plain(StatusCode::BAD_REQUEST, Bytes::new())),
         };
         let (at, now) = (Timestamp::now(), Instant::now());
-        let sent_session = parts
-            .headers
-            .get(&MCP_SESSION_ID)
-            .map(|v| v.as_bytes().to_vec());
-        let header_key = self
-            .session_header
-            .as_ref()
-            .and_then(|name| parts.headers.get(name))
-            .map(|v| v.as_bytes().to_vec());
-        let method = parts.method.clone();
-        let key = match (&sent_session, header_key) {
-            (Some(id), _) => Key::McpSession(id.clone()),
-            (None, Some(value)) => Key::Header(value),
-            (None, None) => Key::Connection(conn),
-        };
         // Observed before it is forwarded, so calls in one session are
         // numbered in the order the client made them, whenever their
         // answers come. Only POST carries JSON-RPC messages.
-        let observed = method == Method::POST && !body.is_empty();
+        let observed = method == Method::POST && !whole.is_empty();
         if observed {
             self.observer
-                .message(&key, Side::Client, body.clone(), at, now);
+                .message(&key, Side::Client, whole.clone(), at, now);
         }
 
-        strip_hop_by_hop(&mut parts.headers);
-        parts.headers.insert(header::HOST, self.host.clone());
-        parts.uri = self.upstream.target(parts.uri.path_and_query());
-        parts.version = Version::HTTP_11;
-        let forwarded = Request::from_parts(parts, Full::new(body.clone()));
-        let response = match self.client.request(forwarded).await {
+        self.address(&mut parts);
+        let response = match self.client.request(Request::from_parts(parts, body)).await {
             Ok(response) => response,
             Err(err) => {
                 // The server never got it: not a call.
                 if observed {
-                    self.observer.retract(&key, body.clone());
+                    self.observer.retract(&key, whole.clone());
                 }
-                return Ok(self.bad_gateway(&body, &err));
+                return Ok(self.bad_gateway(&whole, &err));
             }
         };
 
@@ -124,13 +143,13 @@ impl Proxy {
         // did not process the request.
         let forgotten = sent_session.is_some() && parts.status == StatusCode::NOT_FOUND;
         if forgotten && observed {
-            self.observer.retract(&key, body);
+            self.observer.retract(&key, whole);
         }
         // A session id issued to a request that had none (an `initialize`):
         // what was seen so far joins the session it opens.
         let key = match parts.headers.get(&MCP_SESSION_ID) {
             Some(issued) if sent_session.is_none() => {
-                let opened = Key::McpSession(issued.as_bytes().to_vec());
+                let opened = Key::mcp_session(issued.as_bytes());
                 self.observer.adopt(key, opened.clone());
                 opened
             }
@@ -144,6 +163,42 @@ impl Proxy {
         }
         let streamed = Observed::new(incoming, watch, key, self.observer.clone(), ends);
         Ok(Response::from_parts(parts, Either::Left(streamed)))
+    }
+
+    /// The session of a request that names none by `Mcp-Session-Id`.
+    fn unnamed_key(&self, headers: &HeaderMap, conn: u64) -> Key {
+        match self
+            .session_header
+            .as_ref()
+            .and_then(|name| headers.get(name))
+        {
+            Some(value) => Key::header(value.as_bytes()),
+            None => Key::Connection(conn),
+        }
+    }
+
+    /// Readdresses a client's request to the upstream.
+    fn address(&self, parts: &mut http::request::Parts) {
+        strip_hop_by_hop(&mut parts.headers);
+        parts.headers.insert(header::HOST, self.host.clone());
+        parts.uri = self.upstream.target(parts.uri.path_and_query());
+        parts.version = Version::HTTP_11;
+    }
+
+    /// 403 with a JSON-RPC error; the request goes nowhere and nothing of
+    /// it is observed or shown.
+    fn refuse(&self, refusal: Refusal) -> Response<ProxyBody> {
+        self.observer.refused();
+        if !self.said_refused.swap(true, Ordering::Relaxed) {
+            shared::cli::warn(
+                crate::PROGRAM,
+                format_args!(
+                    "refused a request: {}; the client got 403 (further refusals are counted)",
+                    refusal.reason()
+                ),
+            );
+        }
+        json_error(StatusCode::FORBIDDEN, Value::Null, refusal.reason())
     }
 
     /// 502 with a JSON-RPC error naming the upstream and the cause.
@@ -167,18 +222,23 @@ impl Proxy {
             Ok(Value::Object(map)) => map.get("id").cloned().unwrap_or(Value::Null),
             _ => Value::Null,
         };
-        let answer = json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "error": {"code": -32000, "message": format!("{}: {message}", crate::PROGRAM)},
-        });
-        let mut response = plain(StatusCode::BAD_GATEWAY, Bytes::from(answer.to_string()));
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        response
+        json_error(StatusCode::BAD_GATEWAY, id, &message)
     }
+}
+
+/// Capture's own answer: `status` with a JSON-RPC error for request `id`.
+fn json_error(status: StatusCode, id: Value, message: &str) -> Response<ProxyBody> {
+    let answer = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32000, "message": format!("{}: {message}", crate::PROGRAM)},
+    });
+    let mut response = plain(status, Bytes::from(answer.to_string()));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// The suite's connector (`shared::connector`), with a bounded connect.

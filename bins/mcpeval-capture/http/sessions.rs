@@ -8,8 +8,13 @@
 //! and a result before any request the client based on it. This thread
 //! never touches the network, and its records hold no session id, header
 //! or raw value.
+//!
+//! Clients choose session ids, so what the thread keeps is bounded: a
+//! session is known by a digest of its id (an id may be kilobytes long),
+//! and at most [`MAX_SESSIONS`] are tracked. A new one beyond that ends the
+//! least recently active, exactly as its end would: its unanswered calls
+//! are recorded with outcome unknown.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
@@ -17,21 +22,40 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use jiff::Timestamp;
+use sha2::{Digest, Sha256};
 use shared::journal::Writer;
 use shared::record::{Call, Transport};
 use shared::salt::Salt;
 
+use crate::http::recent::Recent;
 use crate::session::{Session, Side};
+
+/// The most sessions tracked at once; beyond it the least recently active
+/// one ends early.
+pub const MAX_SESSIONS: usize = 4096;
 
 /// What makes requests one session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Key {
-    /// An `Mcp-Session-Id` the server issued (legacy era).
-    McpSession(Vec<u8>),
-    /// The value of the `--session-header` request header (modern era).
-    Header(Vec<u8>),
+    /// An `Mcp-Session-Id` the server issued (legacy era), by digest.
+    McpSession([u8; 32]),
+    /// The value of the `--session-header` request header (modern era), by
+    /// digest.
+    Header([u8; 32]),
     /// One client TCP connection, when nothing else names a session.
     Connection(u64),
+}
+
+impl Key {
+    /// The session named by an `Mcp-Session-Id` value.
+    pub fn mcp_session(id: &[u8]) -> Key {
+        Key::McpSession(Sha256::digest(id).into())
+    }
+
+    /// The session named by a `--session-header` value.
+    pub fn header(value: &[u8]) -> Key {
+        Key::Header(Sha256::digest(value).into())
+    }
 }
 
 /// A message for the observer thread.
@@ -54,8 +78,12 @@ enum Note {
         from: Key,
         to: Key,
     },
-    /// A body or event capture could not read (too large, compressed).
+    /// A body capture could not read (compressed).
     Unobserved,
+    /// A message longer than capture observes.
+    Oversized,
+    /// A request refused before it reached the upstream.
+    Refused,
     End(Key),
     Shutdown,
 }
@@ -71,6 +99,12 @@ pub struct Observer {
 pub struct Tally {
     pub journaled: u64,
     pub unparsed: u64,
+    /// Messages longer than the observation limit.
+    pub oversized: u64,
+    /// Sessions ended early to stay within [`MAX_SESSIONS`].
+    pub evicted: u64,
+    /// Requests refused for their `Host` or `Origin`.
+    pub refused: u64,
     pub journal: Option<PathBuf>,
 }
 
@@ -89,7 +123,7 @@ impl Observer {
             writer,
             fixed,
             fallback,
-            sessions: HashMap::new(),
+            sessions: Recent::new(MAX_SESSIONS),
             tally: Tally::default(),
             failed_write: false,
         };
@@ -123,9 +157,19 @@ impl Observer {
         let _ = self.tx.send(Note::Adopt { from, to });
     }
 
-    /// A body or event that was relayed but could not be observed.
+    /// A body that was relayed but could not be observed.
     pub fn unobserved(&self) {
         let _ = self.tx.send(Note::Unobserved);
+    }
+
+    /// A message that was relayed but was too long to observe.
+    pub fn oversized(&self) {
+        let _ = self.tx.send(Note::Oversized);
+    }
+
+    /// A request that was refused, never relayed.
+    pub fn refused(&self) {
+        let _ = self.tx.send(Note::Refused);
     }
 
     /// Ends `key`'s session: its unanswered calls are recorded now.
@@ -144,7 +188,7 @@ struct State {
     writer: Writer,
     fixed: Option<String>,
     fallback: String,
-    sessions: HashMap<Key, Session>,
+    sessions: Recent<Key, Session>,
     tally: Tally,
     failed_write: bool,
 }
@@ -160,15 +204,7 @@ impl State {
                     at,
                     now,
                 } => {
-                    let session = self.sessions.entry(key).or_insert_with(|| {
-                        Session::new(
-                            self.salt.clone(),
-                            Transport::Http,
-                            self.fixed.clone(),
-                            self.fallback.clone(),
-                        )
-                    });
-                    let calls = session.observe(side, &bytes, at, now);
+                    let calls = self.session(key).observe(side, &bytes, at, now);
                     self.append(calls);
                 }
                 Note::Retract { key, bytes } => {
@@ -179,11 +215,15 @@ impl State {
                 Note::Adopt { from, to } => {
                     if !self.sessions.contains_key(&to)
                         && let Some(session) = self.sessions.remove(&from)
+                        && let Some((_, evicted)) = self.sessions.insert(to, session)
                     {
-                        self.sessions.insert(to, session);
+                        // One out, one in, so nothing is evicted; were it, it ends properly.
+                        self.close(evicted);
                     }
                 }
                 Note::Unobserved => self.tally.unparsed += 1,
+                Note::Oversized => self.tally.oversized += 1,
+                Note::Refused => self.tally.refused += 1,
                 Note::End(key) => {
                     if let Some(session) = self.sessions.remove(&key) {
                         self.close(session);
@@ -192,12 +232,31 @@ impl State {
                 Note::Shutdown => break,
             }
         }
-        let sessions: Vec<Session> = self.sessions.drain().map(|(_, s)| s).collect();
-        for session in sessions {
+        for session in self.sessions.drain() {
             self.close(session);
         }
         self.tally.journal = self.writer.path().map(PathBuf::from);
         self.tally
+    }
+
+    /// `key`'s session, now the most recently active; a new one when it
+    /// has none, which may end the least recently active.
+    fn session(&mut self, key: Key) -> &mut Session {
+        if !self.sessions.contains_key(&key) {
+            let fresh = Session::new(
+                self.salt.clone(),
+                Transport::Http,
+                self.fixed.clone(),
+                self.fallback.clone(),
+            );
+            if let Some((_, oldest)) = self.sessions.insert(key.clone(), fresh) {
+                self.tally.evicted += 1;
+                self.close(oldest);
+            }
+        }
+        self.sessions
+            .get_mut(&key)
+            .expect("the session was just looked up or added")
     }
 
     fn close(&mut self, mut session: Session) {

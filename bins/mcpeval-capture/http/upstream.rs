@@ -5,6 +5,10 @@
 //! for the upstream's origin; only a request for `/` itself goes to the
 //! upstream URL's path, so `http://ADDR` alone reaches the MCP endpoint.
 //! This module never rewrites anything but the target and the authority.
+//!
+//! Some services put a key in the URL's path or query, so the URL is shown
+//! only as its origin, `scheme://host:port`: that is what `Display` and
+//! `Debug` print, and no error about a refused URL repeats any of its text.
 
 use std::fmt;
 
@@ -13,42 +17,44 @@ use http::uri::{Authority, PathAndQuery, Scheme};
 use shared::{Error, Result};
 
 /// A checked `--upstream` URL.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Upstream {
-    text: String,
     scheme: Scheme,
     authority: Authority,
     path: PathAndQuery,
 }
 
 impl Upstream {
-    /// Parses `http[s]://HOST[:PORT][/PATH]`.
+    /// Parses `http[s]://HOST[:PORT][/PATH]`. The error never quotes the
+    /// text: it may hold credentials or a key.
     pub fn parse(text: &str) -> Result<Upstream> {
         let bad = |why: &str| {
             Error::usage(format!(
-                "invalid --upstream {text:?}: {why}; use the server's endpoint URL such as http://127.0.0.1:3001/mcp"
+                "invalid --upstream: {why}; use the server's endpoint URL such as http://127.0.0.1:3001/mcp"
             ))
         };
-        let uri: Uri = text.parse().map_err(|_| bad("not a URL"))?;
-        let scheme = match uri.scheme() {
-            Some(s) if *s == Scheme::HTTP || *s == Scheme::HTTPS => s.clone(),
-            _ => return Err(bad("the scheme must be http or https")),
-        };
-        let authority = uri.authority().cloned().ok_or_else(|| bad("no host"))?;
-        if authority.as_str().contains('@') {
+        let uri: Uri = text
+            .parse()
+            .map_err(|_| bad("it is not an absolute http or https URL"))?;
+        let authority = uri.authority().cloned();
+        // Before anything that could show the authority.
+        if authority.as_ref().is_some_and(|a| a.as_str().contains('@')) {
             return Err(bad(
                 "credentials in the URL are not passed on; let the client send its Authorization header",
             ));
         }
-        if authority.host().is_empty() {
-            return Err(bad("no host"));
-        }
+        let scheme = match uri.scheme() {
+            Some(s) if *s == Scheme::HTTP || *s == Scheme::HTTPS => s.clone(),
+            _ => return Err(bad("the scheme must be http or https")),
+        };
+        let authority = authority
+            .filter(|a| !a.host().is_empty())
+            .ok_or_else(|| bad("it names no host"))?;
         let path = uri
             .path_and_query()
             .cloned()
             .unwrap_or_else(|| PathAndQuery::from_static("/"));
         Ok(Upstream {
-            text: text.to_owned(),
             scheme,
             authority,
             path,
@@ -91,9 +97,18 @@ impl Upstream {
     }
 }
 
+/// `scheme://host:port`: all of the URL that is ever shown.
 impl fmt::Display for Upstream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        write!(f, "{}://{}", self.scheme, self.host_port())
+    }
+}
+
+impl fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upstream")
+            .field("origin", &self.to_string())
+            .finish_non_exhaustive()
     }
 }
 
@@ -128,14 +143,30 @@ mod tests {
     }
 
     #[test]
-    fn refuses_what_it_cannot_reach() {
+    fn shows_the_origin_alone() {
+        let up = Upstream::parse("https://mcp.example.com/v1/k-Quokka?api_key=k-Quokka").unwrap();
+        assert_eq!(up.to_string(), "https://mcp.example.com:443");
+        assert_eq!(
+            format!("{up:?}"),
+            r#"Upstream { origin: "https://mcp.example.com:443", .. }"#
+        );
+        let up = Upstream::parse("http://[::1]:9/mcp").unwrap();
+        assert_eq!(up.to_string(), "http://[::1]:9");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_reach_without_quoting_it() {
         for (url, why) in [
-            ("ftp://h/x", "scheme"),
-            ("http://u:p@h/", "credentials"),
-            ("/mcp", "scheme"),
+            ("ftp://h/x?k=k-Quokka", "scheme"),
+            ("ftp://u:k-Quokka@h/x", "credentials"),
+            ("http://u:k-Quokka@h/", "credentials"),
+            ("http://k-Quokka@h/", "credentials"),
+            ("/mcp?k-Quokka", "scheme"),
+            ("not a url k-Quokka", "not an absolute"),
         ] {
             let err = Upstream::parse(url).unwrap_err();
             assert!(err.message().contains(why), "{url}: {err}");
+            assert!(!err.message().contains("Quokka"), "{url}: {err}");
             assert_eq!(err.status(), shared::exit::USAGE);
         }
     }

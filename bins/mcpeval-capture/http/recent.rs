@@ -1,0 +1,109 @@
+//! A map that holds a bounded number of entries and, when full, gives
+//! back the least recently used one to make room.
+//!
+//! Clients choose session ids, so the observer cannot let them decide how
+//! many sessions it keeps. Each use stamps an entry with a tick; a second
+//! map from tick to key finds the oldest in O(log n). It only keeps and
+//! orders: what an evicted entry means is the caller's business.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
+
+/// At most `capacity` entries, ordered by last use.
+#[derive(Debug)]
+pub struct Recent<K, V> {
+    entries: HashMap<K, (u64, V)>,
+    order: BTreeMap<u64, K>,
+    tick: u64,
+    capacity: usize,
+}
+
+impl<K: Hash + Eq + Clone, V> Recent<K, V> {
+    /// An empty map for at most `capacity` (at least one) entries.
+    pub fn new(capacity: usize) -> Recent<K, V> {
+        Recent {
+            entries: HashMap::new(),
+            order: BTreeMap::new(),
+            tick: 0,
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// The entry for `key`, now the most recently used.
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        let (used, value) = self.entries.get_mut(key)?;
+        self.tick += 1;
+        self.order.remove(used);
+        self.order.insert(self.tick, key.clone());
+        *used = self.tick;
+        Some(value)
+    }
+
+    /// Whether `key` has an entry (not a use).
+    pub fn contains_key(&self, key: &K) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    /// Adds or replaces `key`'s entry as the most recently used, and
+    /// returns the least recently used one if the map was full.
+    pub fn insert(&mut self, key: K, value: V) -> Option<(K, V)> {
+        let evicted = if self.entries.contains_key(&key) {
+            None
+        } else if self.entries.len() >= self.capacity {
+            self.pop_oldest()
+        } else {
+            None
+        };
+        self.tick += 1;
+        self.order.insert(self.tick, key.clone());
+        if let Some((used, _)) = self.entries.insert(key, (self.tick, value)) {
+            self.order.remove(&used);
+        }
+        evicted
+    }
+
+    /// Removes `key`'s entry.
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        let (used, value) = self.entries.remove(key)?;
+        self.order.remove(&used);
+        Some(value)
+    }
+
+    /// Takes every entry out, least recently used first.
+    pub fn drain(&mut self) -> Vec<V> {
+        let mut all = Vec::with_capacity(self.entries.len());
+        while let Some((_, value)) = self.pop_oldest() {
+            all.push(value);
+        }
+        all
+    }
+
+    fn pop_oldest(&mut self) -> Option<(K, V)> {
+        let (_, key) = self.order.pop_first()?;
+        let (_, value) = self.entries.remove(&key)?;
+        Some((key, value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evicts_the_least_recently_used() {
+        let mut r = Recent::new(3);
+        assert_eq!(r.insert("a", 1), None);
+        assert_eq!(r.insert("b", 2), None);
+        assert_eq!(r.insert("c", 3), None);
+        *r.get_mut(&"a").unwrap() += 10;
+        assert_eq!(r.insert("d", 4), Some(("b", 2)));
+        assert_eq!(r.insert("a", 5), None, "a replacement evicts nothing");
+        assert_eq!(r.insert("e", 6), Some(("c", 3)));
+        assert!(!r.contains_key(&"c"));
+        assert_eq!(r.remove(&"d"), Some(4));
+        assert_eq!(r.insert("f", 7), None);
+        assert_eq!(r.drain(), [5, 6, 7]);
+        assert_eq!(r.remove(&"a"), None);
+        assert!(r.order.is_empty() && r.entries.is_empty());
+    }
+}
