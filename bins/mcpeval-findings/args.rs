@@ -22,13 +22,20 @@ evidence (status 3).\n\n\
 --from FILE reads the findings of a share envelope (mcpeval.share/1, written by \
 `mcpeval share`) instead of the store, so a maintainer renders what was shared in \
 any format, with a store of their own or none at all; the store is not opened. An \
-envelope that breaks the contract is refused (status 4) naming the file and the value.",
+envelope that breaks the contract is refused (status 4) naming the file and the value.\n\n\
+--history --format json prints, instead of the findings, the lifecycle history of each listed \
+finding from lifecycle.db: {history: [{finding, state, streak, reopened, events: [{at, event, \
+from, to, reopened}], runs: [{run_id, result, reason, started_at, finished_at, recorded_at, \
+legacy}]}]}, oldest first. Events are promoted, verified, closed-by-hand and rekeyed; reopened \
+marks a red run that sent a verifying or closed finding back to open. A closing reason is prose \
+and is never printed.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval findings\n  \
 mcpeval findings --format agent --state open\n  \
 mcpeval findings --format json | jq '.findings[] | {id, defect_class, score}'\n  \
-mcpeval findings --from weather.share.json --format agent"
+mcpeval findings --from weather.share.json --format agent\n  \
+mcpeval findings --history --format json | jq '.history[] | {finding, runs: [.runs[].result]}'"
     )
 )]
 pub struct Args {
@@ -50,6 +57,10 @@ pub struct Args {
     /// Only findings of this server (repeatable)
     #[arg(long, value_name = "NAME")]
     pub server: Vec<String>,
+
+    /// Print each listed finding's lifecycle history instead (with --format json)
+    #[arg(long, conflicts_with = "from")]
+    pub history: bool,
 }
 
 /// Output formats.
