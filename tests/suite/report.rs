@@ -525,6 +525,22 @@ fn the_page_goes_to_stdout_or_whole_into_its_file() {
     assert!(page.contains("3 UTC days to 2026-11-30"));
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
 
+    // A path that is not a regular file is written in place, not replaced.
+    let out = store
+        .cmd("mcpeval-report")
+        .args([
+            "--output",
+            "/dev/stdout",
+            "--now",
+            RECORDS_NOW,
+            "--days",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), page);
+
     let dir = store.scratch().join("out");
     std::fs::create_dir(&dir).unwrap();
     let file = dir.join("r.html");
