@@ -29,13 +29,20 @@ Any item that breaks the contract refuses the file (status 4), naming the file a
 Pointer of the value at fault, e.g. /findings/3/server.\n\n\
 Every format escapes names for its medium: markdown text and code spans, a quoted literal in \
 the agent format (so a name never starts a line), JSON with every control and bidirectional \
-character escaped.",
+character escaped.\n\n\
+--history --format json prints, instead of the findings, the lifecycle history of each listed \
+finding from lifecycle.db: {history: [{finding, state, streak, reopened, events: [{at, event, \
+from, to, reopened}], runs: [{run_id, result, reason, started_at, finished_at, recorded_at, \
+legacy}]}]}, oldest first. Events are promoted, verified, closed-by-hand and rekeyed; reopened \
+marks a red run that sent a verifying or closed finding back to open. A closing reason is prose \
+and is never printed.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval findings\n  \
 mcpeval findings --format agent --state open\n  \
 mcpeval findings --format json | jq '.findings[] | {id, defect_class, score}'\n  \
-mcpeval findings --from weather.share.json --format agent"
+mcpeval findings --from weather.share.json --format agent\n  \
+mcpeval findings --history --format json | jq '.history[] | {finding, runs: [.runs[].result]}'"
     )
 )]
 pub struct Args {
@@ -57,6 +64,10 @@ pub struct Args {
     /// Only findings of this server (repeatable)
     #[arg(long, value_name = "NAME")]
     pub server: Vec<String>,
+
+    /// Print each listed finding's lifecycle history instead (with --format json)
+    #[arg(long, conflicts_with = "from")]
+    pub history: bool,
 }
 
 /// Output formats.

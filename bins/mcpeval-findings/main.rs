@@ -6,6 +6,7 @@
 //! accepts only what a finding may hold.
 
 mod args;
+mod history;
 mod render;
 
 use std::io::Write;
@@ -23,6 +24,11 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
+    if args.history && args.format != Format::Json {
+        return Err(shared::Error::usage(
+            "--history prints JSON only; add --format json",
+        ));
+    }
     let catalog = match &args.from {
         Some(file) => catalog::Catalog {
             promotion: None,
@@ -47,6 +53,10 @@ fn run(args: Args) -> Result<()> {
         eprintln!("{PROGRAM}: {why}");
     }
     let mut out = std::io::stdout().lock();
+    if args.history {
+        history::json(&mut out, &args.home.resolve()?, &findings)?;
+        return Ok(out.flush()?);
+    }
     match args.format {
         Format::Json => render::json(&mut out, &findings)?,
         _ if findings.is_empty() => {}

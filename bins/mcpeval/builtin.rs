@@ -54,6 +54,10 @@ pub const BUILTINS: &[Builtin] = &[
         about: "Report how ready each server is, from findings and trends",
     },
     Builtin {
+        name: "report",
+        about: "Write one HTML page of readiness, findings and fixes",
+    },
+    Builtin {
         name: "serve",
         about: "Serve findings and verification as an MCP server on stdio",
     },
@@ -90,7 +94,7 @@ mod tests {
         // `about` relies on binary search; a misplaced row would vanish.
         assert!(BUILTINS.windows(2).all(|w| w[0].name < w[1].name));
         assert!(names().all(is_valid_name));
-        assert_eq!(BUILTINS.len(), 13);
+        assert_eq!(BUILTINS.len(), 14);
         for b in BUILTINS {
             assert_eq!(about(b.name), Some(b.about));
             // One line each, short enough for an 80-column listing.

@@ -21,17 +21,22 @@ pub const MAX_NAME_BYTES: usize = 128;
 
 /// Characters that must never reach a reader raw: C0 controls (newline
 /// and tab included), DEL, C1 controls, the bidirectional embeddings,
-/// overrides, isolates and marks, and the line and paragraph separators
-/// some renderers break lines at.
+/// overrides, isolates and marks, the line and paragraph separators some
+/// renderers break lines at, and the invisible formatting characters (soft
+/// hyphen, zero-width marks and joiners, word joiners, the byte-order
+/// mark, interlinear annotations) with which one name can pass for another.
 pub fn is_unsafe(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{1f}'
         | '\u{7f}'..='\u{9f}'
+        | '\u{ad}'
         | '\u{61c}'
-        | '\u{200e}' | '\u{200f}'
-        | '\u{2028}' | '\u{2029}'
-        | '\u{202a}'..='\u{202e}'
-        | '\u{2066}'..='\u{2069}')
+        | '\u{180e}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}'
+        | '\u{feff}'
+        | '\u{fff9}'..='\u{fffb}')
 }
 
 /// What is wrong with `name` as a server or tool name, as capture writes
@@ -259,6 +264,39 @@ pub fn to_json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Re
     serde_json::to_string_pretty(value).map(json)
 }
 
+/// `text` for HTML element content and quoted attribute values: markup
+/// characters become entities, and every character of [`is_unsafe`] a
+/// visible escape as in [`terminal`], so a name can neither add markup nor
+/// hide or reorder what follows it.
+pub fn html(text: &str) -> Html<'_> {
+    Html(text)
+}
+
+/// A value that displays escaped for HTML; see [`html`].
+pub struct Html<'a>(&'a str);
+
+impl std::fmt::Display for Html<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write as _;
+        for c in self.0.chars() {
+            match c {
+                '&' => f.write_str("&amp;")?,
+                '<' => f.write_str("&lt;")?,
+                '>' => f.write_str("&gt;")?,
+                '"' => f.write_str("&quot;")?,
+                '\'' => f.write_str("&#39;")?,
+                c if is_unsafe(c) => {
+                    let mut shown = String::new();
+                    visible(&mut shown, c);
+                    f.write_str(&shown)?
+                }
+                c => f.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,5 +424,18 @@ mod tests {
         assert_eq!(clean_name(&wide), format!("a{}", "\u{e9}".repeat(63)));
         assert_eq!(clean_name(&"\u{e9}".repeat(100)).len(), 128);
         assert_eq!(clean_name(&"\u{202e}".repeat(200)), "?".repeat(128));
+    }
+
+    #[test]
+    fn html_makes_markup_quotes_and_controls_inert() {
+        let hostile = "<script>alert(1)</script>\"'&\n\u{1b}[31m\u{202e}x";
+        assert_eq!(
+            html(hostile).to_string(),
+            "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;\\n\\u{1b}[31m\\u{202e}x"
+        );
+        assert_eq!(
+            html("get_forecast · météo").to_string(),
+            "get_forecast · météo"
+        );
     }
 }

@@ -22,6 +22,7 @@ mod promote;
 mod property;
 mod readiness;
 mod records;
+mod report;
 mod seeded;
 mod serve;
 mod share;

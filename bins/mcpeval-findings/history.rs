@@ -1,0 +1,131 @@
+//! `--history`: the lifecycle history of each listed finding, as JSON.
+//!
+//! Per finding: its state changes (promoted, verified, closed by hand,
+//! re-keyed) and its verification runs, red and green, with their times,
+//! read from `lifecycle.db`. It prints only ids, states, verdicts, reason
+//! codes and times: never a closing reason (unredacted prose a person
+//! typed), a case id, a binding or a digest, so it holds no more than the
+//! findings themselves do. It never creates or changes a database beyond
+//! what opening the lifecycle for the findings already does.
+
+use std::io::Write;
+use std::path::Path;
+
+use rusqlite::Connection;
+use serde::Serialize;
+use shared::Result;
+use shared::catalog::Finding;
+use shared::db;
+use shared::home::Home;
+
+/// One line of a finding's history.
+#[derive(Debug, Serialize)]
+struct Event {
+    at: String,
+    event: String,
+    from: Option<String>,
+    to: Option<String>,
+    /// A red run that sent a verifying or closed finding back to open.
+    reopened: bool,
+}
+
+/// One recorded verification run.
+#[derive(Debug, Serialize)]
+struct Run {
+    run_id: Option<String>,
+    result: String,
+    reason: Option<String>,
+    started_at: Option<String>,
+    finished_at: Option<String>,
+    recorded_at: String,
+    /// Imported index-only evidence of an earlier release; never counts.
+    legacy: bool,
+}
+
+/// The history of one finding, oldest first.
+#[derive(Debug, Serialize)]
+struct History<'a> {
+    finding: &'a str,
+    state: &'a str,
+    streak: u32,
+    reopened: u32,
+    events: Vec<Event>,
+    runs: Vec<Run>,
+}
+
+/// `{"history": [...]}` on one line, one entry per finding in `findings`.
+pub fn json(out: &mut impl Write, home: &Home, findings: &[&Finding]) -> Result<()> {
+    let conn = shared::lifecycle::open_if_present(home)?;
+    let path = home.lifecycle_db();
+    let mut entries = Vec::with_capacity(findings.len());
+    for f in findings {
+        let (events, runs) = match &conn {
+            Some(conn) => (
+                events(conn, &path, &f.derived.id)?,
+                runs(conn, &path, &f.derived.id)?,
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
+        entries.push(History {
+            finding: &f.derived.id,
+            state: f.state,
+            streak: f.streak,
+            reopened: f.reopened,
+            events,
+            runs,
+        });
+    }
+    serde_json::to_writer(&mut *out, &serde_json::json!({ "history": entries }))
+        .map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn events(conn: &Connection, path: &Path, id: &str) -> Result<Vec<Event>> {
+    let fail = |e| db::sql_error(path, e);
+    let mut stmt = conn
+        .prepare(
+            "SELECT at, event, from_state, to_state FROM history WHERE finding_id = ?1 ORDER BY id",
+        )
+        .map_err(fail)?;
+    let rows = stmt
+        .query_map([id], |r| {
+            let from: Option<String> = r.get(2)?;
+            let to: Option<String> = r.get(3)?;
+            let reopened = matches!(from.as_deref(), Some("verifying" | "closed"))
+                && to.as_deref() == Some("open");
+            Ok(Event {
+                at: r.get(0)?,
+                event: r.get(1)?,
+                from,
+                to,
+                reopened,
+            })
+        })
+        .map_err(fail)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(fail)
+}
+
+fn runs(conn: &Connection, path: &Path, id: &str) -> Result<Vec<Run>> {
+    let fail = |e| db::sql_error(path, e);
+    let mut stmt = conn
+        .prepare(
+            "SELECT run_id, result, reason, started_at, finished_at, recorded_at, legacy
+             FROM verifications WHERE finding_id = ?1 ORDER BY id",
+        )
+        .map_err(fail)?;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok(Run {
+                run_id: r.get(0)?,
+                result: r.get(1)?,
+                reason: r.get(2)?,
+                started_at: r.get(3)?,
+                finished_at: r.get(4)?,
+                recorded_at: r.get(5)?,
+                legacy: r.get(6)?,
+            })
+        })
+        .map_err(fail)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(fail)
+}

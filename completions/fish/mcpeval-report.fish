@@ -1,0 +1,7 @@
+complete -c mcpeval-report -l home -d 'Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]' -r -F
+complete -c mcpeval-report -l output -d 'The HTML file to write, or - for stdout' -r -F
+complete -c mcpeval-report -l days -d 'How many UTC days to chart, today included' -r
+complete -c mcpeval-report -l server -d 'Only this server (repeatable)' -r
+complete -c mcpeval-report -l now -d 'Report as if now were this RFC 3339 time (reproducible reports)' -r
+complete -c mcpeval-report -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpeval-report -s V -l version -d 'Print version'
