@@ -12,6 +12,7 @@ mod front;
 mod fuzz;
 mod generate;
 mod index;
+mod privacy;
 mod probe;
 mod probe_all;
 mod probe_http;
