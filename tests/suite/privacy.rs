@@ -991,7 +991,7 @@ fn stdio_session(net: &mut Net, store: &Store, config: &Path, calls: &[(String, 
     let mut cmd = store.cmd("mcpeval-capture");
     cmd.arg("--")
         .arg("python3")
-        .arg(fixture("hostile_server.py"))
+        .arg(fixture("hostile_canary_server.py"))
         .arg(config);
     let mut peer = Peer::spawn(cmd);
     peer.send(&initialize(0));
@@ -1144,7 +1144,7 @@ fn start_http_capture(
 fn http_sessions(net: &mut Net, store: &Store, config: &Path, calls: &[(String, Value)]) {
     let mut cmd = Command::new("python3");
     store.env(&mut cmd);
-    cmd.arg(fixture("hostile_server.py"))
+    cmd.arg(fixture("hostile_canary_server.py"))
         .arg(config)
         .arg("--http")
         .stdout(Stdio::piped())
@@ -1362,7 +1362,7 @@ fn generate_and_verify(net: &mut Net, store: &Store, finding: &Value, noisy: &Pa
     let server = [
         "--".to_owned(),
         "python3".to_owned(),
-        fixture("hostile_server.py").display().to_string(),
+        fixture("hostile_canary_server.py").display().to_string(),
         noisy.display().to_string(),
     ];
     let manifest = manifest.display().to_string();
