@@ -3,7 +3,10 @@
 //! Fed every JSON-RPC message the relay saw, in the order it saw them, this
 //! turns completed calls into `mcpeval.call/1` records. It only observes:
 //! it never changes, delays or answers a message, and a message it cannot
-//! parse is counted, never fatal. It keeps shapes and salted ids only.
+//! parse is counted, never fatal. It keeps shapes, clean names and salted
+//! ids only: names pass through `sanitize::clean_name`, and each call's
+//! arguments are shaped against the tool's schema from the last
+//! `tools/list`, so keys that are data are folded.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -13,7 +16,7 @@ use serde_json::Value;
 use shared::outcome::{self, Classified};
 use shared::record::{Call, Identity, Origin, SCHEMA_V1, Transport};
 use shared::salt::Salt;
-use shared::sanitize;
+use shared::sanitize::{self, Declared};
 
 /// The `_meta` key under which modern servers name themselves.
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
@@ -53,8 +56,10 @@ pub struct Session {
     lists: HashMap<String, bool>,
     /// Pending `initialize` / `server/discover` requests.
     handshakes: HashSet<String>,
-    /// Tool names of the last `tools/list` (all pages); `None` until one is seen.
-    advertised: Option<HashSet<String>>,
+    /// The tools of the last `tools/list` (all pages), by their name as
+    /// sent, with what each one's `inputSchema` declares (`None` when it
+    /// had none); `None` until a list is seen.
+    advertised: Option<HashMap<String, Option<Declared>>>,
     /// Messages that were not JSON-RPC we could read.
     pub unparsed: u64,
     event_ids: EventIds,
@@ -110,9 +115,9 @@ impl Session {
             salt,
             token,
             transport,
-            fixed_server,
+            fixed_server: fixed_server.as_deref().map(sanitize::clean_name),
             reported_server: None,
-            fallback_server,
+            fallback_server: sanitize::clean_name(&fallback_server),
             seq: 0,
             calls: HashMap::new(),
             lists: HashMap::new(),
@@ -225,17 +230,19 @@ impl Session {
                     return;
                 };
                 self.seq += 1;
+                let listed = self.advertised.as_ref().map(|tools| tools.get(tool));
+                let declared = listed.flatten().and_then(Option::as_ref);
                 let args_shape = match params.and_then(|p| p.get("arguments")) {
-                    Some(args) => sanitize::args_shape(args),
+                    Some(args) => sanitize::args_shape(args, declared),
                     None => Value::Object(Default::default()),
                 };
                 let pending = Pending {
-                    tool: tool.to_owned(),
+                    tool: sanitize::clean_name(tool),
                     seq: self.seq,
                     started_at: at,
                     started: now,
                     args_shape,
-                    advertised: self.advertised.as_ref().map(|names| names.contains(tool)),
+                    advertised: listed.map(|t| t.is_some()),
                 };
                 // A client reusing a pending id has abandoned the first call.
                 if let Some(old) = self.calls.insert(id, pending) {
@@ -263,27 +270,34 @@ impl Session {
             .and_then(|info| info.get("name"))
             .and_then(Value::as_str)
         {
-            self.reported_server = Some(name.to_owned());
+            self.reported_server = Some(sanitize::clean_name(name));
         }
         if self.handshakes.remove(&id)
             && let Some(name) = result
                 .and_then(|r| r.pointer("/serverInfo/name"))
                 .and_then(Value::as_str)
         {
-            self.reported_server = Some(name.to_owned());
+            self.reported_server = Some(sanitize::clean_name(name));
         }
         if let Some(continued) = self.lists.remove(&id)
             && let Some(tools) = result
                 .and_then(|r| r.get("tools"))
                 .and_then(Value::as_array)
         {
-            let names = tools
-                .iter()
-                .filter_map(|t| t.get("name").and_then(Value::as_str))
-                .map(str::to_owned);
-            match (&mut self.advertised, continued) {
-                (Some(known), true) => known.extend(names),
-                (slot, _) => *slot = Some(names.collect()),
+            let known = match (&mut self.advertised, continued) {
+                (Some(known), true) => known,
+                (slot, _) => slot.insert(HashMap::new()),
+            };
+            for tool in tools {
+                let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                // A name listed twice keeps its first schema.
+                known.entry(name.to_owned()).or_insert_with(|| {
+                    tool.get("inputSchema")
+                        .filter(|s| s.is_object())
+                        .map(Declared::from_schema)
+                });
             }
         }
         if let Some(pending) = self.calls.remove(&id) {
@@ -510,6 +524,106 @@ mod tests {
             .server,
             "srv-bin"
         );
+    }
+
+    #[test]
+    fn arguments_are_shaped_against_the_schemas_of_the_last_list() {
+        let mut s = session();
+        let call = |s: &mut Session, id: u64, tool: &str| {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"Odd Key":1,"x@corp.example":"s","extra":true}}}}}}"#
+            );
+            feed(s, Side::Client, &line);
+            let answer = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+            feed(s, Side::Server, &answer).remove(0)
+        };
+        let open = serde_json::json!({"extra": "boolean", "*": "integer"});
+        assert_eq!(call(&mut s, 1, "a").args_shape, open, "no list seen yet");
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        );
+        feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a","inputSchema":{"type":"object","properties":{"Odd Key":{}}}}],"nextCursor":"c"}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"c"}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b"},{"name":"a","inputSchema":{}}]}}"#,
+        );
+        let a = call(&mut s, 4, "a");
+        assert_eq!(
+            a.args_shape,
+            serde_json::json!({"Odd Key": "integer", "*": "boolean"}),
+            "a closed schema from the first page keeps only its own keys"
+        );
+        assert_eq!(a.advertised, Some(true));
+        let b = call(&mut s, 5, "b");
+        assert_eq!((b.args_shape, b.advertised), (open.clone(), Some(true)));
+        // A new list replaces the old one: "a" is gone, and so is its schema.
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#,
+        );
+        feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":6,"result":{"tools":[{"name":"b"}]}}"#,
+        );
+        let gone = call(&mut s, 7, "a");
+        assert_eq!((gone.args_shape, gone.advertised), (open, Some(false)));
+    }
+
+    #[test]
+    fn names_are_stored_clean() {
+        let hostile = "evil\\n`x`\\u001b[31m\\u202e";
+        let mut s = session();
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#,
+        );
+        feed(
+            &mut s,
+            Side::Server,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":0,"result":{{"serverInfo":{{"name":"{hostile}"}}}}}}"#
+            ),
+        );
+        feed(
+            &mut s,
+            Side::Client,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t{hostile}"}}}}"#
+            ),
+        );
+        let done = feed(
+            &mut s,
+            Side::Server,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"m{hostile}"}}}}}}}}"#
+            ),
+        );
+        assert_eq!(done[0].server, "mevil?`x`?[31m?");
+        assert_eq!(done[0].tool, "tevil?`x`?[31m?");
+        let mut fixed = Session::new(
+            Salt::from_bytes([3; 32]),
+            Transport::Stdio,
+            Some("flag\u{2066}name".into()),
+            "bin\u{7}".into(),
+        );
+        assert_eq!(fixed.server_name(), "flag?name");
+        fixed.fixed_server = None;
+        assert_eq!(fixed.server_name(), "bin?");
     }
 
     #[test]

@@ -22,8 +22,10 @@ for any class and is copied into the case. A false-success finding is refused wi
 that asserts on the result or expects an error: checking outcome ok alone would miss the defect, \
 and captured metadata holds no result payload to invent that oracle from.\n\n\
 The call uses the finding's tool and its most frequent argument shape, with every scalar replaced \
-by a placeholder \"<fill:TYPE>\" (an array keeps one element). Each placeholder is listed on stderr \
-by JSON Pointer; mcpeval verify and mcpeval probe refuse the case until all are filled. Repeated \
+by a placeholder \"<fill:TYPE>\" (an array keeps one element). Keys that capture folded into one \
+\"*\" member (keys that may be data, such as e-mail addresses or tokens) cannot be recovered: that \
+member becomes \"*\": \"<fill:entries of TYPE>\", to be replaced by the real members, each value of \
+TYPE. Each placeholder is listed on stderr by JSON Pointer; mcpeval verify and mcpeval probe refuse the case until all are filled. Repeated \
 probes get attempts = ceil(ln 0.05 / ln(1 - p)) for the finding's failure rate p, at least 3, at \
 most 100 (degradation) or 20 (error-honesty); timeout_ms is 10000.\n\n\
 Generation reads the store only: it never calls the server and never journals anything. \

@@ -3,6 +3,8 @@
 //!
 //! Only facts the catalog holds go in: shapes, never values. The oracle of
 //! a false-success finding can only come from the operator's expect file.
+//! Keys that capture folded into `"*"` cannot be brought back: that member
+//! becomes one placeholder the operator replaces with the real members.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -10,6 +12,7 @@ use shared::catalog::Finding;
 use shared::finding::{DefectClass, Probe};
 use shared::manifest::{DEFAULT_TIMEOUT_MS, Expect, VERSION};
 use shared::probe::{DEGRADATION_CAP, ERROR_HONESTY_CAP};
+use shared::sanitize::FOLDED;
 use shared::{Error, Result, score};
 
 /// The scalar types an argument shape names.
@@ -99,24 +102,62 @@ pub fn manifest(finding: &Finding, expect: Option<&Expect>) -> Result<Document> 
     })
 }
 
+/// The placeholder of a folded member names its values' type after this.
+const ENTRIES: &str = "<fill:entries of ";
+
 /// Every scalar of an argument shape as `"<fill:TYPE>"`; an array keeps
-/// one element; keys are kept.
+/// one element; keys are kept, but the folded `"*"` member becomes
+/// `"*": "<fill:entries of TYPE>"`, TYPE naming its values' kind, so that
+/// the case is refused until someone writes the real members there.
 fn placeholders(shape: &Value) -> Value {
     match shape {
         Value::String(t) if TYPES.contains(&t.as_str()) => Value::String(format!("<fill:{t}>")),
         Value::Array(items) => Value::Array(items.first().map(placeholders).into_iter().collect()),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (k.clone(), placeholders(v)))
+                .map(|(k, v)| {
+                    let filled = if k == FOLDED {
+                        Value::String(format!("{ENTRIES}{}>", kind(v)))
+                    } else {
+                        placeholders(v)
+                    };
+                    (k.clone(), filled)
+                })
                 .collect(),
         ),
         _ => Value::String("<fill:value>".into()),
     }
 }
 
-/// What to put in place of `"<fill:TYPE>"`.
-pub fn what_to_fill(placeholder: &str) -> &'static str {
-    match placeholder {
+/// The kind of value a shape stands for, as a placeholder names it.
+fn kind(shape: &Value) -> &str {
+    match shape {
+        Value::String(t) if TYPES.contains(&t.as_str()) => t,
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        _ => "value",
+    }
+}
+
+/// What to do with the placeholder `placeholder`, said after its pointer.
+pub fn what_to_fill(placeholder: &str) -> String {
+    if let Some(kind) = placeholder
+        .strip_prefix(ENTRIES)
+        .and_then(|rest| rest.strip_suffix('>'))
+    {
+        let each = match kind {
+            "boolean" => "true or false".to_owned(),
+            "null" => "null, or the value the call needs".to_owned(),
+            "integer" | "object" | "array" => format!("an {kind}"),
+            "string" | "number" => format!("a {kind}"),
+            _ => "the value the call needs".to_owned(),
+        };
+        return format!(
+            "replace this \"*\" member with the members the call needs, each value {each} \
+             (capture keeps no key that may be data, such as an e-mail address or a token)"
+        );
+    }
+    let with = match placeholder {
         "<fill:string>" => "a string",
         "<fill:integer>" => "an integer",
         "<fill:number>" => "a number",
@@ -124,7 +165,8 @@ pub fn what_to_fill(placeholder: &str) -> &'static str {
         "<fill:null>" => "null, or the value the call needs",
         "<fill:object>" => "an object (captured shapes stop at depth 4)",
         _ => "the value the call needs",
-    }
+    };
+    format!("replace \"{placeholder}\" with {with}")
 }
 
 #[cfg(test)]
@@ -141,6 +183,28 @@ mod tests {
             json!({"q": "<fill:string>", "n": "<fill:integer>", "ids": ["<fill:integer>"],
                    "none": [], "opts": {"deep": "<fill:object>", "on": "<fill:boolean>"},
                    "odd": "<fill:value>"})
+        );
+    }
+
+    #[test]
+    fn folded_members_become_one_placeholder_each() {
+        let shape = json!({"*": "integer", "q": "string",
+                           "users": {"*": {"role": "string"}}, "rows": [{"*": ["boolean"]}]});
+        let filled = placeholders(&shape);
+        assert_eq!(
+            filled,
+            json!({"*": "<fill:entries of integer>", "q": "<fill:string>",
+                   "users": {"*": "<fill:entries of object>"},
+                   "rows": [{"*": "<fill:entries of array>"}]})
+        );
+        assert_eq!(
+            what_to_fill("<fill:entries of integer>"),
+            "replace this \"*\" member with the members the call needs, each value an integer \
+             (capture keeps no key that may be data, such as an e-mail address or a token)"
+        );
+        assert_eq!(
+            what_to_fill("<fill:string>"),
+            "replace \"<fill:string>\" with a string"
         );
     }
 }

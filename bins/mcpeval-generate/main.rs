@@ -74,11 +74,7 @@ fn generate(config: Config) -> Result<()> {
                 .pointer(pointer)
                 .and_then(|v| v.as_str())
                 .unwrap_or("");
-            let _ = writeln!(
-                err,
-                "  {pointer}: replace \"{placeholder}\" with {}",
-                case::what_to_fill(placeholder)
-            );
+            let _ = writeln!(err, "  {pointer}: {}", case::what_to_fill(placeholder));
         }
     }
     if expect.is_some() {

@@ -9,11 +9,10 @@
 
 use std::io::{BufRead, Write};
 
+use crate::args::Config;
+use crate::tools;
 use serde_json::{Map, Value, json};
 use shared::Result;
-use shared::home::Home;
-
-use crate::tools;
 
 /// The modern revision (server/discover, protocol data in `_meta`).
 pub const MODERN: &str = "2026-07-28";
@@ -35,10 +34,11 @@ const INSTRUCTIONS: &str = "mcpeval: recurring MCP tool failures seen in real ag
 and the loop that proves their fixes. list_findings shows what fails; generate_manifest writes \
 a probe case for a finding; verify_finding runs it against the repaired server (three green \
 runs in a row close the finding); annotate_call records an observation about a call; \
-readiness sums up each server.";
+readiness sums up each server. generate_manifest writes only inside serve's workspace, and \
+verify_finding starts only the server commands the user allowed when starting serve.";
 
 /// Serves on stdin/stdout until stdin closes.
-pub fn serve(home: &Home) -> Result<()> {
+pub fn serve(config: &Config) -> Result<()> {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut out = std::io::stdout().lock();
@@ -54,7 +54,7 @@ pub fn serve(home: &Home) -> Result<()> {
             continue;
         }
         let reply = match serde_json::from_slice::<Value>(&line) {
-            Ok(message) => handle(home, &message),
+            Ok(message) => handle(config, &message),
             Err(_) => Some(error(
                 Value::Null,
                 PARSE_ERROR,
@@ -88,7 +88,7 @@ fn capabilities() -> Value {
 }
 
 /// The answer to one message, `None` for notifications and responses.
-fn handle(home: &Home, message: &Value) -> Option<Value> {
+fn handle(config: &Config, message: &Value) -> Option<Value> {
     let Some(object) = message.as_object() else {
         return Some(error(
             Value::Null,
@@ -151,7 +151,7 @@ fn handle(home: &Home, message: &Value) -> Option<Value> {
             }
             Ok(r)
         }
-        "tools/call" => call(home, params),
+        "tools/call" => call(config, params),
         other => Err((METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     };
     Some(match result {
@@ -187,7 +187,7 @@ fn initialize(params: &Map<String, Value>) -> Value {
     })
 }
 
-fn call(home: &Home, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+fn call(config: &Config, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
     let name = params.get("name").and_then(Value::as_str).ok_or((
         INVALID_PARAMS,
         "Invalid params: tools/call needs a string \"name\"".to_owned(),
@@ -203,7 +203,7 @@ fn call(home: &Home, params: &Map<String, Value>) -> Result<Value, (i64, String)
             ));
         }
     };
-    tools::call(home, name, arguments).ok_or_else(|| {
+    tools::call(config, name, arguments).ok_or_else(|| {
         let names: Vec<&str> = tools::names().collect();
         (
             INVALID_PARAMS,

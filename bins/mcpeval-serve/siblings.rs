@@ -3,7 +3,9 @@
 //!
 //! A command is looked up beside this executable first, then on `PATH`,
 //! as the `mcpeval` front does. It runs with `--home` naming this store,
-//! stdin closed, and its stdout, stderr and exit status are relayed whole.
+//! the workspace as its directory (so a relative manifest or server path
+//! means the same to every tool), stdin closed, and its stdout, stderr and
+//! exit status are relayed whole.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -37,9 +39,9 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Runs `mcpeval-<sub> --home HOME ARGS…`. `Err` carries the words for an
-/// isError result when the command cannot be run at all.
-pub fn run(sub: &str, home: &Path, args: &[OsString]) -> Result<Ran, String> {
+/// Runs `mcpeval-<sub> --home HOME ARGS…` in `dir`. `Err` carries the
+/// words for an isError result when the command cannot be run at all.
+pub fn run(sub: &str, home: &Path, dir: &Path, args: &[OsString]) -> Result<Ran, String> {
     let program = find(sub).ok_or_else(|| {
         format!(
             "mcpeval-serve: error: mcpeval-{sub} is not installed beside mcpeval-serve or on PATH; \
@@ -50,6 +52,7 @@ pub fn run(sub: &str, home: &Path, args: &[OsString]) -> Result<Ran, String> {
         .arg("--home")
         .arg(home)
         .args(args)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| {

@@ -4,7 +4,9 @@
 //! `shared::catalog`, whose findings hold nothing raw. The others run the
 //! suite's command for them (see `siblings.rs`) and relay it. Arguments
 //! are checked against the advertised schema and a wrong one is named in
-//! an isError result, never guessed at.
+//! an isError result, never guessed at. What a client may write and run
+//! is bounded by the user's flags (see `workspace.rs`, `allowlist.rs`),
+//! and the annotations say which tools only read.
 
 use std::ffi::OsString;
 use std::os::unix::fs::DirBuilderExt;
@@ -14,6 +16,7 @@ use serde_json::{Map, Value, json};
 use shared::catalog::{self, Catalog, Finding};
 use shared::home::Home;
 
+use crate::args::Config;
 use crate::siblings::{self, Ran};
 
 const STATES: [&str; 4] = ["open", "fix-claimed", "verifying", "closed"];
@@ -112,32 +115,32 @@ pub fn definitions() -> Vec<Value> {
         json!({
             "name": "generate_manifest",
             "title": "Generate a manifest case",
-            "description": "Runs `mcpeval generate` for a finding and returns the one-case manifest it wrote (case id = finding id). The same rules apply: confirm_read_only must be true; a false-success finding needs expect. Fill every \"<fill:TYPE>\" placeholder before verify_finding.",
+            "description": "Runs `mcpeval generate` for a finding and returns the one-case manifest it made (case id = finding id); with output, also writes it into serve's workspace. The same rules apply: confirm_read_only must be true; a false-success finding needs expect. Fill every \"<fill:TYPE>\" placeholder before verify_finding.",
             "inputSchema": {"type": "object", "properties": {
                 "finding": id,
                 "confirm_read_only": {"type": "boolean", "description": "confirm the probe's calls are safe to repeat against the server (required by generate)"},
                 "expect": {"type": "object", "description": "an expect object (outcome, equals_paths, ...), passed as generate's --expect file"},
-                "output": {"type": "string", "description": "where to write the manifest; without it, only the returned copy exists"},
-                "force": {"type": "boolean", "description": "replace an existing output file"}
+                "output": {"type": "string", "description": "where to write the manifest: a path relative to serve's workspace, with no \"..\" and no symbolic link on the way; without it, only the returned copy exists"},
+                "force": {"type": "boolean", "description": "replace an existing output file; only a file that is an mcpeval manifest is ever replaced"}
             }, "required": ["finding", "confirm_read_only"], "additionalProperties": false},
             "outputSchema": relay_schema(json!({
                 "manifest": {"type": ["object", "null"], "description": "the manifest written, when generate succeeded"},
                 "output": {"type": ["string", "null"]}
             })),
-            "annotations": {"title": "Generate a manifest case", "readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
+            "annotations": {"title": "Generate a manifest case", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}
         }),
         json!({
             "name": "verify_finding",
             "title": "Verify a fix",
-            "description": "Runs `mcpeval verify`: starts the server command, runs the manifest case and records the result in the finding's lifecycle (three green runs in a row close it; a red run reopens it). Returns the verify line.",
+            "description": "Runs `mcpeval verify`: starts the server command, runs the manifest case and records the result in the finding's lifecycle (three green runs in a row close it; a red run reopens it). Returns the verify line. Only a command the user allowed when starting serve (--allow-command) runs; relative paths are taken from serve's workspace.",
             "inputSchema": {"type": "object", "properties": {
                 "finding": id,
                 "case": {"type": "string", "description": "the case id (default: the finding id, as generate_manifest names it)"},
                 "manifest": {"type": "string", "description": "path of the manifest file"},
-                "command": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "the server command and its arguments"}
+                "command": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "the server command and its arguments; an allowed command, word for word, may be followed by more arguments"}
             }, "required": ["finding", "manifest", "command"], "additionalProperties": false},
             "outputSchema": relay_schema(json!({})),
-            "annotations": {"title": "Verify a fix", "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": true}
+            "annotations": {"title": "Verify a fix", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
         }),
         json!({
             "name": "annotate_call",
@@ -151,7 +154,7 @@ pub fn definitions() -> Vec<Value> {
                 "note": {"type": "string", "maxLength": 240}
             }, "required": ["kind", "note"], "additionalProperties": false},
             "outputSchema": relay_schema(json!({"annotation_id": {"type": ["integer", "null"]}})),
-            "annotations": {"title": "Annotate a call", "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}
+            "annotations": {"title": "Annotate a call", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false}
         }),
         json!({
             "name": "readiness",
@@ -168,7 +171,7 @@ pub fn definitions() -> Vec<Value> {
 }
 
 /// Runs tool `name`; `None` when there is no such tool.
-pub fn call(home: &Home, name: &str, args: &Map<String, Value>) -> Option<Value> {
+pub fn call(config: &Config, name: &str, args: &Map<String, Value>) -> Option<Value> {
     let known: &[&str] = match name {
         "list_findings" => &["state", "server"],
         "get_finding" => &["id"],
@@ -185,12 +188,12 @@ pub fn call(home: &Home, name: &str, args: &Map<String, Value>) -> Option<Value>
         )));
     }
     let outcome = match name {
-        "list_findings" => list_findings(home, args),
-        "get_finding" => get_finding(home, args),
-        "generate_manifest" => generate_manifest(home, args),
-        "verify_finding" => verify_finding(home, args),
-        "annotate_call" => annotate_call(home, args),
-        _ => readiness(home, args),
+        "list_findings" => list_findings(&config.home, args),
+        "get_finding" => get_finding(&config.home, args),
+        "generate_manifest" => generate_manifest(config, args),
+        "verify_finding" => verify_finding(config, args),
+        "annotate_call" => annotate_call(config, args),
+        _ => readiness(config, args),
     };
     Some(outcome.unwrap_or_else(failed))
 }
@@ -401,16 +404,25 @@ impl Drop for Scratch {
     }
 }
 
-fn generate_manifest(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+/// Runs `mcpeval-<sub>` for this store, in the workspace.
+fn run(config: &Config, sub: &str, argv: &[OsString]) -> Result<Ran, String> {
+    siblings::run(sub, config.home.root(), config.workspace.root(), argv)
+}
+
+fn generate_manifest(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
     let finding = finding_id(args, "finding")?;
     let confirm = boolean(args, "confirm_read_only")?;
     let force = boolean(args, "force")?;
     let output = string(args, "output")?;
+    // The output is checked before anything runs, and generate writes to
+    // a private scratch file: only serve writes into the workspace, along
+    // the path it checked (see workspace.rs).
+    let target = output
+        .as_deref()
+        .map(|o| config.workspace.target(o, force))
+        .transpose()?;
     let scratch = Scratch::new()?;
-    let target = match &output {
-        Some(path) => PathBuf::from(path),
-        None => scratch.0.join(format!("{finding}.manifest.json")),
-    };
+    let made = scratch.0.join(format!("{finding}.manifest.json"));
     let mut argv: Vec<OsString> = vec!["--finding".into(), finding.clone().into()];
     if confirm {
         argv.push("--confirm-read-only".into());
@@ -427,16 +439,24 @@ fn generate_manifest(home: &Home, args: &Map<String, Value>) -> Result<Value, St
         }
         Some(_) => return Err("invalid arguments: expect must be an object".into()),
     }
-    if force {
-        argv.push("--force".into());
-    }
     argv.push("--output".into());
-    argv.push(target.clone().into());
-    let ran = siblings::run("generate", home.root(), &argv)?;
-    let manifest = (ran.status == 0)
-        .then(|| std::fs::read(&target).ok())
-        .flatten()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    argv.push(made.clone().into());
+    let mut ran = run(config, "generate", &argv)?;
+    let bytes = (ran.status == 0)
+        .then(|| std::fs::read(&made).ok())
+        .flatten();
+    if let (Some(target), Some(bytes)) = (&target, &bytes) {
+        target.install(bytes, force)?;
+        // generate named the scratch file it wrote; the manifest now
+        // lives at the target, and that is the path to tell.
+        let (from, to) = (
+            made.display().to_string(),
+            target.shown.display().to_string(),
+        );
+        ran.stdout = ran.stdout.replace(&from, &to);
+        ran.stderr = ran.stderr.replace(&from, &to);
+    }
+    let manifest = bytes.and_then(|b| serde_json::from_slice::<Value>(&b).ok());
     let mut text = both(&ran);
     if let Some(m) = &manifest {
         text.push_str("\n\n");
@@ -446,7 +466,7 @@ fn generate_manifest(home: &Home, args: &Map<String, Value>) -> Result<Value, St
     Ok(relayed(&ran, &[0], structured, text))
 }
 
-fn verify_finding(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+fn verify_finding(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
     let finding = finding_id(args, "finding")?;
     let case = string(args, "case")?.unwrap_or_else(|| finding.clone());
     let manifest = required(args, "manifest")?;
@@ -455,6 +475,16 @@ fn verify_finding(home: &Home, args: &Map<String, Value>) -> Result<Value, Strin
         return Err(
             "invalid arguments: command must name the server command and its arguments".into(),
         );
+    }
+    if !config.commands.permits(&command) {
+        // The command came from the client: shown as JSON, escaped.
+        return Err(format!(
+            "mcpeval-serve: error: the command {} is not allowed; nothing was run\n  \
+             hint: verify_finding runs only a command that starts with one the user allowed \
+             by starting serve with --allow-command 'CMD ARGS' (allowed now: {})",
+            serde_json::to_string(&command).unwrap_or_default(),
+            config.commands.describe()
+        ));
     }
     let mut argv: Vec<OsString> = vec![
         "--finding".into(),
@@ -466,12 +496,12 @@ fn verify_finding(home: &Home, args: &Map<String, Value>) -> Result<Value, Strin
         "--".into(),
     ];
     argv.extend(command.into_iter().map(OsString::from));
-    let ran = siblings::run("verify", home.root(), &argv)?;
+    let ran = run(config, "verify", &argv)?;
     // A red run (1) is a verdict, not a failure of the tool.
     Ok(relayed(&ran, &[0, 1], json!({}), both(&ran)))
 }
 
-fn annotate_call(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+fn annotate_call(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
     let kind = required(args, "kind")?;
     if !KINDS.contains(&kind.as_str()) {
         return Err(format!(
@@ -495,7 +525,7 @@ fn annotate_call(home: &Home, args: &Map<String, Value>) -> Result<Value, String
         Some(_) => return Err("invalid arguments: seq must be a positive integer".into()),
     }
     argv.extend(["--kind".into(), kind.into(), "--note".into(), note.into()]);
-    let ran = siblings::run("annotate", home.root(), &argv)?;
+    let ran = run(config, "annotate", &argv)?;
     let id = ran
         .stdout
         .trim()
@@ -510,7 +540,7 @@ fn annotate_call(home: &Home, args: &Map<String, Value>) -> Result<Value, String
     ))
 }
 
-fn readiness(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+fn readiness(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
     let mut argv: Vec<OsString> = vec!["--format".into(), "json".into()];
     match args.get("days") {
         None | Some(Value::Null) => {}
@@ -522,7 +552,7 @@ fn readiness(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
     for server in strings(args, "server")? {
         argv.extend(["--server".into(), server.into()]);
     }
-    let ran = siblings::run("readiness", home.root(), &argv)?;
+    let ran = run(config, "readiness", &argv)?;
     let report = (ran.status == 0)
         .then(|| serde_json::from_str::<Value>(&ran.stdout).ok())
         .flatten();

@@ -61,7 +61,7 @@ pub fn classify(response: &Value, salt: &Salt) -> Classified {
         let message = err.get("message").and_then(Value::as_str);
         return Classified::error(CallError {
             channel: Channel::Jsonrpc,
-            code: err.get("code").and_then(Value::as_i64),
+            code: err.get("code").and_then(code),
             template_id: message.map(|m| sanitize::template_id(salt, m)),
             retryable: err.pointer("/data/retryable").and_then(Value::as_bool),
         });
@@ -76,7 +76,7 @@ pub fn classify(response: &Value, salt: &Salt) -> Classified {
             let structured = result.get("structuredContent");
             let code = structured
                 .and_then(|s| s.get("code"))
-                .and_then(Value::as_i64)
+                .and_then(code)
                 .or_else(|| first_text(result.get("content")).and_then(sdk_error_code));
             let retryable = structured
                 .and_then(|s| s.get("retryable"))
@@ -124,11 +124,22 @@ fn first_text(content: Option<&Value>) -> Option<&str> {
         .find_map(|item| item.get("text").and_then(Value::as_str))
 }
 
-/// The code in a leading `MCP error <code>:`, as the reference SDKs write it.
+/// An error code as the store keeps it: an integer in the 32-bit signed
+/// range, as JSON-RPC codes are. Anything else (a card or phone number a
+/// server put there) is no code.
+fn code(value: &Value) -> Option<i64> {
+    value
+        .as_i64()
+        .and_then(|c| i32::try_from(c).ok())
+        .map(i64::from)
+}
+
+/// The code in a leading `MCP error <code>:`, as the reference SDKs write
+/// it, when it is in the 32-bit signed range.
 fn sdk_error_code(text: &str) -> Option<i64> {
     let rest = text.trim_start().strip_prefix("MCP error ")?;
     let (code, _) = rest.split_once(':')?;
-    code.trim().parse().ok()
+    code.trim().parse::<i32>().ok().map(i64::from)
 }
 
 #[cfg(test)]
@@ -188,6 +199,42 @@ mod tests {
         assert_eq!(
             (e.code, e.template_id, e.retryable),
             (None, None, Some(false))
+        );
+    }
+
+    #[test]
+    fn codes_outside_the_32_bit_range_are_null() {
+        let code = |response: Value| classify(&response, &salt()).error.unwrap().code;
+        let card = 4111111111111111_i64;
+        assert_eq!(code(json!({"error": {"code": card, "message": "m"}})), None);
+        assert_eq!(
+            code(json!({"error": {"code": 2147483648_i64, "message": "m"}})),
+            None
+        );
+        assert_eq!(
+            code(json!({"error": {"code": -2147483648_i64, "message": "m"}})),
+            Some(-2147483648)
+        );
+        assert_eq!(
+            code(json!({"error": {"code": 18446744073709551615_u64}})),
+            None
+        );
+        assert_eq!(code(json!({"error": {"code": -32000.5}})), None);
+        let tool = |sc: Value, text: &str| {
+            code(json!({"result": {"isError": true, "structuredContent": sc,
+                "content": [{"type": "text", "text": text}]}}))
+        };
+        assert_eq!(tool(json!({"code": card}), "failed"), None);
+        assert_eq!(
+            tool(json!({"code": 2147483647}), "failed"),
+            Some(2147483647)
+        );
+        assert_eq!(tool(json!({}), &format!("MCP error {card}: no")), None);
+        assert_eq!(tool(json!({}), "MCP error -2147483649: no"), None);
+        // A bogus structured code does not hide the SDK's own.
+        assert_eq!(
+            tool(json!({"code": card}), "MCP error -32001: slow"),
+            Some(-32001)
         );
     }
 

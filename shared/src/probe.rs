@@ -14,9 +14,9 @@
 //! A malformed result (not an object, or a non-boolean `isError`) ends the
 //! run as a transport error, as does a server that breaks the protocol.
 //! Every `tools/call` is journaled as an `mcpeval.call/1` record with origin
-//! `probe` through the same classifier capture uses. Results are judged,
-//! never echoed: a detail holds manifest pointers, attempt numbers and
-//! error codes, nothing the server wrote.
+//! `probe` through the same classifier, name and key rules capture uses.
+//! Results are judged, never echoed: a detail holds manifest pointers,
+//! attempt numbers and error codes, nothing the server wrote.
 
 use std::time::{Duration, Instant};
 
@@ -414,17 +414,20 @@ impl Session<'_, '_> {
             },
             origin: Origin::Probe,
             transport: self.setup.target.transport(),
-            server: self
-                .client
-                .server_name()
-                .filter(|n| !n.is_empty())
-                .unwrap_or(&self.setup.fallback_server)
-                .to_owned(),
-            tool: step.tool.clone(),
+            // Names and keys pass the same rules as captured calls: the
+            // server names itself, and the case's arguments may be data.
+            server: sanitize::clean_name(
+                self.client
+                    .server_name()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or(&self.setup.fallback_server),
+            ),
+            tool: sanitize::clean_name(&step.tool),
             started_at: crate::time::rfc3339(started_at),
             duration_ms: duration,
             advertised: None,
-            args_shape: sanitize::args_shape(&Value::Object(step.arguments.clone())),
+            // The probe lists no tools, so no schema: field names are kept.
+            args_shape: sanitize::args_shape(&Value::Object(step.arguments.clone()), None),
             outcome: classified.outcome,
             unknown: classified.unknown,
             error: classified.error.clone(),

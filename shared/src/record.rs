@@ -26,9 +26,10 @@ pub struct Call {
     pub origin: Origin,
     /// How the call travelled.
     pub transport: Transport,
-    /// Server name (flag, `serverInfo.name`, or the executable's name).
+    /// Server name (flag, `serverInfo.name`, or the executable's name),
+    /// cleaned by `sanitize::clean_name`.
     pub server: String,
-    /// Tool name from `params.name`.
+    /// Tool name from `params.name`, cleaned by `sanitize::clean_name`.
     pub tool: String,
     /// When the request was seen, RFC 3339 UTC with milliseconds.
     pub started_at: String,
@@ -36,7 +37,8 @@ pub struct Call {
     pub duration_ms: Option<u64>,
     /// Whether the tool was in the session's last `tools/list`; null if none seen.
     pub advertised: Option<bool>,
-    /// The arguments with every scalar replaced by its JSON type.
+    /// The arguments with every scalar replaced by its JSON type and every
+    /// key that may be data folded into `"*"` (`sanitize::args_shape`).
     pub args_shape: Value,
     /// What came back.
     pub outcome: Outcome,
@@ -108,7 +110,8 @@ pub enum Unknown {
 pub struct CallError {
     /// Which channel reported it.
     pub channel: Channel,
-    /// JSON-RPC error code, or the tool's own integer code; null if none.
+    /// JSON-RPC error code, or the tool's own integer code; null if none
+    /// or outside the 32-bit signed range.
     pub code: Option<i64>,
     /// `t-` and 16 hex digits: salted hash of the normalized message.
     pub template_id: Option<String>,

@@ -1,8 +1,13 @@
-//! Turning raw values into what the store may keep: shapes and salted ids.
+//! Turning raw values into what the store may keep: shapes, clean names
+//! and salted ids.
 //!
 //! Nothing returned from here contains a raw argument value or message text.
-//! Template text exists only inside [`template_id`], transiently.
+//! Template text exists only inside [`template_id`], transiently. Argument
+//! keys are data too (a map keyed by e-mail addresses or tokens), so a shape
+//! keeps a key only when the tool's schema declares it or it looks like a
+//! field name; every other key is folded into one [`FOLDED`] key.
 
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -16,13 +21,83 @@ pub const MAX_SHAPE_DEPTH: usize = 4;
 /// Error text beyond this many bytes does not shape the template.
 pub const MAX_TEMPLATE_INPUT: usize = 1024;
 
-/// The arguments with every scalar replaced by its JSON type name, arrays by
-/// `[shape of first element]`, and nesting kept to [`MAX_SHAPE_DEPTH`].
-pub fn args_shape(args: &Value) -> Value {
-    shape(args, 1)
+/// The key under which a shape folds every key it does not keep.
+pub const FOLDED: &str = "*";
+
+/// Undeclared keys that look like field names are kept up to this many
+/// per object; the rest are folded.
+pub const MAX_NAMED_KEYS: usize = 16;
+
+/// A key longer than this (bytes) never looks like a field name.
+pub const MAX_FIELD_NAME: usize = 32;
+
+/// Server and tool names are cut to this many bytes.
+pub const MAX_NAME_BYTES: usize = 128;
+
+/// The keys a tool's advertised `inputSchema` declares, place by place: the
+/// `properties` of each object and the `items` of each array, followed as
+/// deep as shapes go. Anything more elaborate (`$ref`, `anyOf`, …) is not
+/// followed, and such a place counts as open.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Declared {
+    keys: BTreeMap<String, Declared>,
+    /// Whether keys beyond `keys` are allowed: no `properties`, or
+    /// `additionalProperties` (other than `false`) or `patternProperties`.
+    open: bool,
+    items: Option<Box<Declared>>,
 }
 
-fn shape(value: &Value, depth: usize) -> Value {
+impl Declared {
+    /// What `schema` (an `inputSchema`) declares.
+    pub fn from_schema(schema: &Value) -> Declared {
+        Declared::at(schema, 1)
+    }
+
+    /// The place of an object or array at `depth` (1 for the arguments):
+    /// what lies below it is followed only as deep as shapes go.
+    fn at(schema: &Value, depth: usize) -> Declared {
+        let deeper = depth < MAX_SHAPE_DEPTH;
+        let properties = schema.get("properties").and_then(Value::as_object);
+        let keys = properties
+            .into_iter()
+            .flatten()
+            // A declared key the name rule would change is not kept either:
+            // it would carry control or bidi characters into the store.
+            .filter(|(key, _)| key.as_str() != FOLDED && clean_name(key) == key.as_str())
+            .map(|(key, sub)| {
+                let below = if deeper {
+                    Declared::at(sub, depth + 1)
+                } else {
+                    Declared::default()
+                };
+                (key.clone(), below)
+            })
+            .collect();
+        let open = properties.is_none()
+            || schema
+                .get("additionalProperties")
+                .is_some_and(|a| *a != Value::Bool(false))
+            || schema.get("patternProperties").is_some();
+        let items = schema
+            .get("items")
+            .filter(|i| i.is_object() && deeper)
+            .map(|i| Box::new(Declared::at(i, depth + 1)));
+        Declared { keys, open, items }
+    }
+}
+
+/// The arguments with every scalar replaced by its JSON type name, arrays by
+/// `[shape of first element]`, and nesting kept to [`MAX_SHAPE_DEPTH`].
+/// A key is kept when `declared` (the tool's schema, when one was seen)
+/// declares it at its place, or, where no schema was seen or the object is
+/// open, when it looks like a field name ([`is_field_name`]), at most
+/// [`MAX_NAMED_KEYS`] of those per object. Every other key is folded into
+/// one [`FOLDED`] key shaped like the first folded value, in key order.
+pub fn args_shape(args: &Value, declared: Option<&Declared>) -> Value {
+    shape(args, declared, 1)
+}
+
+fn shape(value: &Value, place: Option<&Declared>, depth: usize) -> Value {
     let name = |s: &str| Value::String(s.to_owned());
     match value {
         Value::Null => name("null"),
@@ -33,21 +108,94 @@ fn shape(value: &Value, depth: usize) -> Value {
         Value::Array(_) | Value::Object(_) if depth > MAX_SHAPE_DEPTH => {
             name(if value.is_array() { "array" } else { "object" })
         }
-        Value::Array(items) => Value::Array(
-            items
-                .first()
-                .map(|v| shape(v, depth + 1))
-                .into_iter()
-                .collect(),
-        ),
+        Value::Array(items) => {
+            let element = place.and_then(|d| d.items.as_deref());
+            Value::Array(
+                items
+                    .first()
+                    .map(|v| shape(v, element, depth + 1))
+                    .into_iter()
+                    .collect(),
+            )
+        }
         Value::Object(map) => {
-            let mut out = Map::with_capacity(map.len());
-            for (k, v) in map {
-                out.insert(k.clone(), shape(v, depth + 1));
+            let open = place.is_none_or(|d| d.open);
+            let mut out = Map::new();
+            let mut named = 0;
+            let mut folded = None;
+            // serde_json's map iterates in key order, so the keys kept under
+            // the cap and the folded value shown are the same every time.
+            for (key, value) in map {
+                if let Some(below) = place.and_then(|d| d.keys.get(key)) {
+                    out.insert(key.clone(), shape(value, Some(below), depth + 1));
+                } else if open && named < MAX_NAMED_KEYS && is_field_name(key) {
+                    named += 1;
+                    out.insert(key.clone(), shape(value, None, depth + 1));
+                } else if folded.is_none() {
+                    folded = Some(value);
+                }
+            }
+            if let Some(value) = folded {
+                out.insert(FOLDED.to_owned(), shape(value, None, depth + 1));
             }
             Value::Object(out)
         }
     }
+}
+
+static SNAKE_OR_KEBAB: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9]*([_-][a-z0-9]+)*$").expect("field pattern"));
+static LOWER_CAMEL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9]*([A-Z][a-z0-9]+)*$").expect("field pattern"));
+
+/// Whether `key` looks like a field name rather than data: at most
+/// [`MAX_FIELD_NAME`] bytes of snake, kebab or lower camel case, with no
+/// run of more than 4 digits (which an id, a phone or card number has).
+pub fn is_field_name(key: &str) -> bool {
+    let mut digits = 0;
+    let short_runs = key.bytes().all(|b| {
+        digits = if b.is_ascii_digit() { digits + 1 } else { 0 };
+        digits <= 4
+    });
+    key.len() <= MAX_FIELD_NAME
+        && short_runs
+        && (SNAKE_OR_KEBAB.is_match(key) || LOWER_CAMEL.is_match(key))
+}
+
+/// Whether a name character could rewrite what is around it when shown:
+/// a control character (C0, DEL, C1), a bidirectional mark, embedding,
+/// override or isolate, or a line or paragraph separator.
+fn unsafe_in_name(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}'
+                | '\u{200E}'
+                | '\u{200F}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// A server or tool name as the store keeps it: every character that could
+/// rewrite its surroundings ([`unsafe_in_name`]) replaced with `?`, then
+/// cut to [`MAX_NAME_BYTES`] at a character boundary.
+pub fn clean_name(name: &str) -> String {
+    let printable_ascii = name.bytes().all(|b| (0x20..0x7f).contains(&b));
+    if printable_ascii {
+        return truncate(name, MAX_NAME_BYTES).to_owned();
+    }
+    let mut out = String::with_capacity(name.len().min(MAX_NAME_BYTES));
+    for c in name.chars() {
+        let c = if unsafe_in_name(c) { '?' } else { c };
+        if out.len() + c.len_utf8() > MAX_NAME_BYTES {
+            break;
+        }
+        out.push(c);
+    }
+    out
 }
 
 struct Rule {
@@ -139,7 +287,7 @@ mod tests {
         let args = json!({"city": "Paris", "days": 3, "ratio": 0.5, "ok": true, "n": null,
             "opts": {"units": "metric"}, "tags": ["a", "b"], "empty": []});
         assert_eq!(
-            args_shape(&args),
+            args_shape(&args, None),
             json!({"city": "string", "days": "integer", "ratio": "number", "ok": "boolean",
                 "n": "null", "opts": {"units": "string"}, "tags": ["string"], "empty": []})
         );
@@ -149,9 +297,135 @@ mod tests {
     fn shapes_stop_at_depth_four() {
         let args = json!({"a": {"b": {"c": {"d": {"e": 1}}, "l": [[1]]}}});
         assert_eq!(
-            args_shape(&args),
+            args_shape(&args, None),
             json!({"a": {"b": {"c": {"d": "object"}, "l": ["array"]}}})
         );
+    }
+
+    #[test]
+    fn keys_that_are_data_are_folded() {
+        let mut users = Map::new();
+        for i in 0..200 {
+            users.insert(format!("user{i}@corp.example"), json!(i));
+        }
+        let long = "k".repeat(40 * 1024);
+        let args = json!({"users": users, "tokens": {
+            "sk-proj-Ab3dE5fGh7iJk9LmN0pQr2StU4vWx6Yz": "x",
+            "sk-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e": "x",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln": "y",
+            long.clone(): true}});
+        let shape = args_shape(&args, None);
+        assert_eq!(
+            shape,
+            json!({"users": {"*": "integer"}, "tokens": {"*": "string"}})
+        );
+        let text = shape.to_string();
+        assert!(!text.contains('@') && !text.contains("sk-") && !text.contains("eyJ"));
+    }
+
+    #[test]
+    fn field_names_follow_the_two_patterns() {
+        let kept = [
+            "a",
+            "city",
+            "max_results",
+            "dry-run",
+            "userId",
+            "pageToken2",
+            "item1234",
+            "v2_beta",
+            "abcdefghijklmnopqrstuvwxyzabcdef",
+        ];
+        let folded = [
+            "",
+            "*",
+            "City",
+            "getHTTP",
+            "snake__double",
+            "trailing_",
+            "_lead",
+            "mixed_camelCase",
+            "item12345",
+            "4111111111111111",
+            "a.b",
+            "with space",
+            "user@corp.example",
+            "abcdefghijklmnopqrstuvwxyzabcdefg",
+            "caf\u{e9}",
+        ];
+        for key in kept {
+            assert!(is_field_name(key), "{key:?} should be kept");
+        }
+        for key in folded {
+            assert!(!is_field_name(key), "{key:?} should be folded");
+        }
+    }
+
+    #[test]
+    fn at_most_sixteen_named_keys_per_object_and_the_fold_is_deterministic() {
+        let mut map = Map::new();
+        for c in 'a'..='t' {
+            // The first folded key in key order is "fieldq": its value shapes "*".
+            let value = if c == 'q' { json!("s") } else { json!(1) };
+            map.insert(format!("field{c}"), value);
+        }
+        map.insert("b@x.example".into(), json!([true]));
+        let shape = args_shape(&Value::Object(map), None);
+        let keys: Vec<&String> = shape.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 17);
+        assert_eq!(keys[0], "*");
+        assert_eq!(keys[16], "fieldp");
+        // "b@x.example" sorts before "fieldq", so its shape is the fold's.
+        assert_eq!(shape["*"], json!(["boolean"]));
+    }
+
+    #[test]
+    fn declared_keys_are_kept_at_their_place() {
+        let schema = json!({"type": "object", "properties": {
+            "Odd Key.v2": {"type": "string"},
+            "opts": {"type": "object", "properties": {"Mode!": {}}},
+            "rows": {"type": "array", "items": {"properties": {"ID": {}}}},
+            "free": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "pattern": {"patternProperties": {"^x": {}}, "properties": {"Known": {}}},
+            "shut": {"properties": {"Known": {}}, "additionalProperties": false},
+            "esc\u{1b}[31m": {}, "*": {}}});
+        let declared = Declared::from_schema(&schema);
+        let args = json!({"Odd Key.v2": "v", "extra": 1, "Extra": 2,
+            "opts": {"Mode!": 1, "other": 2, "Other": 3},
+            "rows": [{"ID": 1, "name": "n"}],
+            "free": {"limit": 1, "a@b.example": 2},
+            "pattern": {"Known": 1, "x1": 2, "X1": 3},
+            "shut": {"Known": 1, "other": 2},
+            "esc\u{1b}[31m": 1});
+        assert_eq!(
+            args_shape(&args, Some(&declared)),
+            json!({"Odd Key.v2": "string", "*": "integer",
+                "opts": {"Mode!": "integer", "*": "integer"},
+                "rows": [{"ID": "integer", "*": "string"}],
+                "free": {"limit": "integer", "*": "integer"},
+                "pattern": {"Known": "integer", "x1": "integer", "*": "integer"},
+                "shut": {"Known": "integer", "*": "integer"}})
+        );
+        // No `properties` at all: open, and field names are kept.
+        let bare = Declared::from_schema(&json!({"type": "object"}));
+        assert_eq!(
+            args_shape(&json!({"q": 1, "Q": 2}), Some(&bare)),
+            json!({"q": "integer", "*": "integer"})
+        );
+    }
+
+    #[test]
+    fn names_lose_control_and_bidi_characters_and_are_cut() {
+        assert_eq!(
+            clean_name("evil\nname`x`\u{1b}[31m\u{9b}\u{7f}\u{202e}rtl\u{2066}\u{200f}\u{2028}"),
+            "evil?name`x`?[31m???rtl???"
+        );
+        assert_eq!(clean_name("weather"), "weather");
+        assert_eq!(clean_name(&"a".repeat(300)).len(), 128);
+        let wide = format!("a{}", "\u{e9}".repeat(100));
+        assert_eq!(clean_name(&wide), format!("a{}", "\u{e9}".repeat(63)));
+        assert_eq!(clean_name(&"\u{e9}".repeat(100)).len(), 128);
+        assert_eq!(clean_name(&"\u{202e}".repeat(200)), "?".repeat(128));
     }
 
     #[test]

@@ -12,14 +12,14 @@ use serde_json::{Value, json};
 use crate::support::{Deps, Store, contains, fixture, repo, text};
 
 /// A JSON-RPC client speaking raw lines to a capture process.
-struct Raw {
+pub(crate) struct Raw {
     child: Child,
     to: ChildStdin,
     from: BufReader<ChildStdout>,
 }
 
 impl Raw {
-    fn start(store: &Store, capture_args: &[&str], server: &[&str]) -> Raw {
+    pub(crate) fn start(store: &Store, capture_args: &[&str], server: &[&str]) -> Raw {
         let mut cmd = store.cmd("mcpeval-capture");
         cmd.args(capture_args).arg("--").args(server);
         cmd.stdin(Stdio::piped())
@@ -31,30 +31,30 @@ impl Raw {
         Raw { child, to, from }
     }
 
-    fn fixture(store: &Store, extra: &[&str]) -> Raw {
+    pub(crate) fn fixture(store: &Store, extra: &[&str]) -> Raw {
         let server = fixture("misbehaving_server.py");
         let mut argv = vec!["python3", server.to_str().unwrap()];
         argv.extend_from_slice(extra);
         Raw::start(store, &[], &argv)
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         writeln!(self.to, "{message}").unwrap();
         self.to.flush().unwrap();
     }
 
-    fn recv(&mut self) -> Value {
+    pub(crate) fn recv(&mut self) -> Value {
         let mut line = String::new();
         self.from.read_line(&mut line).unwrap();
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
     }
 
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         self.recv()
     }
 
-    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
         self.request(
             id,
             "tools/call",
@@ -63,7 +63,7 @@ impl Raw {
     }
 
     /// Closes the client's side and waits for capture to end.
-    fn finish(self) -> std::process::Output {
+    pub(crate) fn finish(self) -> std::process::Output {
         drop(self.to);
         let mut out = self.child.wait_with_output().unwrap();
         let mut rest = Vec::new();

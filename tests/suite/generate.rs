@@ -469,3 +469,87 @@ fn a_generated_case_filled_with_jq_verifies() {
         text(&run.stdout)
     );
 }
+
+#[test]
+fn folded_keys_become_placeholders_that_probe_refuses_until_replaced() {
+    let store = Store::new();
+    // Captured calls whose keys were data: folded into "*" at two places.
+    let shape = json!({"*": "integer", "q": "string", "users": {"*": {"role": "string"}}});
+    let recs: Vec<Rec> = calls(&[(1, 1, false), (2, 1, false)])
+        .into_iter()
+        .map(|mut rec| {
+            rec.0["args_shape"] = shape.clone();
+            rec
+        })
+        .collect();
+    let finding = id(&promoted(&store, &recs));
+    let (doc, stderr) = generated(&store, &finding, &[]);
+    assert_eq!(
+        doc["cases"][0]["arguments"],
+        json!({"*": "<fill:entries of integer>", "q": "<fill:string>",
+               "users": {"*": "<fill:entries of object>"}})
+    );
+    let why = "(capture keeps no key that may be data, such as an e-mail address or a token)";
+    assert!(
+        stderr.ends_with(&format!(
+            "mcpeval-generate: fill 3 placeholder(s) before `mcpeval verify`:\n  \
+/cases/0/arguments/*: replace this \"*\" member with the members the call needs, each value an integer {why}\n  \
+/cases/0/arguments/q: replace \"<fill:string>\" with a string\n  \
+/cases/0/arguments/users/*: replace this \"*\" member with the members the call needs, each value an object {why}\n"
+        )),
+        "{stderr}"
+    );
+
+    let out = out_path(&store);
+    let server = fixture("probe_server.py");
+    let verify = |manifest: &Path| {
+        store
+            .cmd("mcpeval-verify")
+            .args(["--finding", &finding, "--case", &finding, "--manifest"])
+            .arg(manifest)
+            .arg("--")
+            .arg("python3")
+            .arg(&server)
+            .args(["--name", "probe\u{1b}[2J\u{202e}fixture"])
+            .output()
+            .unwrap()
+    };
+    let unfilled = verify(&out);
+    assert_eq!(unfilled.status.code(), Some(4));
+    assert!(
+        text(&unfilled.stderr).contains(
+            "still has 3 placeholder(s) to fill: /cases/0/arguments/*, /cases/0/arguments/q, \
+             /cases/0/arguments/users/*; nothing was run"
+        ),
+        "{}",
+        text(&unfilled.stderr)
+    );
+    let filled = store.scratch().join("filled.json");
+    let jq = duct::cmd(
+        "jq",
+        [r#".cases[0].arguments = {"n@corp.example": 1, "q": "x",
+             "users": {"alice@corp.example": {"role": "admin"}}}"#],
+    )
+    .stdin_path(&out)
+    .stdout_path(&filled)
+    .full_env(store.env_pairs())
+    .run();
+    assert!(jq.is_ok(), "{jq:?}");
+    let run = verify(&filled);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    // The probe journals its call by the same rules as capture: the keys
+    // that are data fold again, and the server's name is cleaned.
+    let probe = store
+        .records()
+        .into_iter()
+        .find(|r| r["origin"] == "probe")
+        .expect("a probe record");
+    assert_eq!(probe["args_shape"], shape);
+    assert_eq!(probe["server"], "probe?[2J?fixture");
+    let journals: Vec<u8> = store
+        .journals()
+        .iter()
+        .flat_map(|j| std::fs::read(j).unwrap())
+        .collect();
+    assert!(!crate::support::contains(&journals, "@corp.example"));
+}

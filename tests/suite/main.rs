@@ -11,6 +11,7 @@ mod export_issues;
 mod front;
 mod fuzz;
 mod generate;
+mod hostile_capture;
 mod index;
 mod privacy;
 mod probe;

@@ -1,7 +1,9 @@
 //! `mcpeval-serve` driven by the official Python SDK in both eras, and by
 //! raw JSON-RPC for the handshakes: tools with schemas, the findings as
 //! `findings --format json` gives them, the relayed commands with their
-//! own words, the store before its first index and with a damaged one.
+//! own words, the store before its first index and with a damaged one,
+//! and the trust model: writes only inside the workspace, only the server
+//! commands the user allowed, annotations that say which tools write.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -15,16 +17,24 @@ use crate::support::{Deps, Store, bin, fixture, repo, text};
 
 /// Runs the script through the SDK client in `mode` against serve.
 fn client(store: &Store, mode: &str, script: Value) -> Value {
+    client_with(store, mode, &[], script)
+}
+
+/// Runs the script against `mcpeval-serve SERVE_ARGS…`, started in the
+/// store's scratch directory (its default workspace).
+fn client_with(store: &Store, mode: &str, serve_args: &[&str], script: Value) -> Value {
     let file = store.scratch().join(format!("script-{}.json", uuid_like()));
     std::fs::write(&file, script.to_string()).unwrap();
     let mut cmd = Command::new(Deps::python());
     store.env(&mut cmd);
     let out = cmd
+        .current_dir(store.scratch())
         .arg(repo().join("tests/clients/serve_client.py"))
         .arg(mode)
         .arg(&file)
         .arg("--")
         .arg(bin("mcpeval-serve"))
+        .args(serve_args)
         .output()
         .unwrap();
     assert!(out.status.success(), "client: {}", text(&out.stderr));
@@ -76,9 +86,18 @@ fn both_eras_list_the_tools_with_schemas_and_annotations() {
         for t in tools {
             assert_eq!(t["input_schema"]["type"], "object", "{t}");
             assert_eq!(t["output_schema"]["type"], "object", "{t}");
-            let read_only = ["list_findings", "get_finding", "readiness"]
-                .contains(&t["name"].as_str().unwrap());
-            assert_eq!(t["annotations"]["readOnlyHint"], read_only, "{t}");
+            let name = t["name"].as_str().unwrap();
+            let read_only = ["list_findings", "get_finding", "readiness"].contains(&name);
+            let writes = ["generate_manifest", "verify_finding", "annotate_call"].contains(&name);
+            let a = &t["annotations"];
+            assert_eq!(a["readOnlyHint"], read_only, "{t}");
+            // Absent means the spec's default, true, for a tool that writes.
+            assert_eq!(
+                a.get("destructiveHint").unwrap_or(&json!(!read_only)),
+                &json!(writes),
+                "{t}"
+            );
+            assert_eq!(a["openWorldHint"], name == "verify_finding", "{t}");
         }
     }
 }
@@ -267,8 +286,9 @@ install the whole mcpeval suite, whose generate command this tool runs"
 #[test]
 fn generate_and_verify_run_the_suite_commands() {
     let (store, id) = fixture_store();
-    let manifest = store.scratch().join(format!("{id}.manifest.json"));
-    let manifest_arg = manifest.to_str().unwrap();
+    // Relative to the workspace: the current directory serve started in.
+    let manifest_arg = format!("{id}.manifest.json");
+    let manifest = store.scratch().join(&manifest_arg);
     let out = client(
         &store,
         "auto",
@@ -307,15 +327,19 @@ fn generate_and_verify_run_the_suite_commands() {
     fill(&mut doc);
     std::fs::write(&manifest, doc.to_string()).unwrap();
 
-    let server = store.scratch().join("server.py");
-    std::fs::copy(fixture("probe_server.py"), &server).unwrap();
+    std::fs::copy(
+        fixture("probe_server.py"),
+        store.scratch().join("server.py"),
+    )
+    .unwrap();
     let verify = call(
         "verify_finding",
-        json!({"finding": id, "manifest": manifest_arg, "command": ["python3", server.to_str().unwrap()]}),
+        json!({"finding": id, "manifest": manifest_arg, "command": ["python3", "server.py"]}),
     );
-    let out = client(
+    let out = client_with(
         &store,
         "auto",
+        &["--allow-command", "python3 server.py"],
         json!([verify.clone(), verify.clone(), verify]),
     );
     for (n, c) in out["calls"].as_array().unwrap().iter().enumerate() {
@@ -439,4 +463,301 @@ fn raw_discover_initialize_and_protocol_errors() {
     drop(raw.child.stdin.take());
     let status = raw.child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+/// `generate_manifest` for `finding` writing `output`.
+fn manifest_to(finding: &str, output: &str, force: bool) -> Value {
+    call(
+        "generate_manifest",
+        json!({"finding": finding, "confirm_read_only": true, "output": output, "force": force}),
+    )
+}
+
+/// Every entry under `dir`, as sorted relative paths.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            out.push(path.strip_prefix(dir).unwrap().display().to_string());
+            if path.is_dir() && !path.is_symlink() {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn generate_manifest_writes_only_inside_the_workspace() {
+    use std::os::unix::fs::symlink;
+    let (store, id) = fixture_store();
+    let ws = store.scratch().join("ws");
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    let outside = store.scratch().join("outside.json");
+    std::fs::write(&outside, "the user's own file\n").unwrap();
+    symlink(store.scratch(), ws.join("up")).unwrap();
+    symlink(&outside, ws.join("link.json")).unwrap();
+    std::fs::write(ws.join("notes.txt"), "my notes\n").unwrap();
+    let before = tree(&ws);
+    let out = client_with(
+        &store,
+        "auto",
+        &["--workspace", ws.to_str().unwrap()],
+        json!([
+            manifest_to(&id, "../outside.json", true),
+            manifest_to(&id, outside.to_str().unwrap(), true),
+            manifest_to(&id, "up/outside.json", true),
+            manifest_to(&id, "link.json", true),
+            manifest_to(&id, "notes.txt", true),
+            manifest_to(&id, "sub", true),
+            manifest_to(&id, "missing/m.json", false),
+            manifest_to(&id, "sub/m.json", false),
+            manifest_to(&id, "sub/m.json", false),
+            manifest_to(&id, "./sub/m.json", true),
+        ]),
+    );
+    let calls = out["calls"].as_array().unwrap();
+    let text = |i: usize| calls[i]["text"].as_str().unwrap();
+    let ws_shown = ws.canonicalize().unwrap().display().to_string();
+    let inside = format!("generate_manifest writes only inside the workspace {ws_shown}");
+    let refusals = [
+        format!(
+            "mcpeval-serve: error: output \"../outside.json\" has a \"..\" component; {inside}; nothing was written\n  hint: give a path relative to the workspace"
+        ),
+        format!(
+            "mcpeval-serve: error: output {:?} is an absolute path; {inside}; nothing was written",
+            outside.to_str().unwrap()
+        ),
+        "mcpeval-serve: error: output \"up/outside.json\" goes through \"up\", a symbolic link; generate_manifest follows no symlink on the way to its output; nothing was written".into(),
+        "mcpeval-serve: error: output \"link.json\" is a symbolic link; generate_manifest never writes through or over one; nothing was written".into(),
+        "mcpeval-serve: error: output \"notes.txt\" exists and is not an mcpeval manifest; generate_manifest replaces only a manifest, even with force; nothing was written".into(),
+        "mcpeval-serve: error: output \"sub\" exists and is not a regular file; nothing was written".into(),
+        format!(
+            "mcpeval-serve: error: output \"missing/m.json\" needs the directory \"missing\", which does not exist in the workspace {ws_shown}; nothing was written"
+        ),
+    ];
+    for (i, words) in refusals.iter().enumerate() {
+        assert_eq!(calls[i]["is_error"], true, "{}", calls[i]);
+        assert!(text(i).starts_with(words.as_str()), "{i}: {}", text(i));
+    }
+    // A new file, then a refusal to replace it, then a forced replacement.
+    for i in [7, 9] {
+        assert_eq!(calls[i]["is_error"], false, "{}", calls[i]);
+        let written: Value =
+            serde_json::from_slice(&std::fs::read(ws.join("sub/m.json")).unwrap()).unwrap();
+        assert_eq!(calls[i]["structured"]["manifest"], written);
+        assert!(
+            text(i).contains(&format!(
+                "mcpeval-generate: wrote {ws_shown}/sub/m.json: case {id}"
+            )),
+            "{}",
+            text(i)
+        );
+        assert!(!text(i).contains("mcpeval-serve-"), "{}", text(i));
+    }
+    assert_eq!(calls[8]["is_error"], true);
+    assert_eq!(
+        text(8),
+        "mcpeval-serve: error: output \"sub/m.json\" exists; nothing was written\n  \
+         hint: pass \"force\": true to replace it, or choose another output"
+    );
+
+    // Every refused file is as it was; nothing else appeared.
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "the user's own file\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "my notes\n"
+    );
+    assert_eq!(std::fs::read_link(ws.join("link.json")).unwrap(), outside);
+    let mut after = before.clone();
+    after.push("sub/m.json".into());
+    after.sort();
+    assert_eq!(tree(&ws), after);
+
+    // The default workspace is the current directory, which here holds
+    // the store: the store is never written into.
+    let journals = tree(&store.home().join("journals"));
+    let out = client(
+        &store,
+        "auto",
+        json!([manifest_to(&id, "home/journals/x.manifest.json", false)]),
+    );
+    assert_eq!(out["calls"][0]["is_error"], true);
+    let shown = store.home().canonicalize().unwrap().display().to_string();
+    assert!(
+        out["calls"][0]["text"].as_str().unwrap().starts_with(&format!(
+            "mcpeval-serve: error: output \"home/journals/x.manifest.json\" is inside the store {shown}; generate_manifest never writes into the store"
+        )),
+        "{}",
+        out["calls"][0]
+    );
+    assert_eq!(tree(&store.home().join("journals")), journals);
+}
+
+#[test]
+fn verify_finding_runs_only_the_commands_the_user_allowed() {
+    let (store, id) = fixture_store();
+    let dir = store.scratch();
+    let manifest = dir.join("m.json");
+    ok(
+        &store,
+        "mcpeval-generate",
+        &[
+            "--finding",
+            &id,
+            "--confirm-read-only",
+            "--output",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    fill(&mut doc);
+    std::fs::write(&manifest, doc.to_string()).unwrap();
+    std::fs::copy(fixture("probe_server.py"), dir.join("server.py")).unwrap();
+    let verify = |command: Value| {
+        call(
+            "verify_finding",
+            json!({"finding": id, "manifest": "m.json", "command": command}),
+        )
+    };
+    // Each would leave a marker file behind if it ran.
+    let sneaky = json!(["sh", "-c", "touch marker"]);
+    let marker = dir.join("marker");
+    let refused = |c: &Value, command: &str, allowed: &str| {
+        assert_eq!(c["is_error"], true, "{c}");
+        assert_eq!(
+            c["text"],
+            format!(
+                "mcpeval-serve: error: the command {command} is not allowed; nothing was run\n  \
+                 hint: verify_finding runs only a command that starts with one the user allowed \
+                 by starting serve with --allow-command 'CMD ARGS' (allowed now: {allowed})"
+            )
+        );
+    };
+
+    // Nothing allowed: nothing runs, not even the real server.
+    let out = client(
+        &store,
+        "auto",
+        json!([
+            verify(json!(["python3", "server.py"])),
+            verify(sneaky.clone())
+        ]),
+    );
+    let calls = out["calls"].as_array().unwrap();
+    refused(&calls[0], r#"["python3","server.py"]"#, "none");
+    refused(&calls[1], r#"["sh","-c","touch marker"]"#, "none");
+    assert!(!marker.exists());
+    assert_eq!(findings(&store)[0]["streak"], 0);
+
+    // One command allowed: it runs (with more arguments too); others,
+    // shorter ones included, do not.
+    let allowed = r#"["python3","server.py"]"#;
+    let out = client_with(
+        &store,
+        "auto",
+        &["--allow-command", "python3 server.py"],
+        json!([
+            verify(sneaky.clone()),
+            verify(json!(["python3"])),
+            verify(json!(["python3", "-c", "open('marker', 'w')"])),
+            verify(json!(["python3", "server.py"])),
+        ]),
+    );
+    let calls = out["calls"].as_array().unwrap();
+    refused(&calls[0], r#"["sh","-c","touch marker"]"#, allowed);
+    refused(&calls[1], r#"["python3"]"#, allowed);
+    refused(
+        &calls[2],
+        r#"["python3","-c","open('marker', 'w')"]"#,
+        allowed,
+    );
+    assert!(!marker.exists());
+    assert_eq!(calls[3]["is_error"], false, "{}", calls[3]);
+    let line = calls[3]["structured"]["stdout"].as_str().unwrap();
+    assert!(
+        line.contains("result=green state=verifying streak=1/3"),
+        "{line}"
+    );
+
+    // --allow-any-command: the user opted out, and any command runs.
+    let out = client_with(
+        &store,
+        "auto",
+        &["--allow-any-command"],
+        json!([verify(json!([
+            "sh",
+            "-c",
+            "touch marker && exec python3 server.py"
+        ]))]),
+    );
+    assert_eq!(out["calls"][0]["is_error"], false, "{}", out["calls"][0]);
+    assert!(marker.exists());
+}
+
+#[test]
+fn bad_serve_flags_are_usage_errors_and_any_command_warns() {
+    let store = Store::new();
+    let serve = |args: &[&str]| {
+        store
+            .cmd("mcpeval-serve")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = serve(&[
+        "--allow-any-command",
+        "--workspace",
+        store.scratch().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).starts_with(
+            "mcpeval-serve: warning: --allow-any-command: verify_finding will run ANY command \
+             an MCP client of this server names, with your rights"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = serve(&["--allow-command", "python3 server.py"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stderr), "");
+
+    let file = store.scratch().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let missing = store.scratch().join("missing");
+    for (args, words) in [
+        (vec!["--allow-command", " "], "it names no command"),
+        (
+            vec!["--allow-command", "'python3 server.py"],
+            "a single quote (') is not closed",
+        ),
+        (
+            vec!["--allow-command", "a", "--allow-any-command"],
+            "cannot be used with",
+        ),
+        (
+            vec!["--workspace", missing.to_str().unwrap()],
+            "mcpeval-serve: error: --workspace ",
+        ),
+        (
+            vec!["--workspace", file.to_str().unwrap()],
+            ": not a directory\n  hint: name an existing directory",
+        ),
+    ] {
+        let out = serve(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(words),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
 }

@@ -1,0 +1,202 @@
+//! Capture against a hostile server and a client sending data as argument
+//! keys: what reaches the journal, the index and the findings is shapes
+//! with folded keys, clean names and 32-bit codes only.
+
+use serde_json::{Map, Value, json};
+
+use crate::capture::Raw;
+use crate::support::{Store, contains, fixture, text};
+use crate::verify::succeed;
+
+/// The tool name the fixture advertises: a terminal title sequence and a
+/// newline inside it.
+const TOOL: &str = "list\u{1b}]0;pwned\u{7}\nrows\u{200f}";
+
+fn start(store: &Store, capture_args: &[&str]) -> Raw {
+    let server = fixture("hostile_server.py");
+    Raw::start(store, capture_args, &["python3", server.to_str().unwrap()])
+}
+
+fn handshake(c: &mut Raw) {
+    c.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    c.request(1, "tools/list", json!({}));
+}
+
+/// The arguments of the `lookup` call: every key that is data holds a
+/// "canary", so no trace of one may reach the store.
+fn lookup_arguments() -> Value {
+    let mut users = Map::new();
+    for i in 0..200 {
+        users.insert(format!("canary.user{i}@corp.example"), json!(i));
+    }
+    json!({
+        "Odd Key.v2": "declared, so kept",
+        "extra_flag": true,
+        "users": users,
+        "tokens": {
+            "sk-proj-CANARYAb3dE5fGh7iJk9LmN0pQr2StU4vWx6Yz": "v",
+            "eyJhbGciOiJIUzI1NiJ9.eyJjYW5hcnkiOjF9.c2lnbmF0dXJl": 1,
+            "limit": "10"
+        },
+        "rows": [{"ID": 7, "canary-note@x.example": "n"}]
+    })
+}
+
+fn journal_bytes(store: &Store) -> Vec<u8> {
+    store
+        .journals()
+        .iter()
+        .flat_map(|j| std::fs::read(j).unwrap())
+        .collect()
+}
+
+/// Fails naming the first needle found in `bytes`.
+fn assert_absent(bytes: &[u8], needles: &[&str], what: &str) {
+    let lower = bytes.to_ascii_lowercase();
+    for needle in needles {
+        assert!(
+            !contains(&lower, &needle.to_ascii_lowercase()),
+            "{what} holds {needle:?}:\n{}",
+            text(bytes)
+        );
+    }
+}
+
+/// What no stored or printed byte may hold: the keys that were data, the
+/// card number, and every control or bidi character of the names (raw or
+/// as a JSON escape).
+const NEEDLES: &[&str] = &[
+    "canary",
+    "@corp.example",
+    "sk-proj",
+    "eyJ",
+    "4111111111111111",
+    "\u{1b}",
+    "\\u001b",
+    "\u{7}",
+    "\\u0007",
+    "\\n",
+    "\u{7f}",
+    "\u{9b}",
+    "\u{202e}",
+    "\u{2066}",
+    "\u{200f}",
+];
+
+/// One capture session of every hostile call, checking what the client saw.
+fn hostile_session(store: &Store) {
+    let mut c = start(store, &[]);
+    handshake(&mut c);
+    let answer = c.call(2, "lookup", lookup_arguments());
+    assert!(answer.get("result").is_some(), "{answer}");
+    // A 40 KB key, alone, so that the record would not be oversized.
+    let huge = "canary".repeat(7000);
+    c.call(3, "lookup", json!({"tokens": {huge: [1]}}));
+    c.call(4, TOOL, json!({"q": "x"}));
+    let card = c.call(5, "card", json!({}));
+    // The relay still passes the server's bytes through untouched.
+    assert_eq!(
+        card["result"]["structuredContent"]["code"],
+        4111111111111111_u64
+    );
+    c.call(6, "card_rpc", json!({}));
+    c.call(7, "card_sdk", json!({}));
+    let out = c.finish();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn keys_that_are_data_names_and_codes_reach_no_store() {
+    let store = Store::new();
+    // Two sessions, so that the failures can be promoted.
+    hostile_session(&store);
+    hostile_session(&store);
+
+    let journal = journal_bytes(&store);
+    assert_absent(&journal, NEEDLES, "the journal");
+    let records = store.records();
+    assert_eq!(records.len(), 12, "{records:#?}");
+    let server = "hostile?`rm -rf ~`?[31m?evil???";
+    for r in &records {
+        assert_eq!(r["server"], server, "{r}");
+    }
+    let lookup = &records[0];
+    assert_eq!(lookup["tool"], "lookup");
+    assert_eq!(
+        lookup["args_shape"],
+        json!({
+            // Declared, however odd; undeclared keys of a closed object fold.
+            "Odd Key.v2": "string",
+            "*": "boolean",
+            "users": {"*": "integer"},
+            // An open map keeps field names; the first folded key in key
+            // order (the JWT) gives "*" its shape.
+            "tokens": {"limit": "string", "*": "integer"},
+            "rows": [{"ID": "integer", "*": "string"}]
+        })
+    );
+    assert_eq!(
+        records[1]["args_shape"],
+        json!({"tokens": {"*": ["integer"]}})
+    );
+    assert_eq!(records[2]["tool"], "list?]0;pwned??rows?");
+    assert_eq!(records[2]["advertised"], true);
+    for r in records[3..6].iter().chain(&records[9..]) {
+        assert_eq!(r["outcome"], "error", "{r}");
+        assert_eq!(r["error"]["code"], Value::Null, "{r}");
+    }
+
+    // The index accepts every record, and nothing downstream holds more.
+    succeed(&store, "mcpeval-index", &[]);
+    succeed(&store, "mcpeval-promote", &["--threshold", "0"]);
+    assert_absent(
+        &store.all_bytes(),
+        &["canary", "@corp.example", "sk-proj", "4111111111111111"],
+        "the store",
+    );
+    let json = succeed(&store, "mcpeval-findings", &["--format", "json"]);
+    let findings: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(findings["findings"].as_array().unwrap().len(), 3, "{json}");
+    for format in ["json", "md", "agent"] {
+        let shown = succeed(&store, "mcpeval-findings", &["--format", format]);
+        assert_absent(shown.as_bytes(), NEEDLES, format);
+    }
+    let issues = store.scratch().join("issues");
+    succeed(
+        &store,
+        "mcpeval-export-issues",
+        &["--dir", issues.to_str().unwrap()],
+    );
+    let mut written = 0;
+    for file in std::fs::read_dir(&issues).unwrap() {
+        assert_absent(
+            &std::fs::read(file.unwrap().path()).unwrap(),
+            NEEDLES,
+            "an issue",
+        );
+        written += 1;
+    }
+    assert_eq!(written, 3);
+}
+
+#[test]
+fn the_server_flag_and_names_are_cut_and_cleaned() {
+    let store = Store::new();
+    let mut c = start(&store, &["--server", "flag\u{202e}name\u{2069}"]);
+    handshake(&mut c);
+    let long_tool = format!("{}\u{e9}", "t".repeat(127));
+    c.call(2, &long_tool, json!({}));
+    let out = c.finish();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let records = store.records();
+    assert_eq!(records[0]["server"], "flag?name?");
+    // 127 bytes and a two-byte character: cut before it, at 127 bytes.
+    assert_eq!(records[0]["tool"], "t".repeat(127));
+    assert_eq!(records[0]["advertised"], false);
+}
