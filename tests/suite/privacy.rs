@@ -1572,6 +1572,13 @@ fn no_canary_survives_capture_or_any_later_stage() {
         &["--format", "md", "--days", "1"],
         &[0],
     );
+    // The report page, built from the siblings' JSON.
+    net.run(
+        &store,
+        "mcpeval-report",
+        &["--output", "-", "--days", "1"],
+        &[0],
+    );
     let ids: Vec<String> = findings
         .iter()
         .filter_map(|f| f["id"].as_str().map(str::to_owned))
