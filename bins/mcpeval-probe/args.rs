@@ -177,6 +177,11 @@ pub struct Args {
     )]
     pub headers: Vec<String>,
 
+    /// Leave the hint of a red or transport-error result off stderr: for a
+    /// caller (mcpeval-verify) that prints it itself, from the result's reason
+    #[arg(long, hide = true)]
+    pub no_hint: bool,
+
     /// The server command and its arguments, after `--`
     #[arg(
         last = true,
@@ -218,6 +223,8 @@ pub struct Config {
     pub format: Format,
     pub require_oracle: bool,
     pub server_stderr: bool,
+    /// Whether stderr ends a red or transport-error result with its hint.
+    pub hint: bool,
     pub handshake_timeout: std::time::Duration,
     pub server: Server,
 }
@@ -249,6 +256,7 @@ impl Args {
             format: self.format,
             require_oracle: self.require_oracle,
             server_stderr: self.server_stderr,
+            hint: !self.no_hint,
             handshake_timeout: std::time::Duration::from_millis(self.handshake_timeout),
             server,
         })

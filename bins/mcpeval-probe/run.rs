@@ -30,7 +30,7 @@ pub fn run(config: Config) -> Result<u8> {
     let mut runner = Runner::new(&config)?;
     let result = runner.run(&manifest, case, admitted)?;
     output::print(&result, config.format)?;
-    explain(&result);
+    explain(&result, config.hint);
     Ok(result.result.exit_status())
 }
 
@@ -205,8 +205,9 @@ pub fn refuse_placeholders(case: &Case, file: &Path) -> Result<()> {
     .with_hint("replace each \"<fill:TYPE>\" with a real value of that type"))
 }
 
-/// Says on stderr why a run was not green, with the remediation hint.
-pub fn explain(result: &ProbeResult) {
+/// Says on stderr why a run was not green, then (with `hint`) the
+/// remediation hint.
+pub fn explain(result: &ProbeResult, hint: bool) {
     let Some(reason) = result.reason else {
         return;
     };
@@ -215,13 +216,16 @@ pub fn explain(result: &ProbeResult) {
         Verdict::TransportError => "error: transport failure",
         _ => "red",
     };
+    let mut err = std::io::stderr().lock();
     let _ = writeln!(
-        std::io::stderr().lock(),
-        "{PROGRAM}: {lead}: case {} {}: {detail}\n  hint: {}",
+        err,
+        "{PROGRAM}: {lead}: case {} {}: {detail}",
         result.case,
-        reason.as_str(),
-        reason.hint()
+        reason.as_str()
     );
+    if hint {
+        let _ = writeln!(err, "  hint: {}", reason.hint());
+    }
 }
 
 fn note(message: std::fmt::Arguments<'_>) {

@@ -1,6 +1,7 @@
 //! Running a sibling command for its JSON, the way a third-party plugin
-//! would: `mcpeval-SUB` beside this executable first, else on `PATH`, run
-//! with `--home` (and `MCPEVAL_HOME`) naming the store, stdin closed.
+//! would, through `shared::sibling`: `mcpeval-SUB` beside this executable
+//! first, else on `PATH`, run with `--home` (and `MCPEVAL_HOME`) naming the
+//! store, stdin closed.
 //!
 //! Its stdout is parsed as JSON; its stderr is relayed to ours when it
 //! succeeds (a "no findings" explanation, a rebuilt cache) and becomes
@@ -8,46 +9,19 @@
 //! suite command, nor print a sibling's output raw: control characters in
 //! relayed text are escaped first.
 
-use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::de::DeserializeOwned;
+use shared::sibling::{self, Ended, Options, Stderr};
 use shared::{Error, Result, exit};
 
 use crate::PROGRAM;
 
-/// Where `mcpeval-<sub>` is: beside this executable, else the first
-/// absolute `PATH` directory holding an executable file of that name.
-pub fn find(sub: &str) -> Option<PathBuf> {
-    let name = format!("mcpeval-{sub}");
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join(&name)));
-    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    beside
-        .into_iter()
-        .chain(
-            on_path
-                .into_iter()
-                .filter(|d| d.is_absolute())
-                .map(|d| d.join(&name)),
-        )
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
 /// Runs `mcpeval-<sub> --home HOME ARGS…` and parses its stdout as `T`.
 pub fn json<T: DeserializeOwned>(sub: &str, home: &Path, args: &[&str]) -> Result<T> {
     let shown = printable(&format!("mcpeval-{sub} {}", args.join(" ")));
-    let program = find(sub).ok_or_else(|| {
+    let program = sibling::find(sub).ok_or_else(|| {
         Error::unavailable(format!(
             "mcpeval-{sub} is not installed beside {PROGRAM} or on PATH; the report is built from its JSON"
         ))
@@ -55,24 +29,16 @@ pub fn json<T: DeserializeOwned>(sub: &str, home: &Path, args: &[&str]) -> Resul
             "install the whole mcpeval suite, or put mcpeval-{sub} on PATH"
         ))
     })?;
-    let mut argv: Vec<OsString> = vec!["--home".into(), home.into()];
-    argv.extend(args.iter().map(OsString::from));
-    let out = duct::cmd(&program, argv)
-        .env("MCPEVAL_HOME", home)
-        .stdin_null()
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()
+    let options = Options {
+        dir: None,
+        stderr: Stderr::Capture,
+    };
+    let out = sibling::run(&program, home, args.iter().copied(), options)
         .map_err(|e| Error::io(format_args!("cannot run {}", program.display()), e))?;
     let stderr = printable(&String::from_utf8_lossy(&out.stderr));
-    if !out.status.success() {
-        let (status, ended) = match (out.status.code(), out.status.signal()) {
-            (Some(code), _) => (code, format!("exited with status {code}")),
-            (None, Some(signal)) => (128 + signal, format!("was killed by signal {signal}")),
-            (None, None) => (-1, "ended abnormally".to_owned()),
-        };
-        return Err(Error::new(report_status(status), {
+    if !out.success() {
+        return Err(Error::new(report_status(out.ended), {
+            let ended = out.ended.describe();
             let said = stderr.trim_end();
             if said.is_empty() {
                 format!("{shown} {ended} and said nothing; the report needs its JSON")
@@ -102,8 +68,8 @@ pub fn json<T: DeserializeOwned>(sub: &str, home: &Path, args: &[&str]) -> Resul
 /// the user can act on (a malformed journal, a newer database, an I/O
 /// error) keeps its meaning; anything else means the evidence is
 /// unavailable, even a sibling's usage error, which the user did not make.
-fn report_status(status: i32) -> u8 {
-    match u8::try_from(status) {
+fn report_status(ended: Ended) -> u8 {
+    match u8::try_from(ended.status()) {
         Ok(s @ (exit::REJECTED | exit::REFUSED | exit::IO)) => s,
         _ => exit::UNAVAILABLE,
     }
@@ -129,13 +95,14 @@ mod tests {
 
     #[test]
     fn statuses_keep_only_what_the_user_can_act_on() {
-        assert_eq!(report_status(3), exit::UNAVAILABLE);
-        assert_eq!(report_status(4), exit::REJECTED);
-        assert_eq!(report_status(6), exit::REFUSED);
-        assert_eq!(report_status(74), exit::IO);
-        assert_eq!(report_status(2), exit::UNAVAILABLE);
-        assert_eq!(report_status(137), exit::UNAVAILABLE);
-        assert_eq!(report_status(-1), exit::UNAVAILABLE);
+        let code = |c| report_status(Ended::Exit(c));
+        assert_eq!(code(3), exit::UNAVAILABLE);
+        assert_eq!(code(4), exit::REJECTED);
+        assert_eq!(code(6), exit::REFUSED);
+        assert_eq!(code(74), exit::IO);
+        assert_eq!(code(2), exit::UNAVAILABLE);
+        assert_eq!(report_status(Ended::Signal(9)), exit::UNAVAILABLE);
+        assert_eq!(code(-1), exit::UNAVAILABLE);
     }
 
     #[test]

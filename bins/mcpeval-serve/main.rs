@@ -1,9 +1,9 @@
 //! `mcpeval-serve`: the suite as an MCP server on stdio, for agents.
 //!
 //! A small JSON-RPC loop over `serde_json::Value` answers both protocol
-//! eras. Reading tools use `shared::catalog` directly; every tool that
-//! decides or changes something runs the suite's own command for it and
-//! relays what that command said, so no rule is implemented twice. It
+//! eras. Every tool runs the suite's own command for it (the reading
+//! tools `mcpeval-findings --format json`) and relays or reads what that
+//! command said, so no rule is implemented twice. It
 //! must never return a template, note, session token, salt or raw value,
 //! never write to stdout anything but protocol messages, and never let a
 //! client write outside the workspace or run a command the user did not

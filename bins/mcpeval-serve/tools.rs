@@ -1,8 +1,9 @@
 //! The six tools: their schemas, and what each call does.
 //!
-//! Reading tools (`list_findings`, `get_finding`) answer from
-//! `shared::catalog`, whose findings hold nothing raw. The others run the
-//! suite's command for them (see `siblings.rs`) and relay it. Arguments
+//! Every tool runs the suite's command for it (see `siblings.rs`), so
+//! each rule has the one implementation the CLI uses: the reading tools
+//! (`list_findings`, `get_finding`) read `mcpeval-findings --format json`,
+//! whose findings hold nothing raw; the others relay their command. Arguments
 //! are checked against the advertised schema and a wrong one is named in
 //! an isError result, never guessed at. What a client may write and run
 //! is bounded by the user's flags (see `workspace.rs`, `allowlist.rs`),
@@ -13,9 +14,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
-use shared::catalog::{self, Catalog, Finding};
 use shared::escape::{self, quoted, terminal};
-use shared::home::Home;
 
 use crate::args::Config;
 use crate::siblings::{self, Ran};
@@ -189,8 +188,8 @@ pub fn call(config: &Config, name: &str, args: &Map<String, Value>) -> Option<Va
         )));
     }
     let outcome = match name {
-        "list_findings" => list_findings(&config.home, args),
-        "get_finding" => get_finding(&config.home, args),
+        "list_findings" => list_findings(config, args),
+        "get_finding" => get_finding(config, args),
         "generate_manifest" => generate_manifest(config, args),
         "verify_finding" => verify_finding(config, args),
         "annotate_call" => annotate_call(config, args),
@@ -261,12 +260,30 @@ fn finding_id(args: &Map<String, Value>, key: &str) -> Result<String, String> {
 
 // --- reading tools --------------------------------------------------------
 
-/// The words `mcpeval findings` prints for `err`.
-fn cli_error(err: &shared::Error) -> String {
-    format!("mcpeval-findings: error: {err}")
+/// What `mcpeval-findings --format json ARGS…` lists, with the
+/// explanation it gives for an empty answer; its own words when it fails.
+fn findings(config: &Config, args: &[OsString]) -> Result<(Vec<Value>, String), String> {
+    let mut argv: Vec<OsString> = vec!["--format".into(), "json".into()];
+    argv.extend_from_slice(args);
+    let ran = run(config, "findings", &argv)?;
+    if ran.status != 0 {
+        return Err(both(&ran));
+    }
+    let listed = serde_json::from_str::<Value>(&ran.stdout)
+        .ok()
+        .and_then(|mut v| match v["findings"].take() {
+            Value::Array(findings) => Some(findings),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            "mcpeval-serve: error: mcpeval-findings printed no findings object; \
+             install mcpeval-serve and its siblings from the same release"
+                .to_owned()
+        })?;
+    Ok((listed, ran.stderr.trim_end().to_owned()))
 }
 
-fn list_findings(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+fn list_findings(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
     let states = strings(args, "state")?;
     if let Some(bad) = states.iter().find(|s| !STATES.contains(&s.as_str())) {
         return Err(format!(
@@ -275,86 +292,76 @@ fn list_findings(home: &Home, args: &Map<String, Value>) -> Result<Value, String
         ));
     }
     let servers = strings(args, "server")?;
-    let catalog = match catalog::load_if_indexed(home) {
-        Ok(Some(c)) => c,
-        Ok(None) => {
-            let note = "no findings: no index yet; run `mcpeval index` and `mcpeval promote`";
-            return Ok(ok(json!({"findings": [], "note": note}), note.to_owned()));
+    if !config.home.index_db().exists() {
+        let note = "no findings: no index yet; run `mcpeval index` and `mcpeval promote`";
+        return Ok(ok(json!({"findings": [], "note": note}), note.to_owned()));
+    }
+    let mut filters = Vec::new();
+    for (flag, values) in [("--state", &states), ("--server", &servers)] {
+        for value in values {
+            filters.push(OsString::from(flag));
+            filters.push(OsString::from(value));
         }
-        Err(err) => return Err(cli_error(&err)),
-    };
-    let findings: Vec<&Finding> = catalog
-        .findings
-        .iter()
-        .filter(|f| states.is_empty() || states.iter().any(|s| s == f.state))
-        .filter(|f| servers.is_empty() || servers.contains(&f.derived.server))
-        .collect();
-    let mut structured = json!({"findings": findings});
-    let text = if findings.is_empty() {
-        let note = why_none(&catalog);
-        structured["note"] = json!(note);
-        note
-    } else {
-        findings
-            .iter()
-            .map(|f| summary(f))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    Ok(ok(structured, text))
+    }
+    let (findings, why) = findings(config, &filters)?;
+    if findings.is_empty() {
+        return Ok(ok(json!({"findings": [], "note": why}), why));
+    }
+    let text = findings.iter().map(summary).collect::<Vec<_>>().join("\n");
+    Ok(ok(json!({"findings": findings}), text))
 }
 
-fn why_none(catalog: &Catalog) -> String {
-    match &catalog.promotion {
-        None => {
-            "no findings: nothing was promoted since the index last changed; run `mcpeval promote`"
-                .into()
-        }
-        Some(p) if catalog.findings.is_empty() => format!(
-            "no findings: promote found none of {} issues recurring in two sessions at threshold {}",
-            p.issues, p.threshold
-        ),
-        Some(_) => format!(
-            "no findings match the filters ({} findings in all)",
-            catalog.findings.len()
-        ),
+/// A field of a finding as text, for the summaries.
+fn field(f: &Value, key: &str) -> String {
+    match &f[key] {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
+}
+
+/// A numeric field of a finding, shown as Rust shows the number.
+fn number(f: &Value, key: &str) -> f64 {
+    f[key].as_f64().unwrap_or(f64::NAN)
 }
 
 /// One line per finding for the text rendering. It is read by an agent,
 /// so names are quoted literals (as in `findings --format agent`) and can
 /// never start a line, and the id is shown escaped.
-fn summary(f: &Finding) -> String {
-    let d = &f.derived;
+fn summary(f: &Value) -> String {
     format!(
         "{} [{}; severity {}, score {:.3}, state {}] {} / {}: {} of {} calls failed in {} sessions. Fix: {}",
-        terminal(&d.id),
-        d.defect_class,
-        f.severity,
-        d.score,
-        f.state,
-        quoted(&d.server),
-        quoted(&d.tool),
-        d.failures,
-        d.calls,
-        d.sessions,
-        d.fix_hint
+        terminal(&field(f, "id")),
+        terminal(&field(f, "defect_class")),
+        terminal(&field(f, "severity")),
+        number(f, "score"),
+        terminal(&field(f, "state")),
+        quoted(&field(f, "server")),
+        quoted(&field(f, "tool")),
+        field(f, "failures"),
+        field(f, "calls"),
+        field(f, "sessions"),
+        terminal(&field(f, "fix_hint"))
     )
 }
 
-fn get_finding(home: &Home, args: &Map<String, Value>) -> Result<Value, String> {
+fn get_finding(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
     let id = finding_id(args, "id")?;
-    let catalog = catalog::load(home).map_err(|e| cli_error(&e))?;
-    let finding = catalog::find(&catalog, &id).ok_or_else(|| {
-        format!("mcpeval-serve: error: no finding {id} in this store; list_findings shows the ids")
-    })?;
+    let (findings, _) = findings(config, &[])?;
+    let finding = findings
+        .into_iter()
+        .find(|f| f["id"] == id.as_str())
+        .ok_or_else(|| {
+            format!(
+                "mcpeval-serve: error: no finding {id} in this store; list_findings shows the ids"
+            )
+        })?;
     let text = format!(
         "{}\nargument shapes: {}\nlast seen {}; windows of median {} turns; blast radius {}",
-        summary(finding),
-        escape::to_json(&finding.derived.args_shapes).unwrap_or_default(),
-        terminal(&finding.derived.last_seen),
-        finding.derived.median_window_turns,
-        finding.derived.blast_radius
+        summary(&finding),
+        escape::to_json(&finding["args_shapes"]).unwrap_or_default(),
+        terminal(&field(&finding, "last_seen")),
+        number(&finding, "median_window_turns"),
+        field(&finding, "blast_radius")
     );
     Ok(ok(json!({"finding": finding}), text))
 }

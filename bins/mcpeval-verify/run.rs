@@ -6,16 +6,13 @@
 //! and `verify -- CMD` build one streak. Every refusal happens in the
 //! probe, before the server starts, and records nothing here.
 
-use std::ffi::OsStr;
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::ExitStatusExt;
+use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use shared::home::Home;
-use shared::probe_result::{ProbeResult, Verdict};
-use shared::{Error, Result, binding, credit, exit, lifecycle, verification};
+use shared::probe_result::ProbeResult;
+use shared::sibling::{self, Ended, Options, Stderr};
+use shared::{Error, Result, credit, exit, lifecycle, verification};
 
 use crate::args::{Format, RunConfig, Server};
 use crate::record;
@@ -23,6 +20,11 @@ use crate::record;
 const PROBE: &str = "mcpeval-probe";
 
 /// Runs the case and records its result; returns the exit status.
+///
+/// The probe's stderr (its notes, the detail of a red run, a refusal) is
+/// relayed as it is written; verify reads only its exit status and its
+/// JSON result, and prints the hint of a red run itself, from the
+/// result's reason, so the probe is asked to leave it out.
 pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     {
         let conn = lifecycle::open(home)?;
@@ -33,45 +35,21 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     // before the server starts, and the server's name after the handshake.
     credit::require_subject(home, &config.finding, "nothing was run")?;
     let program = probe_program()?;
-    let mut cmd = Command::new(&program);
-    cmd.arg("--home")
-        .arg(home.root())
-        .arg("--manifest")
-        .arg(&config.manifest)
-        .args(["--case", &config.case, "--finding", &config.finding])
-        .args(["--format", "json"]);
-    if let Some(ms) = config.handshake_timeout {
-        cmd.args(["--handshake-timeout", &ms.to_string()]);
-    }
-    if config.server_stderr {
-        cmd.arg("--server-stderr");
-    }
-    match &config.server {
-        Server::Command(command) => {
-            cmd.arg("--").args(command);
-        }
-        Server::Endpoint { url, headers } => {
-            cmd.args(["--url", url]);
-            for header in headers {
-                cmd.args(["--header", header]);
-            }
-        }
-    }
-    cmd.stdin(Stdio::null());
-    let out = cmd
-        .output()
+    let options = Options {
+        dir: None,
+        stderr: Stderr::Relay,
+    };
+    let out = sibling::run(&program, home.root(), probe_args(config), options)
         .map_err(|e| Error::io(format_args!("cannot run {}", program.display()), e))?;
 
-    let code = match out.status.code() {
-        Some(code) => code,
-        None => {
-            forward(&out.stderr);
+    let code = match out.ended {
+        Ended::Exit(code) => code,
+        Ended::Signal(signal) => {
             return Err(Error::new(
                 exit::IO,
                 format!(
-                    "{} was killed by signal {}; nothing was recorded",
-                    program.display(),
-                    out.status.signal().unwrap_or(0)
+                    "{} was killed by signal {signal}; nothing was recorded",
+                    program.display()
                 ),
             ));
         }
@@ -79,12 +57,10 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     let verdict_status = [exit::SUCCESS, exit::RED, exit::TRANSPORT].map(i32::from);
     if !verdict_status.contains(&code) {
         // A refusal or failure: the probe said why; nothing ran or was recorded.
-        forward(&out.stderr);
         return Ok(u8::try_from(code).unwrap_or(exit::IO));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let result = ProbeResult::parse(text.trim()).map_err(|why| {
-        forward(&out.stderr);
         Error::new(
             exit::IO,
             format!(
@@ -93,7 +69,6 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
             ),
         )
     })?;
-    forward(without_hint(&out.stderr, &result));
     if result.finding != config.finding || result.case != config.case {
         return Err(Error::refused(format!(
             "{} answered for case \"{}\" of {}, not the case asked for; nothing was recorded",
@@ -105,38 +80,52 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     record::record(home, PROBE, &result, format)
 }
 
+/// The probe's arguments after `--home`: the same case, server and
+/// options, its result as JSON, and its hint left to verify.
+fn probe_args(config: &RunConfig) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["--manifest".into(), config.manifest.clone().into()];
+    for a in [
+        "--case",
+        &config.case,
+        "--finding",
+        config.finding.as_str(),
+        "--format",
+        "json",
+        "--no-hint",
+    ] {
+        args.push(a.into());
+    }
+    if let Some(ms) = config.handshake_timeout {
+        args.push("--handshake-timeout".into());
+        args.push(ms.to_string().into());
+    }
+    if config.server_stderr {
+        args.push("--server-stderr".into());
+    }
+    match &config.server {
+        Server::Command(command) => {
+            args.push("--".into());
+            args.extend(command.iter().cloned());
+        }
+        Server::Endpoint { url, headers } => {
+            args.push("--url".into());
+            args.push(url.into());
+            for header in headers {
+                args.push("--header".into());
+                args.push(header.into());
+            }
+        }
+    }
+    args
+}
+
 /// `mcpeval-probe` beside this executable, else the first on `PATH`.
 fn probe_program() -> Result<PathBuf> {
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join(PROBE)));
-    if let Some(path) = beside
-        && std::fs::metadata(&path)
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    {
-        return Ok(path);
-    }
-    binding::resolve(OsStr::new(PROBE), std::env::var_os("PATH").as_deref()).ok_or_else(|| {
+    sibling::find("probe").ok_or_else(|| {
         Error::new(
             exit::IO,
             format!("cannot find {PROBE} beside this executable or on PATH; nothing was run"),
         )
         .with_hint("install mcpeval-probe with the rest of the suite")
     })
-}
-
-/// The probe's stderr without the hint line it ends a red or transport
-/// result with: verify prints that hint itself, after its result line.
-fn without_hint<'a>(stderr: &'a [u8], result: &ProbeResult) -> &'a [u8] {
-    match result.reason {
-        Some(reason) if result.result != Verdict::Green => {
-            let hint = format!("  hint: {}\n", reason.hint());
-            stderr.strip_suffix(hint.as_bytes()).unwrap_or(stderr)
-        }
-        _ => stderr,
-    }
-}
-
-fn forward(bytes: &[u8]) {
-    let _ = std::io::stderr().lock().write_all(bytes);
 }

@@ -16,7 +16,7 @@ use shared::Error;
 use shared::error::IoContext;
 
 use crate::builtin;
-use crate::lookup::check_name;
+use shared::sibling::check_name;
 
 /// What the front was asked to do.
 #[derive(Debug, PartialEq)]

@@ -87,7 +87,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lookup::is_valid_name;
+    use shared::sibling::is_valid_name;
 
     #[test]
     fn table_is_sorted_and_names_are_valid() {

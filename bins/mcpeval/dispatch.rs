@@ -12,8 +12,8 @@ use shared::{Error, FRONT_ENV, HOME_ENV};
 use crate::args::Request;
 use crate::builtin;
 use crate::exec::{self, CANNOT_EXECUTE};
-use crate::lookup::{Found, PREFIX, Search};
 use crate::suggest;
+use shared::sibling::{Found, PREFIX, Search};
 
 /// How many dispatches deep the current process is. Internal to the front:
 /// plugins inherit it only so that a loop through them can be counted.
@@ -41,13 +41,13 @@ pub fn run(search: &Search, request: Request) -> Error {
         }
         Found::Missing => return unknown(search, &name),
     };
-    if search.is_front(&program) {
+    if search.is_own(&program) {
         return Error::new(
             CANNOT_EXECUTE,
             format!(
                 "refusing to run {}: it is this mcpeval ({}), which would only run itself again",
                 program.path.display(),
-                search.front().display()
+                search.own().display()
             ),
         )
         .with_hint(format!(
@@ -72,7 +72,7 @@ pub fn run(search: &Search, request: Request) -> Error {
     }
     let depth = OsString::from((depth + 1).to_string());
     let mut env = vec![
-        (FRONT_ENV, search.front().as_os_str()),
+        (FRONT_ENV, search.own().as_os_str()),
         (DEPTH_ENV, depth.as_os_str()),
     ];
     // Without --home, MCPEVAL_HOME is inherited as it is.

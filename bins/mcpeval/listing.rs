@@ -11,7 +11,7 @@ use shared::Result;
 
 use crate::args::Format;
 use crate::builtin::{self, BUILTINS};
-use crate::lookup::{Listed, Origin, Search};
+use shared::sibling::{Listed, Origin, Search};
 
 /// Prints every command `search` finds, in name order.
 pub fn write(search: &Search, format: Format) -> Result<()> {

@@ -10,7 +10,6 @@ mod builtin;
 mod dispatch;
 mod exec;
 mod listing;
-mod lookup;
 mod suggest;
 
 use std::ffi::OsString;
@@ -20,7 +19,7 @@ use std::process::ExitCode;
 use shared::cli;
 
 use crate::args::Action;
-use crate::lookup::Search;
+use shared::sibling::Search;
 
 const PROGRAM: &str = "mcpeval";
 

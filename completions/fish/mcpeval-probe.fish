@@ -11,5 +11,6 @@ complete -c mcpeval-probe -l header -d 'An extra request header for --url, as "N
 complete -c mcpeval-probe -l all -d 'Run every case of the manifest, one after another, each against a fresh server'
 complete -c mcpeval-probe -l require-oracle -d 'Require the false-success oracle even when the index does not class the finding so'
 complete -c mcpeval-probe -l server-stderr -d 'Pass the server\'s stderr through (it may contain raw values)'
+complete -c mcpeval-probe -l no-hint -d 'Leave the hint of a red or transport-error result off stderr: for a caller (mcpeval-verify) that prints it itself, from the result\'s reason'
 complete -c mcpeval-probe -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpeval-probe -s V -l version -d 'Print version'

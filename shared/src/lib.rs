@@ -40,6 +40,8 @@ pub mod record;
 pub mod salt;
 pub mod sanitize;
 pub mod score;
+#[cfg(feature = "run")]
+pub mod sibling;
 pub mod sse;
 pub mod time;
 pub mod verification;

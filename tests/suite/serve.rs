@@ -144,7 +144,7 @@ fn findings_reads_and_the_relayed_commands() {
     assert_eq!(structured(2)["findings"], json!([]));
     assert_eq!(
         structured(2)["note"],
-        "no findings match the filters (3 findings in all)"
+        "mcpeval-findings: no findings match the filters (3 findings in all)"
     );
     assert_eq!(structured(3)["finding"], route);
     assert!(calls[0]["text"].as_str().unwrap().contains(route_id));

@@ -293,6 +293,34 @@ fn state(s: &str, streak: u64, reopened: u64) -> (String, u64, u64) {
     (s.to_owned(), streak, reopened)
 }
 
+/// The hint verify prints after its line is the one probe leaves out when
+/// asked: its caller reads the reason from the JSON result, not its text.
+#[test]
+fn probe_leaves_the_hint_to_a_caller_that_asks() {
+    let b = Bench::new();
+    let detail = "mcpeval-probe: red: case status not-equal: /structuredContent/status\n";
+    for (flags, stderr) in [
+        (&[][..], format!("{detail}  hint: {NOT_EQUAL_HINT}\n")),
+        (&["--no-hint"][..], detail.to_owned()),
+    ] {
+        let out = b
+            .store
+            .cmd("mcpeval-probe")
+            .args(["--case", "status", "--manifest"])
+            .arg(&b.manifest)
+            .args(flags)
+            .arg("--")
+            .args(b.argv(&["--status", "pending"]))
+            .env("PROBE_FIXTURE_LOG", &b.log)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{flags:?}");
+        assert_eq!(text(&out.stderr), stderr, "{flags:?}");
+        let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(result["reason"], "not-equal", "{flags:?}");
+    }
+}
+
 #[test]
 fn red_on_an_open_finding_claims_a_fix() {
     let b = Bench::new();

@@ -1,19 +1,23 @@
-//! Finding `mcpeval-NAME` programs on disk: beside the front, then on PATH.
+//! Finding and running the suite's commands, `mcpeval-NAME`: the one
+//! lookup the front, its siblings and third-party plugins share.
 //!
-//! Dispatch and `--list` share this one search, so the listing shows exactly
-//! what `mcpeval NAME` would run and which copies it would pass over. It only
-//! reads directories and metadata: it must never open, read or run a program
-//! it finds, because listing has to be safe with any directory on PATH.
+//! A command is looked up beside the running executable first, then in
+//! each absolute `PATH` directory; the first executable regular file wins.
+//! Looking up only reads directories and metadata: it never opens, reads
+//! or runs a file it finds, so listing is safe with any directory on PATH.
+//!
+//! [`run`] executes a found command for the store at hand: `--home HOME`
+//! (and `MCPEVAL_HOME`) name it, stdin is closed, stdout is captured as
+//! data, stderr is relayed to ours or captured, as the caller asks.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, Metadata};
 use std::path::{Path, PathBuf};
 
-use shared::Error;
-use shared::error::IoContext;
+use crate::{Error, HOME_ENV};
 
-/// What every plugin's file name starts with.
+/// What every suite command's file name starts with.
 pub const PREFIX: &str = "mcpeval-";
 
 /// Whether `name` may follow the prefix: `[a-z0-9][a-z0-9-]*`.
@@ -33,7 +37,7 @@ pub fn is_valid_name(name: &str) -> bool {
 /// Where a program was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
-    /// In the directory of the running front.
+    /// In the directory of the running executable.
     Sibling,
     /// In a directory listed in PATH.
     Path,
@@ -48,7 +52,7 @@ impl Origin {
     }
 }
 
-/// The program `mcpeval NAME` would run.
+/// A program the lookup chose.
 #[derive(Debug)]
 pub struct Program {
     pub path: PathBuf,
@@ -60,12 +64,22 @@ pub struct Program {
 pub enum Found {
     Program(Program),
     /// Only files without an execute bit carry the name; the first is kept
-    /// so the error can point at it, as a shell's "permission denied" does.
+    /// so an error can point at it, as a shell's "permission denied" does.
     NotExecutable(PathBuf),
     Missing,
 }
 
-/// One line of `--list`: the program that runs, and the copies it hides.
+impl Found {
+    /// The program, if an executable one was found.
+    pub fn program(self) -> Option<PathBuf> {
+        match self {
+            Found::Program(program) => Some(program.path),
+            Found::NotExecutable(_) | Found::Missing => None,
+        }
+    }
+}
+
+/// One name's programs: the one that runs, and the copies it hides.
 #[derive(Debug)]
 pub struct Listed {
     pub name: String,
@@ -74,31 +88,31 @@ pub struct Listed {
     pub shadowed: Vec<PathBuf>,
 }
 
-/// The directories to search, in order, and the front they belong to.
+/// The directories to search, in order, and the executable they start from.
 pub struct Search {
-    front: PathBuf,
-    front_meta: Option<Metadata>,
+    own: PathBuf,
+    own_meta: Option<Metadata>,
     dirs: Vec<(PathBuf, Origin)>,
 }
 
 impl Search {
-    /// The search of the running front under the current PATH.
-    pub fn from_env() -> shared::Result<Search> {
-        // `current_exe` resolves symlinks, so a front linked into ~/bin
+    /// The search of the running executable under the current PATH.
+    pub fn from_env() -> crate::Result<Search> {
+        // `current_exe` resolves symlinks, so a program linked into ~/bin
         // still finds its siblings where it was installed.
-        let front = std::env::current_exe()
-            .context("cannot find the path of the running mcpeval")
+        let own = std::env::current_exe()
+            .map_err(|e| Error::io("cannot find the path of the running program", e))
             .map_err(|e| {
                 e.with_hint("sibling commands are looked up beside it; run it by its full path")
             })?;
-        Ok(Search::new(front, std::env::var_os("PATH")))
+        Ok(Search::new(own, std::env::var_os("PATH")))
     }
 
-    /// The search of `front` under the PATH value `path`.
-    pub fn new(front: PathBuf, path: Option<OsString>) -> Search {
+    /// The search of the executable `own` under the PATH value `path`.
+    pub fn new(own: PathBuf, path: Option<OsString>) -> Search {
         let mut dirs = Vec::new();
-        if let Some(own) = front.parent() {
-            dirs.push((own.to_path_buf(), Origin::Sibling));
+        if let Some(dir) = own.parent() {
+            dirs.push((dir.to_path_buf(), Origin::Sibling));
         }
         for dir in path.iter().flat_map(std::env::split_paths) {
             // An empty or relative entry would make the command depend on the
@@ -107,8 +121,8 @@ impl Search {
                 dirs.push((dir, Origin::Path));
             }
         }
-        // The front's own directory is often on PATH too (~/.cargo/bin); one
-        // file seen twice is not a shadowed copy, so each directory counts once.
+        // The own directory is often on PATH too (~/.cargo/bin); one file
+        // seen twice is not a shadowed copy, so each directory counts once.
         let mut seen = Vec::new();
         dirs.retain(|(dir, _)| {
             let key = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
@@ -116,20 +130,20 @@ impl Search {
             seen.push(key);
             first
         });
-        let front_meta = fs::metadata(&front).ok();
+        let own_meta = fs::metadata(&own).ok();
         Search {
-            front,
-            front_meta,
+            own,
+            own_meta,
             dirs,
         }
     }
 
-    /// The path of the running front.
-    pub fn front(&self) -> &Path {
-        &self.front
+    /// The path of the executable the search starts from.
+    pub fn own(&self) -> &Path {
+        &self.own
     }
 
-    /// The directory the front looks in first.
+    /// The directory searched first.
     pub fn own_dir(&self) -> Option<&Path> {
         self.dirs
             .first()
@@ -199,26 +213,37 @@ impl Search {
             .collect()
     }
 
-    /// Whether `program` is the running front under another name, which
-    /// would only run the front again.
-    pub fn is_front(&self, program: &Program) -> bool {
-        if let Some(front) = &self.front_meta
-            && same_file(front, &program.meta)
+    /// Whether `program` is the running executable under another name.
+    pub fn is_own(&self, program: &Program) -> bool {
+        if let Some(own) = &self.own_meta
+            && same_file(own, &program.meta)
         {
             return true;
         }
-        fs::canonicalize(&program.path).is_ok_and(|p| p == self.front)
+        fs::canonicalize(&program.path).is_ok_and(|p| p == self.own)
     }
 }
 
+/// Where `mcpeval-NAME` is, beside the running executable or on PATH.
+pub fn find(name: &str) -> Option<PathBuf> {
+    match Search::from_env() {
+        Ok(search) => search.find(name).program(),
+        // Without its own path, a program still finds commands on PATH.
+        Err(_) => Search::new(PathBuf::new(), std::env::var_os("PATH"))
+            .find(name)
+            .program(),
+    }
+}
+
+/// Whether `meta` is an executable regular file's.
 #[cfg(unix)]
-fn is_executable(meta: &Metadata) -> bool {
+pub fn is_executable(meta: &Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt;
     meta.is_file() && meta.permissions().mode() & 0o111 != 0
 }
 
 #[cfg(not(unix))]
-fn is_executable(meta: &Metadata) -> bool {
+pub fn is_executable(meta: &Metadata) -> bool {
     meta.is_file()
 }
 
@@ -233,8 +258,112 @@ fn same_file(_: &Metadata, _: &Metadata) -> bool {
     false
 }
 
-/// Turns an unusable name into the usage error that says what names look like.
-pub fn check_name(name: &std::ffi::OsStr) -> shared::Result<String> {
+/// Where a sibling's stderr goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stderr {
+    /// Straight to ours, as it is written.
+    Relay,
+    /// Into [`Ran::stderr`].
+    Capture,
+}
+
+/// How a sibling ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// It exited with this status.
+    Exit(i32),
+    /// A signal ended it.
+    Signal(i32),
+}
+
+impl Ended {
+    /// The status a shell reports: the exit status, or 128 + the signal.
+    pub fn status(self) -> i32 {
+        match self {
+            Ended::Exit(code) => code,
+            Ended::Signal(signal) => 128 + signal,
+        }
+    }
+
+    /// "exited with status N" or "was killed by signal N".
+    pub fn describe(self) -> String {
+        match self {
+            Ended::Exit(code) => format!("exited with status {code}"),
+            Ended::Signal(signal) => format!("was killed by signal {signal}"),
+        }
+    }
+}
+
+/// What a sibling did.
+#[derive(Debug)]
+pub struct Ran {
+    pub ended: Ended,
+    /// Its stdout, whole: data for the caller, never shown raw.
+    pub stdout: Vec<u8>,
+    /// Its stderr with [`Stderr::Capture`]; empty with [`Stderr::Relay`].
+    pub stderr: Vec<u8>,
+}
+
+impl Ran {
+    /// Whether it exited with status 0.
+    pub fn success(&self) -> bool {
+        self.ended == Ended::Exit(0)
+    }
+}
+
+/// How to run a sibling beyond its arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct Options<'a> {
+    /// Its working directory; ours when `None`.
+    pub dir: Option<&'a Path>,
+    pub stderr: Stderr,
+}
+
+/// Runs `program --home HOME ARGS…` with `MCPEVAL_HOME=HOME`, stdin closed
+/// and stdout captured. `Err` only when it could not be started or waited for.
+pub fn run<I, A>(program: &Path, home: &Path, args: I, options: Options<'_>) -> std::io::Result<Ran>
+where
+    I: IntoIterator<Item = A>,
+    A: Into<OsString>,
+{
+    let mut argv: Vec<OsString> = vec!["--home".into(), home.into()];
+    argv.extend(args.into_iter().map(Into::into));
+    let mut expression = duct::cmd(program, argv)
+        .env(HOME_ENV, home)
+        .stdin_null()
+        .stdout_capture()
+        .unchecked();
+    if options.stderr == Stderr::Capture {
+        expression = expression.stderr_capture();
+    }
+    if let Some(dir) = options.dir {
+        expression = expression.dir(dir);
+    }
+    let out = expression.run()?;
+    Ok(Ran {
+        ended: ended(&out.status),
+        stdout: out.stdout,
+        stderr: out.stderr,
+    })
+}
+
+#[cfg(unix)]
+fn ended(status: &std::process::ExitStatus) -> Ended {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Ended::Exit(code),
+        (None, Some(signal)) => Ended::Signal(signal),
+        (None, None) => Ended::Exit(-1),
+    }
+}
+
+#[cfg(not(unix))]
+fn ended(status: &std::process::ExitStatus) -> Ended {
+    Ended::Exit(status.code().unwrap_or(-1))
+}
+
+/// `name` as a command name, or the usage error that says what names look like.
+pub fn check_name(name: &OsStr) -> crate::Result<String> {
     match name.to_str() {
         Some(n) if is_valid_name(n) => Ok(n.to_owned()),
         _ => Err(Error::usage(format!(
@@ -285,5 +414,12 @@ mod tests {
             [(own.clone(), Origin::Sibling), (other, Origin::Path)]
         );
         assert_eq!(search.own_dir(), Some(own.as_path()));
+    }
+
+    #[test]
+    fn statuses_follow_the_shell() {
+        assert_eq!(Ended::Exit(3).status(), 3);
+        assert_eq!(Ended::Signal(9).status(), 137);
+        assert_eq!(Ended::Signal(9).describe(), "was killed by signal 9");
     }
 }
