@@ -1,17 +1,17 @@
 //! The front's own command line: a few flags, then a command name, then
 //! arguments that belong to that command alone.
 //!
-//! The arguments after the name are handed over byte for byte, so they are
-//! never parsed here — not even `--help` or `--`. clap cannot promise that
-//! for arbitrary OS strings, so the dispatch parse is done by hand; the clap
-//! [`command`] describes the same flags for `--help`, the man page and the
-//! completions, and must stay in step with [`parse`] (a test checks the flags).
+//! clap parses the front's flags; any name but `help` is an external
+//! subcommand, whose arguments clap hands over byte for byte, unparsed — not
+//! even `--help` or `--`. The same definition gives `--help`, the man page
+//! and the completions.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use clap::builder::PossibleValuesParser;
-use clap::{Arg, ArgAction, Command, ValueHint};
+use clap::builder::{PossibleValue, TypedValueParser};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Arg, Command, CommandFactory, Parser, Subcommand, ValueEnum, ValueHint};
 use shared::Error;
 use shared::error::IoContext;
 
@@ -21,17 +21,14 @@ use shared::sibling::check_name;
 /// What the front was asked to do.
 #[derive(Debug, PartialEq)]
 pub enum Action {
-    /// Print the front's help (`--help` is the long form).
-    Help {
-        long: bool,
-    },
-    Version,
+    /// Print this text (help or version) and succeed.
+    Print(String),
     List(Format),
     Dispatch(Request),
 }
 
 /// How `--list` prints.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, ValueEnum)]
 pub enum Format {
     Text,
     Json,
@@ -64,6 +61,10 @@ Examples:
   mcpeval --list --format json
   mcpeval help verify";
 
+const USAGE: &str = "mcpeval [--home DIR] NAME [ARGS]...
+       mcpeval --list [--format text|json]
+       mcpeval help [NAME]";
+
 const AFTER_HELP: &str = "\
 Plugins:
   Every command is a program named mcpeval-NAME, looked up beside the mcpeval \
@@ -80,120 +81,117 @@ Exit status:
 cannot be run (not executable, or a loop back into mcpeval). 127: it could not \
 be started, e.g. its #! interpreter is missing.";
 
+/// The front's flags, then at most one command: `help [NAME]` or any other
+/// name, whose arguments clap hands over untouched (as cargo does).
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpeval",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    override_usage = USAGE,
+    allow_external_subcommands = true,
+    disable_help_subcommand = true,
+    subcommand_value_name = "NAME"
+)]
+struct Cli {
+    /// The store for the command (sets MCPEVAL_HOME)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    home: Option<OsString>,
+    /// List every mcpeval-NAME found, without running any (same as 'mcpeval help')
+    #[arg(long)]
+    list: bool,
+    /// How --list prints: aligned text, or one JSON object
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    format: Option<Format>,
+    #[command(subcommand)]
+    command: Option<Sub>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Sub {
+    /// List the commands, or show a command's own help (mcpeval-NAME --help)
+    // Hidden: the usage lines document it, and there is no mcpeval-help to
+    // point to. No flags of its own: `help --x` names a command, refused as one.
+    #[command(hide = true, disable_help_flag = true)]
+    Help {
+        #[arg(value_name = "NAME", allow_hyphen_values = true, value_parser = AnyName)]
+        names: Vec<OsString>,
+    },
+    /// Any other NAME runs mcpeval-NAME with every argument after it, unchanged
+    #[command(external_subcommand)]
+    External(Vec<OsString>),
+}
+
+/// Any name at all (it is checked after parsing), offering the built-in
+/// ones to shell completion.
+#[derive(Clone)]
+struct AnyName;
+
+impl TypedValueParser for AnyName {
+    type Value = OsString;
+
+    fn parse_ref(
+        &self,
+        _: &Command,
+        _: Option<&Arg>,
+        value: &OsStr,
+    ) -> Result<OsString, clap::Error> {
+        Ok(value.to_owned())
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let names = builtin::BUILTINS
+            .iter()
+            .map(|b| PossibleValue::new(b.name).help(b.about));
+        Some(Box::new(names))
+    }
+}
+
 /// The clap description of the front, for help, man page and completions.
 pub fn command() -> Command {
-    let mut names: Vec<&str> = builtin::names().collect();
-    names.push("help");
-    Command::new("mcpeval")
-        .version(env!("CARGO_PKG_VERSION"))
-        .about(ABOUT)
-        .long_about(LONG_ABOUT)
-        .after_help(AFTER_HELP)
-        .override_usage(
-            "mcpeval [--home DIR] NAME [ARGS]...\n       \
-             mcpeval --list [--format text|json]\n       \
-             mcpeval help [NAME]",
-        )
-        .arg(
-            Arg::new("home")
-                .long("home")
-                .value_name("DIR")
-                .value_hint(ValueHint::DirPath)
-                .help("The store for the command (sets MCPEVAL_HOME)"),
-        )
-        .arg(
-            Arg::new("list")
-                .long("list")
-                .action(ArgAction::SetTrue)
-                .help(
-                    "List every mcpeval-NAME found, without running any (same as 'mcpeval help')",
-                ),
-        )
-        .arg(
-            Arg::new("format")
-                .long("format")
-                .value_name("FORMAT")
-                .value_parser(["text", "json"])
-                .requires("list")
-                .help("How --list prints: aligned text, or one JSON object"),
-        )
-        .arg(
-            Arg::new("name")
-                .value_name("NAME")
-                .value_parser(PossibleValuesParser::new(names))
-                .hide_possible_values(true)
-                .help("The command to run: mcpeval-NAME"),
-        )
-        .arg(
-            Arg::new("args")
-                .value_name("ARGS")
-                .num_args(0..)
-                .trailing_var_arg(true)
-                .allow_hyphen_values(true)
-                .help("Passed to the command unchanged"),
-        )
+    Cli::command()
 }
 
 /// Parses the arguments after the program name.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> shared::Result<Action> {
-    let mut args = args.into_iter();
-    let mut home: Option<OsString> = None;
-    let mut list: Option<()> = None;
-    let mut format: Option<Format> = None;
-    let mut name: Option<OsString> = None;
-    while let Some(arg) = args.next() {
-        match arg.as_encoded_bytes() {
-            // Help and version win over anything else, as with clap.
-            b"-h" => return Ok(Action::Help { long: false }),
-            b"--help" => return Ok(Action::Help { long: true }),
-            b"-V" | b"--version" => return Ok(Action::Version),
-            b"--list" => set(&mut list, "--list", ())?,
-            b"--home" => set(&mut home, "--home", value(&mut args, "--home")?)?,
-            b"--format" => set(&mut format, "--format", format_value(&mut args)?)?,
-            // `--` only ends the front's flags; the name still follows.
-            b"--" => {
-                name = args.next();
-                break;
-            }
-            _ => {
-                if let Some(dir) = strip_flag(&arg, "--home=") {
-                    set(&mut home, "--home", dir)?;
-                } else if let Some(f) = strip_flag(&arg, "--format=") {
-                    set(&mut format, "--format", parse_format(&f)?)?;
-                } else if arg.len() > 1 && arg.as_encoded_bytes().starts_with(b"-") {
-                    // A command's flag put before its name, most likely.
-                    return Err(unknown_flag(&arg));
-                } else {
-                    name = Some(arg);
-                    break;
-                }
-            }
+    let argv = std::iter::once(OsString::from("mcpeval")).chain(args);
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(err) => return from_clap(&err),
+    };
+    let (name, rest) = match cli.command {
+        None => (None, Vec::new()),
+        Some(Sub::Help { names }) => (Some(OsString::from("help")), names),
+        Some(Sub::External(mut args)) => {
+            let name = args.remove(0);
+            (Some(name), args)
         }
-    }
-    let rest: Vec<OsString> = args.collect();
+    };
     let is_help = name.as_ref().is_some_and(|n| n == "help");
-    if format.is_some() && !(list.is_some() || is_help && rest.is_empty()) {
+    if cli.format.is_some() && !(cli.list || is_help && rest.is_empty()) {
         return Err(Error::usage("--format applies to --list only")
             .with_hint("to give --format to a command, put it after the command's name"));
     }
-    let listing = Action::List(format.unwrap_or(Format::Text));
-    let home = home.map(absolute_home).transpose()?;
+    let listing = Action::List(cli.format.unwrap_or(Format::Text));
+    let home = cli.home.map(absolute_home).transpose()?;
     let dispatch = |name: &OsStr, args: Vec<OsString>| -> shared::Result<Action> {
         let name = check_name(name)?;
         Ok(Action::Dispatch(Request { name, args, home }))
     };
-    match (name, list) {
-        (None, Some(())) => Ok(listing),
-        (None, None) => Err(Error::usage("no command given")
+    match (name, cli.list) {
+        (None, true) => Ok(listing),
+        (None, false) => Err(Error::usage("no command given")
             .with_hint("run 'mcpeval --list' to see the commands, or 'mcpeval --help'")),
-        (Some(name), Some(())) => Err(Error::usage(format!(
+        (Some(name), true) => Err(Error::usage(format!(
             "--list takes no command name, but '{}' was given",
             name.to_string_lossy()
         ))),
         // `mcpeval help` is `--list`, `mcpeval help NAME` is `mcpeval NAME --help`.
-        (Some(_), None) if is_help => match rest.as_slice() {
+        (Some(_), false) if is_help => match rest.as_slice() {
             [] => Ok(listing),
-            [sub] if sub == "help" => Ok(Action::Help { long: true }),
+            [sub] if sub == "help" => Ok(Action::Print(command().render_long_help().to_string())),
             [sub] => dispatch(sub, vec![OsString::from("--help")]),
             [_, extra, ..] => Err(Error::usage(format!(
                 "help takes one command name, but '{}' followed it",
@@ -201,59 +199,46 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> shared::Result<Action>
             ))
             .with_hint("to pass arguments, run 'mcpeval NAME ARGS...'")),
         },
-        (Some(name), None) => dispatch(&name, rest),
+        (Some(name), false) => dispatch(&name, rest),
     }
 }
 
-fn format_value(args: &mut impl Iterator<Item = OsString>) -> shared::Result<Format> {
-    parse_format(&value(args, "--format")?)
+/// Help and version become text to print; every other clap error is a
+/// usage error worded as the front words its own.
+fn from_clap(err: &clap::Error) -> shared::Result<Action> {
+    let context = |kind| match err.get(kind) {
+        Some(ContextValue::String(s)) => s.as_str(),
+        _ => "",
+    };
+    // "--home <DIR>" → "--home".
+    let arg = context(ContextKind::InvalidArg);
+    let flag = arg.split(' ').next().unwrap_or(arg);
+    let value = context(ContextKind::InvalidValue);
+    Err(match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            return Ok(Action::Print(err.render().to_string()));
+        }
+        ErrorKind::UnknownArgument => unknown_flag(arg),
+        ErrorKind::ArgumentConflict => Error::usage(format!("{flag} was given more than once")),
+        ErrorKind::InvalidValue if value.is_empty() => {
+            Error::usage(format!("{flag} needs a value"))
+        }
+        ErrorKind::InvalidValue => {
+            Error::usage(format!("unknown {flag} '{value}': use text or json"))
+        }
+        ErrorKind::InvalidUtf8 => Error::usage(
+            "the command name is not UTF-8: names are lowercase letters, digits and '-', \
+             starting with a letter or digit (like 'export-issues')",
+        ),
+        _ => {
+            let text = err.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            Error::usage(first.strip_prefix("error: ").unwrap_or(first).to_owned())
+        }
+    })
 }
 
-fn parse_format(value: &OsStr) -> shared::Result<Format> {
-    match value.as_encoded_bytes() {
-        b"text" => Ok(Format::Text),
-        b"json" => Ok(Format::Json),
-        _ => Err(Error::usage(format!(
-            "unknown --format '{}': use text or json",
-            value.to_string_lossy()
-        ))),
-    }
-}
-
-/// The value after a flag that takes one.
-fn value(args: &mut impl Iterator<Item = OsString>, flag: &str) -> shared::Result<OsString> {
-    args.next()
-        .ok_or_else(|| Error::usage(format!("{flag} needs a value")))
-}
-
-/// `--flag=VALUE` → `VALUE`, keeping non-UTF-8 bytes of the value.
-fn strip_flag(arg: &OsStr, prefix: &str) -> Option<OsString> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        arg.as_bytes()
-            .strip_prefix(prefix.as_bytes())
-            .map(|v| OsStr::from_bytes(v).to_owned())
-    }
-    #[cfg(not(unix))]
-    {
-        arg.to_str()
-            .and_then(|a| a.strip_prefix(prefix))
-            .map(OsString::from)
-    }
-}
-
-/// Records a flag given once; a second one is a mistake worth saying, as
-/// clap does for the other binaries.
-fn set<T>(slot: &mut Option<T>, flag: &str, value: T) -> shared::Result<()> {
-    if slot.replace(value).is_some() {
-        return Err(Error::usage(format!("{flag} was given more than once")));
-    }
-    Ok(())
-}
-
-fn unknown_flag(arg: &OsStr) -> Error {
-    let arg = arg.to_string_lossy();
+fn unknown_flag(arg: &str) -> Error {
     Error::usage(format!("unknown front flag '{arg}'")).with_hint(format!(
         "the front takes --home, --list, --format, --help and --version before the command's \
          name; to give '{arg}' to a command, put it after the name"
@@ -297,16 +282,41 @@ mod tests {
             parse_str(&["--home=/s", "x"]).unwrap(),
             dispatch("x", &[], Some("/s"))
         );
+        // Flags of the front after the name belong to the command.
+        assert_eq!(
+            parse_str(&[
+                "hello", "--", "--home", "/x", "--list", "--format", "json", "-h"
+            ])
+            .unwrap(),
+            dispatch(
+                "hello",
+                &["--", "--home", "/x", "--list", "--format", "json", "-h"],
+                None
+            )
+        );
+        assert_eq!(
+            parse_str(&["help", "--home"]).unwrap_err().message(),
+            check_name(OsStr::new("--home")).unwrap_err().message()
+        );
+    }
+
+    fn printed(args: &[&str]) -> String {
+        match parse_str(args).unwrap() {
+            Action::Print(text) => text,
+            other => panic!("{args:?}: {other:?}"),
+        }
     }
 
     #[test]
     fn front_flags() {
-        assert_eq!(parse_str(&["-h"]).unwrap(), Action::Help { long: false });
+        // -h is the summary, --help the long form; help and version win
+        // over anything after them.
+        assert!(printed(&["-h"]).starts_with(&format!("{ABOUT}\n\nUsage: ")));
+        assert!(printed(&["--help", "x"]).starts_with(LONG_ABOUT.lines().next().unwrap()));
         assert_eq!(
-            parse_str(&["--help", "x"]).unwrap(),
-            Action::Help { long: true }
+            printed(&["-V"]),
+            format!("mcpeval {}\n", env!("CARGO_PKG_VERSION"))
         );
-        assert_eq!(parse_str(&["-V"]).unwrap(), Action::Version);
         assert_eq!(parse_str(&["--list"]).unwrap(), Action::List(Format::Text));
         assert_eq!(
             parse_str(&["--format=json", "--list"]).unwrap(),
@@ -317,10 +327,7 @@ mod tests {
             parse_str(&["--format", "json", "help"]).unwrap(),
             Action::List(Format::Json)
         );
-        assert_eq!(
-            parse_str(&["help", "help"]).unwrap(),
-            Action::Help { long: true }
-        );
+        assert_eq!(printed(&["help", "help"]), printed(&["--help"]));
         assert_eq!(
             parse_str(&["help", "verify"]).unwrap(),
             dispatch("verify", &["--help"], None)
@@ -376,6 +383,20 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
+    fn a_name_that_is_not_utf8_is_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let name = OsStr::from_bytes(b"\xffx").to_owned();
+        let err = parse([name]).unwrap_err();
+        assert_eq!(err.status(), shared::exit::USAGE);
+        assert!(
+            err.message().starts_with("the command name is not UTF-8"),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
     fn relative_home_is_made_absolute() {
         let Action::Dispatch(request) = parse_str(&["--home", "store", "x"]).unwrap() else {
             panic!("not a dispatch")
@@ -389,12 +410,13 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         command().debug_assert();
-        // The flags the hand parser knows are the ones the help describes.
         let command = command();
         let longs: Vec<&str> = command
             .get_arguments()
             .filter_map(|a| a.get_long())
             .collect();
+        // The flags the unknown-flag hint names (clap adds --help and --version).
         assert_eq!(longs, ["home", "list", "format"]);
+        assert!(command.is_allow_external_subcommands_set());
     }
 }

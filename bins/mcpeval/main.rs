@@ -35,16 +35,7 @@ fn main() -> ExitCode {
 
 fn run(argv: impl IntoIterator<Item = OsString>) -> shared::Result<()> {
     match args::parse(argv)? {
-        Action::Help { long } => {
-            let mut command = args::command();
-            let help = if long {
-                command.render_long_help()
-            } else {
-                command.render_help()
-            };
-            write!(io::stdout().lock(), "{help}")?;
-        }
-        Action::Version => write!(io::stdout().lock(), "{}", args::command().render_version())?,
+        Action::Print(text) => write!(io::stdout().lock(), "{text}")?,
         Action::List(format) => listing::write(&Search::from_env()?, format)?,
         // Only a failure comes back: on success the command has replaced us.
         Action::Dispatch(request) => return Err(dispatch::run(&Search::from_env()?, request)),
