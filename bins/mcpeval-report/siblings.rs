@@ -14,7 +14,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
-use shared::{Error, Result, exit};
+use shared::error::Kind;
+use shared::{Error, Result};
 
 use crate::PROGRAM;
 
@@ -102,10 +103,10 @@ pub fn json<T: DeserializeOwned>(sub: &str, home: &Path, args: &[&str]) -> Resul
 /// the user can act on (a malformed journal, a newer database, an I/O
 /// error) keeps its meaning; anything else means the evidence is
 /// unavailable, even a sibling's usage error, which the user did not make.
-fn report_status(status: i32) -> u8 {
-    match u8::try_from(status) {
-        Ok(s @ (exit::REJECTED | exit::REFUSED | exit::IO)) => s,
-        _ => exit::UNAVAILABLE,
+fn report_status(status: i32) -> Kind {
+    match u8::try_from(status).ok().and_then(Kind::from_status) {
+        Some(kind @ (Kind::Rejected | Kind::Refused | Kind::Io)) => kind,
+        _ => Kind::Unavailable,
     }
 }
 
@@ -126,16 +127,17 @@ fn printable(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shared::exit;
 
     #[test]
     fn statuses_keep_only_what_the_user_can_act_on() {
-        assert_eq!(report_status(3), exit::UNAVAILABLE);
-        assert_eq!(report_status(4), exit::REJECTED);
-        assert_eq!(report_status(6), exit::REFUSED);
-        assert_eq!(report_status(74), exit::IO);
-        assert_eq!(report_status(2), exit::UNAVAILABLE);
-        assert_eq!(report_status(137), exit::UNAVAILABLE);
-        assert_eq!(report_status(-1), exit::UNAVAILABLE);
+        assert_eq!(report_status(3).status(), exit::UNAVAILABLE);
+        assert_eq!(report_status(4).status(), exit::REJECTED);
+        assert_eq!(report_status(6).status(), exit::REFUSED);
+        assert_eq!(report_status(74).status(), exit::IO);
+        assert_eq!(report_status(2).status(), exit::UNAVAILABLE);
+        assert_eq!(report_status(137).status(), exit::UNAVAILABLE);
+        assert_eq!(report_status(-1).status(), exit::UNAVAILABLE);
     }
 
     #[test]

@@ -511,7 +511,7 @@ fn note(n: Note, at: &str) -> Checked<()> {
         ));
     }
     time(&Value::String(n.created_at), &here("created_at"))?;
-    crate::lifecycle::check_note(&n.note).map_err(|why| Fault::new(here("note"), why))?;
+    crate::lifecycle::check_note(&n.note).map_err(|why| Fault::new(here("note"), why.message()))?;
     match (&n.event_id, &n.session, n.seq) {
         (Some(id), None, None) => crate::lifecycle::Target::event_id(id)
             .map(drop)
