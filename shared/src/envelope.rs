@@ -481,13 +481,13 @@ fn record(item: &Value, at: &str) -> Checked<()> {
         Some(SCHEMA_V1) => {
             let call: Call = parse(item, at)?;
             call.validate()
-                .map_err(|why| Fault::new(at, terminal(&why).into_owned()))?;
+                .map_err(|why| Fault::new(at, terminal(&why.to_string()).into_owned()))?;
             (call.server, call.tool, call.args_shape)
         }
         Some(SCHEMA_V0) => {
             let call: LegacyCall = parse(item, at)?;
             call.validate()
-                .map_err(|why| Fault::new(at, terminal(&why).into_owned()))?;
+                .map_err(|why| Fault::new(at, terminal(&why.to_string()).into_owned()))?;
             (call.server, call.tool, call.args_shape)
         }
         _ => {
