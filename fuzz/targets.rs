@@ -20,7 +20,7 @@ mod row;
 mod session;
 
 /// The index's reading of one line, as comparable text, or why it refuses it.
-fn index_row(line: &[u8]) -> Result<String, String> {
+fn index_row(line: &[u8]) -> shared::Result<String> {
     let mut batch = row::Batch::default();
     batch.push(1, line).map(|row| format!("{row:?}"))
 }

@@ -83,7 +83,9 @@ impl Args {
         let target = match (&self.event_id, &self.session, self.seq) {
             (Some(id), None, None) => Target::event_id(id),
             (None, Some(session), Some(seq)) => Target::coordinates(session, seq),
-            _ => Err("give either --event-id UUID or --session TOKEN --seq N".to_owned()),
+            _ => Err(Error::usage(
+                "give either --event-id UUID or --session TOKEN --seq N",
+            )),
         }
         .map_err(|msg| Error::usage(format!("{msg}; nothing was stored")))?;
         lifecycle::check_note(&self.note)

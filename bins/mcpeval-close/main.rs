@@ -22,7 +22,7 @@ fn main() -> ExitCode {
 fn close(args: Args) -> Result<()> {
     let finding: FindingId = shared::id::parse_flag("--finding", &args.finding)?;
     verification::check_reason(&args.reason)
-        .map_err(|why| Error::usage(format!("invalid --reason: {why}")))?;
+        .map_err(|why| Error::usage("invalid --reason").with_source(why))?;
     let home = args.home.resolve()?;
     let mut conn = lifecycle::open(&home)?;
     verification::standing(&home, &conn, &finding)?.require(&finding, exit::USAGE)?;

@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use shared::record::{
     Call, Channel, LegacyCall, Origin, Outcome, SCHEMA_V0, SCHEMA_V1, Transport, Unknown,
 };
+use shared::{Error, Result};
 
 /// A record flattened to the `calls` columns (see `schema.rs`), borrowing
 /// its text from a [`Batch`].
@@ -86,7 +87,7 @@ impl Batch {
 
     /// Parses and checks line `number`; the error is the reason it is
     /// refused. Returns the row as stored.
-    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<Row<'_>, String> {
+    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<Row<'_>> {
         match fast(line) {
             Some(row) => self.store(number, &row),
             None => {
@@ -420,39 +421,44 @@ impl Owned {
 
 /// Parses and checks one line the contract's way; the error is the reason
 /// it is refused.
-fn slow(line: &[u8]) -> Result<Owned, String> {
+fn slow(line: &[u8]) -> Result<Owned> {
     if line.iter().all(u8::is_ascii_whitespace) {
-        return Err("blank line: every line must be one record".into());
+        return Err(Error::rejected("blank line: every line must be one record"));
     }
     // The current schema first: it is almost every line.
     let v1_error = match serde_json::from_slice::<Call>(line) {
         Ok(call) => {
-            call.validate()
-                .map_err(|e| format!("invalid {SCHEMA_V1} record: {e}"))?;
+            call.validate().map_err(|e| {
+                Error::rejected(format!("invalid {SCHEMA_V1} record")).with_source(e)
+            })?;
             return from_call(call);
         }
         Err(err) => err,
     };
     if v1_error.is_syntax() || v1_error.is_eof() {
-        return Err(format!("not valid JSON: {}", describe(&v1_error)));
+        return Err(Error::rejected(format!(
+            "not valid JSON: {}",
+            describe(&v1_error)
+        )));
     }
     match schema_tag(line).as_deref() {
         Some(SCHEMA_V0) => {
-            let legacy = serde_json::from_slice::<LegacyCall>(line)
-                .map_err(|e| format!("invalid {SCHEMA_V0} record: {}", describe(&e)))?;
-            legacy
-                .validate()
-                .map_err(|e| format!("invalid {SCHEMA_V0} record: {e}"))?;
+            let legacy = serde_json::from_slice::<LegacyCall>(line).map_err(|e| {
+                Error::rejected(format!("invalid {SCHEMA_V0} record: {}", describe(&e)))
+            })?;
+            legacy.validate().map_err(|e| {
+                Error::rejected(format!("invalid {SCHEMA_V0} record")).with_source(e)
+            })?;
             from_legacy(legacy)
         }
-        Some(SCHEMA_V1) => Err(format!(
+        Some(SCHEMA_V1) => Err(Error::rejected(format!(
             "invalid {SCHEMA_V1} record: {}",
             describe(&v1_error)
-        )),
-        Some(other) => Err(format!(
+        ))),
+        Some(other) => Err(Error::rejected(format!(
             "unknown schema {other:?}; expected \"{SCHEMA_V1}\" or \"{SCHEMA_V0}\""
-        )),
-        None => Err("not a record: no \"schema\" string".into()),
+        ))),
+        None => Err(Error::rejected("not a record: no \"schema\" string")),
     }
 }
 
@@ -477,7 +483,7 @@ fn describe(err: &serde_json::Error) -> String {
     format!("{bare} (column {})", err.column())
 }
 
-fn from_call(call: Call) -> Result<Owned, String> {
+fn from_call(call: Call) -> Result<Owned> {
     let event_id = lower_hyphenated(call.identity.event_id)?;
     let (channel, code, template_id, retryable) = match call.error {
         Some(e) => (Some(channel(e.channel)), e.code, e.template_id, e.retryable),
@@ -508,7 +514,7 @@ fn from_call(call: Call) -> Result<Owned, String> {
     })
 }
 
-fn from_legacy(call: LegacyCall) -> Result<Owned, String> {
+fn from_legacy(call: LegacyCall) -> Result<Owned> {
     Ok(Owned {
         schema: 0,
         event_id: None,
@@ -532,13 +538,13 @@ fn from_legacy(call: LegacyCall) -> Result<Owned, String> {
     })
 }
 
-fn int(value: u64, field: &str) -> Result<i64, String> {
-    i64::try_from(value).map_err(|_| format!("{field} {value} is too large"))
+fn int(value: u64, field: &str) -> Result<i64> {
+    i64::try_from(value).map_err(|_| Error::rejected(format!("{field} {value} is too large")))
 }
 
 /// Time stamps are stored as capture writes them, in UTC with
 /// milliseconds, so that text order is time order. Most already are.
-fn utc(text: String, field: &str) -> Result<String, String> {
+fn utc(text: String, field: &str) -> Result<String> {
     let b = text.as_bytes();
     // validate() has parsed it; this only checks it is in the stored form.
     let canonical = b.len() == 24
@@ -551,25 +557,26 @@ fn utc(text: String, field: &str) -> Result<String, String> {
     }
     shared::time::parse(&text)
         .map(shared::time::rfc3339)
-        .ok_or_else(|| format!("{field} is not an RFC 3339 time stamp"))
+        .ok_or_else(|| Error::rejected(format!("{field} is not an RFC 3339 time stamp")))
 }
 
 /// The event id as a lower-case hyphenated UUID, whatever form the journal
 /// used, so that equal ids compare equal.
-fn lower_hyphenated(id: String) -> Result<String, String> {
+fn lower_hyphenated(id: String) -> Result<String> {
     if canonical_uuid(&id) {
         return Ok(id);
     }
     uuid::Uuid::parse_str(&id)
         .map(|u| u.hyphenated().to_string())
-        .map_err(|_| "identity.event_id is not a UUID".into())
+        .map_err(|_| Error::rejected("identity.event_id is not a UUID"))
 }
 
 /// serde_json's map keeps keys sorted, so this text is the same for the
 /// same shape however the journal ordered it. (`to_string` serializes
 /// straight into a buffer; `Display` would go through the formatter.)
-fn canonical(shape: &Value) -> Result<String, String> {
-    serde_json::to_string(shape).map_err(|e| format!("args_shape cannot be stored: {e}"))
+fn canonical(shape: &Value) -> Result<String> {
+    serde_json::to_string(shape)
+        .map_err(|e| Error::rejected("args_shape cannot be stored").with_source(e))
 }
 
 fn origin(o: Origin) -> &'static str {
@@ -615,7 +622,7 @@ mod tests {
     const CALL: &str = r#"{"schema":"mcpeval.call/1","identity":{"event_id":"6F1C2A3B-4D5E-4F60-8A7B-9C8D7E6F5A4B","session":"s-1a2b3c4d5e6f7a8b","seq":4},"origin":"capture","transport":"stdio","server":"weather","tool":"get_forecast","started_at":"2026-11-30T08:00:00.123+01:00","duration_ms":41,"advertised":true,"args_shape":{"days":"integer","city":"string"},"outcome":"error","error":{"channel":"tool","code":null,"template_id":"t-9a8b7c6d5e4f3a2b","retryable":false}}"#;
 
     /// The row of `line` as the index stores it, or the reason it is not.
-    fn parse(line: &str) -> Result<Owned, String> {
+    fn parse(line: &str) -> Result<Owned> {
         let mut batch = Batch::default();
         let row = batch.push(7, line.as_bytes())?;
         Ok(Owned {
@@ -681,19 +688,21 @@ mod tests {
             ),
         ];
         for (line, want) in cases {
-            let err = parse(line).unwrap_err();
+            let err = parse(line).unwrap_err().to_string();
             assert!(err.starts_with(want), "{line}: {err}");
         }
         let extra = CALL.replace("\"origin\"", "\"colour\":1,\"origin\"");
         assert!(
             parse(&extra)
                 .unwrap_err()
+                .to_string()
                 .contains("unknown field `colour`")
         );
         let bad_outcome = CALL.replace("\"outcome\":\"error\"", "\"outcome\":\"ok\"");
         assert!(
             parse(&bad_outcome)
                 .unwrap_err()
+                .to_string()
                 .starts_with("invalid mcpeval.call/1 record: outcome")
         );
     }

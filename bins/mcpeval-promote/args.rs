@@ -95,15 +95,19 @@ impl Args {
     }
 }
 
-fn parse_threshold(text: &str) -> Result<f64, String> {
+fn parse_threshold(text: &str) -> Result<f64> {
     let t: f64 = text
         .parse()
-        .map_err(|_| format!("'{text}' is not a number"))?;
+        .map_err(|_| shared::Error::usage(format!("'{text}' is not a number")))?;
     check_threshold(t)?;
     Ok(t)
 }
 
-fn parse_time(text: &str) -> Result<Timestamp, String> {
-    text.parse()
-        .map_err(|e| format!("'{text}' is not an RFC 3339 time such as 2026-11-30T07:00:00Z: {e}"))
+fn parse_time(text: &str) -> Result<Timestamp> {
+    text.parse().map_err(|e| {
+        shared::Error::usage(format!(
+            "'{text}' is not an RFC 3339 time such as 2026-11-30T07:00:00Z"
+        ))
+        .with_source(e)
+    })
 }

@@ -71,7 +71,8 @@ fn run(config: Config) -> Result<()> {
     match config.format {
         Format::Text => writeln!(out, "{}", summary(&promotion))?,
         Format::Json => {
-            serde_json::to_writer(&mut out, &promotion).expect("summary serializes");
+            // A closed stdout is an I/O error like any other write's, not a panic.
+            serde_json::to_writer(&mut out, &promotion).map_err(std::io::Error::from)?;
             writeln!(out)?;
         }
     }

@@ -92,6 +92,7 @@ fn printable(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shared::exit;
 
     #[test]
     fn statuses_keep_only_what_the_user_can_act_on() {

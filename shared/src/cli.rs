@@ -50,21 +50,29 @@ pub fn main_status<A: Parser>(work: impl FnOnce(A) -> Result<u8>) -> ExitCode {
 }
 
 /// Reports `outcome` the way every binary does and returns its exit status.
+///
+/// This is the one place a closed pipe is decided: when a broken pipe is
+/// among the causes (the reader of `| head` went away), the binary ends
+/// quietly with status 0, as a reader expects.
 pub fn finish(program: &str, outcome: Result<()>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            report(program, &err);
-            ExitCode::from(err.status())
-        }
+        Err(err) => ExitCode::from(conclude(program, &err)),
     }
 }
 
-/// Prints `program: error: message` (and its hint) on stderr.
-pub fn report(program: &str, err: &Error) {
-    if err.is_quiet() {
-        return;
+/// The status `err` ends the binary with, after reporting it (or, for a
+/// closed pipe, saying nothing).
+fn conclude(program: &str, err: &Error) -> u8 {
+    if err.is_broken_pipe() {
+        return exit::SUCCESS;
     }
+    report(program, err);
+    err.status()
+}
+
+/// Prints `program: error: message: cause: cause` (and the hint) on stderr.
+pub fn report(program: &str, err: &Error) {
     let mut stderr = io::stderr().lock();
     let _ = writeln!(stderr, "{program}: error: {err}");
 }
@@ -139,5 +147,29 @@ impl HomeArg {
     /// The store: `--home`, else the environment (see [`crate::home::Home::resolve`]).
     pub fn resolve(&self) -> Result<crate::home::Home> {
         crate::home::Home::resolve(self.home.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broken_pipe_deep_in_the_chain_ends_quietly_with_success() {
+        let pipe = io::Error::from(io::ErrorKind::BrokenPipe);
+        let err = Error::rejected("cannot print the findings")
+            .with_source(Error::io("cannot write output", pipe));
+        assert_eq!(conclude("mcpeval-test", &err), exit::SUCCESS);
+    }
+
+    #[test]
+    fn any_other_error_ends_with_its_kind_status() {
+        let full = io::Error::from(io::ErrorKind::StorageFull);
+        let err = Error::io("cannot write output", full);
+        assert_eq!(conclude("mcpeval-test", &err), exit::IO);
+        assert_eq!(
+            conclude("mcpeval-test", &Error::usage("bad flag")),
+            exit::USAGE
+        );
     }
 }

@@ -32,30 +32,37 @@ impl Config {
                 ));
             }
         };
-        Config::parse(&text).map_err(|msg| Error::rejected(format!("{}: {msg}", path.display())))
+        Config::parse(&text)
+            .map_err(|why| Error::rejected(path.display().to_string()).with_source(why))
     }
 
     /// Parses the text of a config file; the error says what is wrong.
-    pub fn parse(text: &str) -> Result<Config, String> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    pub fn parse(text: &str) -> Result<Config> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| Error::rejected("not valid JSON").with_source(e))?;
         let Value::Object(map) = value else {
-            return Err("must be a JSON object like {\"promotion_threshold\": 0.15}".into());
+            return Err(Error::rejected(
+                "must be a JSON object like {\"promotion_threshold\": 0.15}",
+            ));
         };
         let mut config = Config::default();
         for (key, value) in map {
             match key.as_str() {
                 "promotion_threshold" => {
                     let t = value.as_f64().ok_or_else(|| {
-                        format!("promotion_threshold must be a number, not {value}")
+                        Error::rejected(format!(
+                            "promotion_threshold must be a number, not {value}"
+                        ))
                     })?;
-                    check_threshold(t).map_err(|m| format!("promotion_threshold {m}"))?;
+                    check_threshold(t).map_err(|why| {
+                        Error::rejected(format!("promotion_threshold {}", why.message()))
+                    })?;
                     config.promotion_threshold = Some(t);
                 }
                 other => {
-                    return Err(format!(
+                    return Err(Error::rejected(format!(
                         "unknown key \"{other}\" (known: promotion_threshold)"
-                    ));
+                    )));
                 }
             }
         }
@@ -63,12 +70,13 @@ impl Config {
     }
 }
 
-/// A threshold must be finite and non-negative.
-pub fn check_threshold(t: f64) -> Result<(), String> {
+/// A threshold must be finite and non-negative (a usage error: a bad
+/// threshold flag).
+pub fn check_threshold(t: f64) -> Result<()> {
     if !t.is_finite() {
-        Err(format!("{t} is not finite"))
+        Err(Error::usage(format!("{t} is not finite")))
     } else if t < 0.0 {
-        Err(format!("{t} is negative; use a number ≥ 0"))
+        Err(Error::usage(format!("{t} is negative; use a number ≥ 0")))
     } else {
         Ok(())
     }
@@ -87,7 +95,7 @@ mod tests {
     #[test]
     fn names_unknown_key() {
         let e = Config::parse(r#"{"promotion_treshold": 0.15}"#).unwrap_err();
-        assert!(e.contains("\"promotion_treshold\""), "{e}");
+        assert!(e.message().contains("\"promotion_treshold\""), "{e}");
     }
 
     #[test]
@@ -95,6 +103,7 @@ mod tests {
         assert!(
             Config::parse(r#"{"promotion_threshold": -1}"#)
                 .unwrap_err()
+                .message()
                 .contains("negative")
         );
         assert!(Config::parse(r#"{"promotion_threshold": "x"}"#).is_err());

@@ -4,6 +4,7 @@
 //! OpenSSL). A plain http endpoint never loads them. Capture's proxy and
 //! the probe client both use it, so they trust exactly the same servers.
 
+use std::io;
 use std::time::Duration;
 
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
@@ -14,15 +15,13 @@ pub type Connector = HttpsConnector<HttpConnector>;
 
 /// A connector for an endpoint that is `https` or not. The error is why
 /// the trusted certificates could not be loaded.
-pub fn connector(https: bool, connect_timeout: Option<Duration>) -> Result<Connector, String> {
+pub fn connector(https: bool, connect_timeout: Option<Duration>) -> io::Result<Connector> {
     let mut tcp = HttpConnector::new();
     tcp.set_nodelay(true);
     tcp.set_connect_timeout(connect_timeout);
     tcp.enforce_http(false);
     let tls = if https {
-        HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|err| err.to_string())?
+        HttpsConnectorBuilder::new().with_native_roots()?
     } else {
         let none = rustls::ClientConfig::builder()
             .with_root_certificates(rustls::RootCertStore::empty())

@@ -183,7 +183,7 @@ pub fn sql_error(path: &Path, err: rusqlite::Error) -> Error {
         }
         Some(ErrorCode::ReadOnly)
         | Some(ErrorCode::CannotOpen)
-        | Some(ErrorCode::PermissionDenied) => Error::new(crate::exit::IO, msg),
+        | Some(ErrorCode::PermissionDenied) => Error::new(crate::error::Kind::Io, msg),
         _ => Error::unavailable(msg),
     }
 }

@@ -481,13 +481,13 @@ fn record(item: &Value, at: &str) -> Checked<()> {
         Some(SCHEMA_V1) => {
             let call: Call = parse(item, at)?;
             call.validate()
-                .map_err(|why| Fault::new(at, terminal(&why).into_owned()))?;
+                .map_err(|why| Fault::new(at, terminal(&why.to_string()).into_owned()))?;
             (call.server, call.tool, call.args_shape)
         }
         Some(SCHEMA_V0) => {
             let call: LegacyCall = parse(item, at)?;
             call.validate()
-                .map_err(|why| Fault::new(at, terminal(&why).into_owned()))?;
+                .map_err(|why| Fault::new(at, terminal(&why.to_string()).into_owned()))?;
             (call.server, call.tool, call.args_shape)
         }
         _ => {
@@ -511,7 +511,7 @@ fn note(n: Note, at: &str) -> Checked<()> {
         ));
     }
     time(&Value::String(n.created_at), &here("created_at"))?;
-    crate::lifecycle::check_note(&n.note).map_err(|why| Fault::new(here("note"), why))?;
+    crate::lifecycle::check_note(&n.note).map_err(|why| Fault::new(here("note"), why.message()))?;
     match (&n.event_id, &n.session, n.seq) {
         (Some(id), None, None) => crate::lifecycle::Target::event_id(id)
             .map(drop)

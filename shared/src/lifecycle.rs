@@ -139,23 +139,25 @@ pub enum Target {
 impl Target {
     /// An event-id target; the UUID is stored in its canonical form so it
     /// matches the index whatever case the user typed.
-    pub fn event_id(text: &str) -> Result<Target, String> {
+    pub fn event_id(text: &str) -> Result<Target> {
         uuid::Uuid::parse_str(text)
             .map(|u| Target::EventId(EventId::from_uuid(u)))
             .map_err(|_| {
-                format!("event id '{text}' is not a UUID; copy identity.event_id from the journal")
+                Error::usage(format!(
+                    "event id '{text}' is not a UUID; copy identity.event_id from the journal"
+                ))
             })
     }
 
     /// A legacy-coordinates target, checked like a journal record's fields.
-    pub fn coordinates(session: &str, seq: u64) -> Result<Target, String> {
+    pub fn coordinates(session: &str, seq: u64) -> Result<Target> {
         let Ok(session) = SessionToken::parse(session) else {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "session '{session}' is not \"s-\" followed by 16 lower-case hex digits; copy it from the journal"
-            ));
+            )));
         };
         if seq == 0 {
-            return Err("seq must be 1 or more".into());
+            return Err(Error::usage("seq must be 1 or more"));
         }
         Ok(Target::Coordinates { session, seq })
     }
@@ -173,19 +175,19 @@ impl fmt::Display for Target {
 /// Checks a note: at most [`MAX_NOTE_CHARS`] characters, no control
 /// characters. The note is prose and is not redacted; these checks only
 /// bound it.
-pub fn check_note(note: &str) -> Result<(), String> {
+pub fn check_note(note: &str) -> Result<()> {
     let chars = note.chars().count();
     if chars > MAX_NOTE_CHARS {
-        return Err(format!(
+        return Err(Error::usage(format!(
             "the note has {chars} characters; the limit is {MAX_NOTE_CHARS}"
-        ));
+        )));
     }
     if let Some((at, c)) = note.chars().enumerate().find(|(_, c)| c.is_control()) {
-        return Err(format!(
+        return Err(Error::usage(format!(
             "the note contains the control character U+{:04X} at character {}; use plain text on one line",
             u32::from(c),
             at + 1
-        ));
+        )));
     }
     Ok(())
 }
@@ -206,7 +208,7 @@ pub struct Annotation {
 /// Stores an annotation in one `BEGIN IMMEDIATE` transaction and returns
 /// its id. The note is checked again here so no caller can skip the check.
 pub fn insert(conn: &mut Connection, kind: Kind, target: &Target, note: &str) -> Result<i64> {
-    check_note(note).map_err(Error::usage)?;
+    check_note(note)?;
     let (event_id, session, seq) = match target {
         Target::EventId(id) => (Some(id.as_str()), None, None),
         Target::Coordinates { session, seq } => (None, Some(session.as_str()), Some(*seq as i64)),
@@ -365,9 +367,9 @@ mod tests {
     fn notes_are_bounded_in_characters() {
         assert!(check_note(&"é".repeat(240)).is_ok());
         let long = check_note(&"é".repeat(241)).unwrap_err();
-        assert!(long.contains("241 characters"), "{long}");
+        assert!(long.message().contains("241 characters"), "{long}");
         let ctl = check_note("line\nbreak").unwrap_err();
-        assert!(ctl.contains("U+000A at character 5"), "{ctl}");
+        assert!(ctl.message().contains("U+000A at character 5"), "{ctl}");
         assert!(check_note("tab\there").is_err());
     }
 

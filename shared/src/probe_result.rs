@@ -13,6 +13,7 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use crate::canonical;
+use crate::error::{Error, Result};
 use crate::finding::Probe;
 use crate::hash;
 use crate::id::{FindingId, RunId};
@@ -366,26 +367,28 @@ impl ProbeResult {
 
     /// Parses a result and checks every field's form; the MAC is checked
     /// separately with [`ProbeResult::verify`]. The error names the field.
-    pub fn parse(text: &str) -> Result<ProbeResult, String> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| format!("not a JSON object: {e}"))?;
+    pub fn parse(text: &str) -> Result<ProbeResult> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| Error::rejected("not a JSON object").with_source(e))?;
         let Value::Object(map) = &value else {
-            return Err("not a JSON object".into());
+            return Err(Error::rejected("not a JSON object"));
         };
         if let Some(missing) = FIELDS
             .iter()
             .filter(|f| !ADDED_FIELDS.contains(f))
             .find(|f| !map.contains_key(**f))
         {
-            return Err(format!("the field \"{missing}\" is missing"));
+            return Err(Error::rejected(format!(
+                "the field \"{missing}\" is missing"
+            )));
         }
         // The pointer names the field whose form is wrong (an id, a
         // verdict), as manifest errors do; the fields are all top level.
         let result: ProbeResult = serde_path_to_error::deserialize(value).map_err(|e| {
-            match e.path().to_string().as_str() {
+            Error::rejected(match e.path().to_string().as_str() {
                 "." => e.inner().to_string(),
                 path => format!("at /{path}: {}", e.inner()),
-            }
+            })
         })?;
         result.validate()?;
         Ok(result)
@@ -393,63 +396,67 @@ impl ProbeResult {
 
     /// Checks what serde cannot: tags, id forms, time stamps, and that the
     /// reason fits the verdict.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         if self.schema != SCHEMA {
-            return Err(format!("schema is not \"{SCHEMA}\""));
+            return Err(Error::rejected(format!("schema is not \"{SCHEMA}\"")));
         }
         match uuid::Uuid::parse_str(&self.run_id) {
             Ok(id) if id.get_version_num() == 4 => {}
-            _ => return Err("run_id is not a UUID v4".into()),
+            _ => return Err(Error::rejected("run_id is not a UUID v4")),
         }
         if !is_identifier(&self.case) {
-            return Err("case is not an identifier".into());
+            return Err(Error::rejected("case is not an identifier"));
         }
         if Probe::parse(&self.probe).is_none() {
-            return Err("probe is not a probe name".into());
+            return Err(Error::rejected("probe is not a probe name"));
         }
         let fits = |name: &str| !name.is_empty() && name.len() <= crate::credit::MAX_NAME;
         if !self.tools.iter().all(|t| fits(t)) {
-            return Err(format!(
+            return Err(Error::rejected(format!(
                 "tools holds an empty name or one longer than {} bytes",
                 crate::credit::MAX_NAME
-            ));
+            )));
         }
         if self.server.as_deref().is_some_and(|s| !fits(s)) {
-            return Err(format!(
+            return Err(Error::rejected(format!(
                 "server is empty or longer than {} bytes",
                 crate::credit::MAX_NAME
-            ));
+            )));
         }
         if !is_binding(&self.binding) {
-            return Err("binding is not \"b-\" and 16 lower-case hex digits".into());
+            return Err(Error::rejected(
+                "binding is not \"b-\" and 16 lower-case hex digits",
+            ));
         }
         match (self.result, self.reason) {
             (Verdict::Green, None) if self.detail.is_none() => {}
-            (Verdict::Green, _) => return Err("a green result has no reason or detail".into()),
+            (Verdict::Green, _) => {
+                return Err(Error::rejected("a green result has no reason or detail"));
+            }
             (verdict, Some(reason)) if reason.verdict() == verdict => {}
             (verdict, _) => {
-                return Err(format!(
+                return Err(Error::rejected(format!(
                     "a {} result needs one of its own reasons",
                     verdict.as_str()
-                ));
+                )));
             }
         }
         if let Some(detail) = &self.detail
             && (detail.len() > MAX_DETAIL || detail.chars().any(char::is_control))
         {
-            return Err(format!(
+            return Err(Error::rejected(format!(
                 "detail is longer than {MAX_DETAIL} bytes or holds control characters"
-            ));
+            )));
         }
         let started = crate::time::parse(&self.started_at)
-            .ok_or("started_at is not an RFC 3339 time stamp")?;
+            .ok_or_else(|| Error::rejected("started_at is not an RFC 3339 time stamp"))?;
         let finished = crate::time::parse(&self.finished_at)
-            .ok_or("finished_at is not an RFC 3339 time stamp")?;
+            .ok_or_else(|| Error::rejected("finished_at is not an RFC 3339 time stamp"))?;
         if finished < started {
-            return Err("finished_at is before started_at".into());
+            return Err(Error::rejected("finished_at is before started_at"));
         }
         if unhex(&self.mac).is_none_or(|m| m.len() != 32) {
-            return Err("mac is not 64 lower-case hex digits".into());
+            return Err(Error::rejected("mac is not 64 lower-case hex digits"));
         }
         Ok(())
     }
@@ -582,7 +589,7 @@ mod tests {
         let mut long = sample();
         long.server = Some("n".repeat(crate::credit::MAX_NAME + 1));
         assert_eq!(
-            long.validate().unwrap_err(),
+            long.validate().unwrap_err().message(),
             "server is empty or longer than 1024 bytes"
         );
     }
@@ -630,7 +637,7 @@ mod tests {
         let mut v: Value = serde_json::from_str(&r.to_json_line()).unwrap();
         v.as_object_mut().unwrap().remove("reason");
         assert_eq!(
-            ProbeResult::parse(&v.to_string()).unwrap_err(),
+            ProbeResult::parse(&v.to_string()).unwrap_err().message(),
             "the field \"reason\" is missing"
         );
         let mut extra: Value = serde_json::from_str(&r.to_json_line()).unwrap();
@@ -638,34 +645,42 @@ mod tests {
         assert!(
             ProbeResult::parse(&extra.to_string())
                 .unwrap_err()
+                .message()
                 .starts_with("at /note: unknown field `note`")
         );
         // An id is checked as it is read, and the message names its field
         // without repeating the text.
         let mut bad: Value = serde_json::from_str(&r.to_json_line()).unwrap();
         bad["finding"] = Value::from("../../escape");
-        let err = ProbeResult::parse(&bad.to_string()).unwrap_err();
+        let err = ProbeResult::parse(&bad.to_string())
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("at /finding: not a finding id"), "{err}");
         assert!(!err.contains("escape"), "{err}");
         bad["finding"] = r.finding.to_string().into();
         bad["run_id"] = Value::from("0F8FAD5B-D9CB-469F-A165-70867728950E");
-        let err = ProbeResult::parse(&bad.to_string()).unwrap_err();
+        let err = ProbeResult::parse(&bad.to_string())
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("at /run_id: not a run id"), "{err}");
         let mut green = r.clone();
         green.result = Verdict::Green;
         assert_eq!(
-            green.validate().unwrap_err(),
+            green.validate().unwrap_err().message(),
             "a green result has no reason or detail"
         );
         let mut transport = r.clone();
         transport.result = Verdict::TransportError;
         assert_eq!(
-            transport.validate().unwrap_err(),
+            transport.validate().unwrap_err().message(),
             "a transport-error result needs one of its own reasons"
         );
         let mut v1 = r.clone();
         v1.run_id = RunId::parse("0f8fad5b-d9cb-169f-a165-70867728950e").unwrap();
-        assert_eq!(v1.validate().unwrap_err(), "run_id is not a UUID v4");
+        assert_eq!(
+            v1.validate().unwrap_err().message(),
+            "run_id is not a UUID v4"
+        );
     }
 
     #[test]

@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{Error, Result};
+
 /// The schema tag of current records.
 pub const SCHEMA_V1: &str = "mcpeval.call/1";
 /// The schema tag of legacy records.
@@ -161,15 +163,15 @@ impl Call {
     /// Checks what serde cannot: tags, id formats, time stamps, and that
     /// `error`/`unknown` appear exactly with their outcome. The error text
     /// names the offending field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         if self.schema != SCHEMA_V1 {
-            return Err(format!(
+            return Err(Error::rejected(format!(
                 "schema is \"{}\", expected \"{SCHEMA_V1}\"",
                 self.schema
-            ));
+            )));
         }
         if uuid::Uuid::parse_str(&self.identity.event_id).is_err() {
-            return Err("identity.event_id is not a UUID".into());
+            return Err(Error::rejected("identity.event_id is not a UUID"));
         }
         check_token(&self.identity.session, "s-", "identity.session")?;
         check_seq(self.identity.seq)?;
@@ -185,9 +187,9 @@ impl Call {
             }
             (Outcome::Unknown, None, Some(_)) => {}
             (outcome, _, _) => {
-                return Err(format!(
+                return Err(Error::rejected(format!(
                     "outcome {outcome:?} does not match the presence of \"error\" and \"unknown\""
-                ));
+                )));
             }
         }
         Ok(())
@@ -196,12 +198,12 @@ impl Call {
 
 impl LegacyCall {
     /// Checks the legacy record's fields (see [`Call::validate`]).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         if self.schema != SCHEMA_V0 {
-            return Err(format!(
+            return Err(Error::rejected(format!(
                 "schema is \"{}\", expected \"{SCHEMA_V0}\"",
                 self.schema
-            ));
+            )));
         }
         check_token(&self.session, "s-", "session")?;
         check_seq(self.seq)?;
@@ -215,7 +217,7 @@ impl LegacyCall {
     }
 }
 
-fn check_token(value: &str, prefix: &str, field: &str) -> Result<(), String> {
+fn check_token(value: &str, prefix: &str, field: &str) -> Result<()> {
     let ok = value.len() == prefix.len() + 16
         && value.starts_with(prefix)
         && value[prefix.len()..]
@@ -224,32 +226,34 @@ fn check_token(value: &str, prefix: &str, field: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
+        Err(Error::rejected(format!(
             "{field} is not \"{prefix}\" followed by 16 lower-case hex digits"
-        ))
+        )))
     }
 }
 
-fn check_seq(seq: u64) -> Result<(), String> {
+fn check_seq(seq: u64) -> Result<()> {
     if seq == 0 {
-        Err("seq must be 1 or more".into())
+        Err(Error::rejected("seq must be 1 or more"))
     } else {
         Ok(())
     }
 }
 
-fn check_name(value: &str, field: &str) -> Result<(), String> {
+fn check_name(value: &str, field: &str) -> Result<()> {
     if value.is_empty() {
-        Err(format!("{field} is empty"))
+        Err(Error::rejected(format!("{field} is empty")))
     } else {
         Ok(())
     }
 }
 
-fn check_time(value: &str, field: &str) -> Result<(), String> {
+fn check_time(value: &str, field: &str) -> Result<()> {
     match crate::time::parse(value) {
         Some(_) => Ok(()),
-        None => Err(format!("{field} is not an RFC 3339 time stamp")),
+        None => Err(Error::rejected(format!(
+            "{field} is not an RFC 3339 time stamp"
+        ))),
     }
 }
 
@@ -266,18 +270,18 @@ impl Record {
     /// Parses and checks one line (without its newline) with the strict
     /// types of either schema. The error names the field or rule at fault
     /// and never echoes the line.
-    pub fn parse(line: &[u8]) -> Result<Record, String> {
+    pub fn parse(line: &[u8]) -> Result<Record> {
         if line.len() > MAX_LINE {
-            return Err(format!(
+            return Err(Error::rejected(format!(
                 "oversized record: the line is {} bytes, over the limit of {MAX_LINE}",
                 line.len()
-            ));
+            )));
         }
         let value: Value = serde_json::from_slice(line).map_err(|e| {
-            format!(
+            Error::rejected(format!(
                 "not valid JSON: {}",
                 e.to_string().split(" at line ").next().unwrap_or("")
-            )
+            ))
         })?;
         let schema = value
             .get("schema")
@@ -286,22 +290,24 @@ impl Record {
         match schema.as_deref() {
             Some(SCHEMA_V1) => {
                 let call: Call = serde_json::from_value(value)
-                    .map_err(|e| format!("invalid {SCHEMA_V1} record: {e}"))?;
-                call.validate()
-                    .map_err(|e| format!("invalid {SCHEMA_V1} record: {e}"))?;
+                    .map_err(|e| Error::rejected(format!("invalid {SCHEMA_V1} record: {e}")))?;
+                call.validate().map_err(|e| {
+                    Error::rejected(format!("invalid {SCHEMA_V1} record")).with_source(e)
+                })?;
                 Ok(Record::V1(call))
             }
             Some(SCHEMA_V0) => {
                 let call: LegacyCall = serde_json::from_value(value)
-                    .map_err(|e| format!("invalid {SCHEMA_V0} record: {e}"))?;
-                call.validate()
-                    .map_err(|e| format!("invalid {SCHEMA_V0} record: {e}"))?;
+                    .map_err(|e| Error::rejected(format!("invalid {SCHEMA_V0} record: {e}")))?;
+                call.validate().map_err(|e| {
+                    Error::rejected(format!("invalid {SCHEMA_V0} record")).with_source(e)
+                })?;
                 Ok(Record::V0(call))
             }
-            Some(other) => Err(format!(
+            Some(other) => Err(Error::rejected(format!(
                 "unknown schema {other:?}; expected \"{SCHEMA_V1}\" or \"{SCHEMA_V0}\""
-            )),
-            None => Err("not a record: no \"schema\" string".into()),
+            ))),
+            None => Err(Error::rejected("not a record: no \"schema\" string")),
         }
     }
 
@@ -432,14 +438,21 @@ mod record_tests {
         assert!(
             Record::parse(b"{")
                 .unwrap_err()
+                .message()
                 .starts_with("not valid JSON")
         );
         assert!(
             Record::parse(br#"{"schema":"x"}"#)
                 .unwrap_err()
+                .message()
                 .contains("unknown schema")
         );
         let extra = br#"{"schema":"mcpeval.call/0","session":"s-0000000000000001","seq":2,"server":"w","tool":"t","ts":"2026-11-30T07:00:00Z","outcome":"ok","err_code":null,"template_id":null,"retryable":null,"args_shape":{},"raw":"v"}"#;
-        assert!(Record::parse(extra).unwrap_err().contains("unknown field"));
+        assert!(
+            Record::parse(extra)
+                .unwrap_err()
+                .to_string()
+                .contains("unknown field")
+        );
     }
 }

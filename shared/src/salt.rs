@@ -34,8 +34,12 @@ impl Salt {
         home.ensure()?;
         let path = home.salt();
         let mut bytes = [0u8; LEN];
-        getrandom::fill(&mut bytes)
-            .map_err(|e| Error::new(crate::exit::IO, format!("cannot draw random bytes: {e}")))?;
+        getrandom::fill(&mut bytes).map_err(|e| {
+            Error::new(
+                crate::error::Kind::Io,
+                format!("cannot draw random bytes: {e}"),
+            )
+        })?;
         // The first link wins; a racing process reads the winner's bytes.
         if crate::atomic_file::create(&path, &bytes, 0o600)? {
             return Ok(Salt(bytes));

@@ -25,7 +25,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::catalog;
 use crate::db;
-use crate::error::{Error, Result};
+use crate::error::{Error, Kind, Result};
 use crate::hash;
 use crate::home::Home;
 use crate::id::FindingId;
@@ -80,15 +80,16 @@ impl Standing {
     /// `Ok` for a finding that may be verified or closed; otherwise the
     /// error, with `status`, saying what to do.
     pub fn require(&self, id: &str, status: u8) -> Result<()> {
+        let kind = Kind::from(status);
         match self {
             Standing::Tracked(_) | Standing::Promoted => Ok(()),
             Standing::Retired(to) => Err(Error::new(
-                status,
+                kind,
                 format!("{id} is an id of an earlier release; its state moved to {to}"),
             )
             .with_hint(format!("use {to}"))),
             Standing::Unknown => Err(Error::new(
-                status,
+                kind,
                 format!("no finding {id} in this store: it was never promoted"),
             )
             .with_hint("list the findings with `mcpeval findings`, or run `mcpeval index` and `mcpeval promote`")),
@@ -284,22 +285,24 @@ pub const MAX_REASON_CHARS: usize = 240;
 
 /// Checks a closing reason: not blank, at most [`MAX_REASON_CHARS`]
 /// characters, no control characters.
-pub fn check_reason(reason: &str) -> Result<(), String> {
+pub fn check_reason(reason: &str) -> Result<()> {
     if reason.trim().is_empty() {
-        return Err("the reason is empty; say why the finding is closed".into());
+        return Err(Error::usage(
+            "the reason is empty; say why the finding is closed",
+        ));
     }
     let chars = reason.chars().count();
     if chars > MAX_REASON_CHARS {
-        return Err(format!(
+        return Err(Error::usage(format!(
             "the reason has {chars} characters; the limit is {MAX_REASON_CHARS}"
-        ));
+        )));
     }
     if let Some((at, c)) = reason.chars().enumerate().find(|(_, c)| c.is_control()) {
-        return Err(format!(
+        return Err(Error::usage(format!(
             "the reason contains the control character U+{:04X} at character {}; use plain text on one line",
             u32::from(c),
             at + 1
-        ));
+        )));
     }
     Ok(())
 }
@@ -313,7 +316,7 @@ pub fn close(
     finding: &FindingId,
     reason: &str,
 ) -> Result<Option<(FindingState, FindingState)>> {
-    check_reason(reason).map_err(Error::usage)?;
+    check_reason(reason)?;
     db::write(conn, |tx| {
         let now = crate::time::now_rfc3339();
         lifecycle::ensure(tx, path, finding, &now)?;
@@ -406,11 +409,13 @@ mod tests {
         assert!(
             check_reason(&"é".repeat(241))
                 .unwrap_err()
+                .message()
                 .contains("241 characters")
         );
         assert!(
             check_reason("a\tb")
                 .unwrap_err()
+                .message()
                 .contains("U+0009 at character 2")
         );
         assert!(check_reason("  ").is_err());

@@ -113,3 +113,23 @@ fn every_bad_input_row_names_a_test_that_exists() {
         assert!(found, "README names {test}, which no {file}.rs defines");
     }
 }
+
+/// The reader of `| head` may go away before a binary writes a byte: that
+/// closed pipe is a quiet success (status 0, nothing on stderr) for every
+/// binary, decided once where each one's main ends.
+#[test]
+fn generating_into_a_closed_pipe_is_a_quiet_success() {
+    for name in binaries() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(bin(&name))
+            .args(["--generate", "man"])
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {stderr}");
+        assert_eq!(stderr, "", "{name}");
+    }
+}

@@ -57,9 +57,12 @@ pub fn run(home: &Home, server: Option<String>, http: Http) -> Result<()> {
     // Connections still open are cut; their sessions end below.
     runtime.shutdown_background();
     observer.shutdown();
-    let tally = journal
-        .join()
-        .map_err(|_| Error::new(shared::exit::IO, "the journal writer stopped unexpectedly"))?;
+    let tally = journal.join().map_err(|_| {
+        Error::new(
+            shared::error::Kind::Io,
+            "the journal writer stopped unexpectedly",
+        )
+    })?;
     served?;
     summary(&tally);
     Ok(())

@@ -245,8 +245,9 @@ fn json_error(status: StatusCode, id: Value, message: &str) -> Response<ProxyBod
 fn connector(upstream: &Upstream) -> Result<Connector> {
     shared::connector::connector(upstream.is_https(), Some(Duration::from_secs(10))).map_err(
         |err| {
-            let what = format!("cannot load the trusted certificates for {upstream}: {err}");
-            Error::new(shared::exit::TRANSPORT, what)
+            let what = format!("cannot load the trusted certificates for {upstream}");
+            Error::transport(what)
+                .with_source(err)
                 .with_hint("install the CA certificates, or name a PEM file in SSL_CERT_FILE")
         },
     )
