@@ -173,6 +173,43 @@ impl Store {
         text.replace(&self.scratch().display().to_string(), "[SCRATCH]")
     }
 
+    /// `redact` and then every finding id numbered by first appearance
+    /// (`[finding-1]`, ...): ids hash the store's own salt, so they differ
+    /// from store to store, while which line names which finding must not.
+    pub fn redact_ids(&self, text: &str) -> String {
+        let text = self.redact(text);
+        let mut seen: Vec<&str> = Vec::new();
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("finding-") {
+            let id = rest[at..].get(..24).filter(|id| {
+                id[8..]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            });
+            out.push_str(&rest[..at]);
+            match id {
+                Some(id) => {
+                    let n = match seen.iter().position(|s| *s == id) {
+                        Some(n) => n + 1,
+                        None => {
+                            seen.push(id);
+                            seen.len()
+                        }
+                    };
+                    out.push_str(&format!("[finding-{n}]"));
+                    rest = &rest[at + 24..];
+                }
+                None => {
+                    out.push_str("finding-");
+                    rest = &rest[at + 8..];
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+
     /// Applies the hermetic environment to any command.
     pub fn env(&self, cmd: &mut Command) {
         cmd.env_clear()
