@@ -1,7 +1,7 @@
 //! Man pages and completions are generated from the clap definitions and
 //! checked in; this fails when a flag changed without `scripts/gen-docs`.
 
-use crate::support::{bin, repo};
+use crate::support::{Store, bin, repo};
 
 fn binaries() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(repo().join("bins"))
@@ -112,4 +112,19 @@ fn every_bad_input_row_names_a_test_that_exists() {
         });
         assert!(found, "README names {test}, which no {file}.rs defines");
     }
+}
+
+/// The front's help is the first thing a user reads: a change to it is a
+/// reviewed snapshot diff.
+#[test]
+fn the_front_help_reads_as_reviewed() {
+    let store = Store::new();
+    let out = store
+        .bin("mcpeval")
+        .arg("--help")
+        .assert()
+        .code(0)
+        .stderr("");
+    let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    insta::assert_snapshot!("mcpeval_help", help);
 }

@@ -698,4 +698,14 @@ fn the_seed_corpus_renders_for_people_and_agents() {
         let shown = store.redact_ids(&text(&out.get_output().stdout));
         insta::assert_snapshot!(format!("seed_findings_{format}"), shown);
     }
+    // The issue file of the top finding, as a maintainer receives it.
+    let top = findings(&store)[0]["id"].as_str().unwrap().to_owned();
+    let dir = store.scratch().join("issues");
+    store
+        .bin("mcpeval-export-issues")
+        .args(["--dir", dir.to_str().unwrap(), "--server", "tickets"])
+        .assert()
+        .code(0);
+    let issue = std::fs::read_to_string(dir.join(format!("{top}.md"))).unwrap();
+    insta::assert_snapshot!("seed_top_issue", store.redact_ids(&issue));
 }
