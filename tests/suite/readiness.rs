@@ -396,8 +396,11 @@ fn open_findings_decide_the_verdict_when_an_index_exists() {
 
     // A damaged index is the CLI's status 3.
     std::fs::write(store.home().join("index.db"), vec![7u8; 8192]).unwrap();
-    let out = run(&store, "mcpeval-readiness", &["--now", NOW]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    store
+        .bin("mcpeval-readiness")
+        .args(["--now", NOW])
+        .assert()
+        .code(3);
 }
 
 #[test]
