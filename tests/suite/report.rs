@@ -500,6 +500,64 @@ fn siblings_are_found_beside_the_report_else_on_path() {
         );
 }
 
+/// The element tree of a page, one opening tag a line, indented by depth,
+/// with its id and class; the text, styles and scripts left out, and a run
+/// of identical siblings written once with its count. A snapshot of it
+/// shows a change to the page's structure without churning on figures.
+fn outline(page: &str) -> String {
+    const VOID: [&str; 8] = ["meta", "link", "br", "img", "input", "hr", "col", "wbr"];
+    let mut lines: Vec<(String, usize)> = Vec::new();
+    let mut depth = 0usize;
+    let mut rest = page;
+    while let Some(at) = rest.find('<') {
+        rest = &rest[at + 1..];
+        let end = rest.find('>').expect("a closed tag");
+        let tag = &rest[..end];
+        rest = &rest[end + 1..];
+        if tag.starts_with('!') {
+            continue;
+        }
+        if let Some(_closing) = tag.strip_prefix('/') {
+            depth = depth.saturating_sub(1);
+            continue;
+        }
+        let name: String = tag
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let attr = |key: &str| {
+            let start = tag.find(&format!(" {key}=\""))? + key.len() + 3;
+            let len = tag[start..].find('"')?;
+            Some(tag[start..start + len].to_owned())
+        };
+        let mut line = format!("{}{name}", "  ".repeat(depth));
+        if let Some(id) = attr("id") {
+            line.push_str(&format!(" #{id}"));
+        }
+        if let Some(class) = attr("class") {
+            line.push_str(&format!(" .{}", class.replace(' ', ".")));
+        }
+        match lines.last_mut() {
+            Some((last, n)) if *last == line => *n += 1,
+            _ => lines.push((line, 1)),
+        }
+        if name == "style" || name == "script" {
+            let close = format!("</{name}>");
+            let end = rest.find(&close).expect("a closed block");
+            rest = &rest[end + close.len()..];
+        } else if !tag.ends_with('/') && !VOID.contains(&name.as_str()) {
+            depth += 1;
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(line, n)| match n {
+            1 => format!("{line}\n"),
+            n => format!("{line} (x{n})\n"),
+        })
+        .collect()
+}
+
 #[test]
 fn the_page_goes_to_stdout_or_whole_into_its_file() {
     let store = Bench::new().store;
@@ -513,6 +571,7 @@ fn the_page_goes_to_stdout_or_whole_into_its_file() {
     assert!(page.starts_with("<!DOCTYPE html>\n") && page.ends_with("</html>\n"));
     assert!(page.contains("3 UTC days to 2026-11-30"));
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    insta::assert_snapshot!("report_outline", store.redact_ids(&outline(&page)));
 
     // A path that is not a regular file is written in place, not replaced.
     let out = store
