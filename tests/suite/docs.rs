@@ -14,16 +14,11 @@ fn binaries() -> Vec<String> {
 }
 
 fn generated(name: &str, kind: &str) -> Vec<u8> {
-    let out = std::process::Command::new(bin(name))
+    let out = assert_cmd::Command::new(bin(name))
         .args(["--generate", kind])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{name} --generate {kind}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+        .assert()
+        .success();
+    out.get_output().stdout.clone()
 }
 
 #[test]
@@ -52,15 +47,11 @@ fn man_pages_and_completions_are_current() {
 #[test]
 fn every_binary_answers_help() {
     for name in binaries() {
-        let out = std::process::Command::new(bin(&name))
+        assert_cmd::Command::new(bin(&name))
             .arg("--help")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{name} --help failed");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("Usage"),
-            "{name} --help has no usage"
-        );
+            .assert()
+            .success()
+            .stdout(predicates::str::contains("Usage"));
     }
 }
 
