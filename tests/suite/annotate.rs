@@ -1,22 +1,16 @@
 //! `mcpeval-annotate`: annotations are stored durably, bounded, and linked
 //! by the next index run only when their target identifies one call.
 
-use std::process::Output;
-
 use rusqlite::Connection;
 
 use crate::index::{db, indexed, number};
 use crate::records::{self, Rec, legacy, lines, write};
 use crate::support::{Store, text};
 
-fn annotate(store: &Store, args: &[&str]) -> Output {
-    store.cmd("mcpeval-annotate").args(args).output().unwrap()
-}
-
 /// Annotates and returns (stdout, stderr), asserting success.
 fn annotated(store: &Store, args: &[&str]) -> (String, String) {
-    let out = annotate(store, args);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = store.bin("mcpeval-annotate").args(args).assert().success();
+    let out = out.get_output();
     (text(&out.stdout), text(&out.stderr))
 }
 
@@ -293,10 +287,13 @@ fn bad_notes_and_targets_are_usage_errors_and_store_nothing() {
         ),
     ];
     for (args, want) in cases {
-        let out = annotate(&store, &args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert_eq!(text(&out.stderr), want);
-        assert!(out.stdout.is_empty());
+        store
+            .bin("mcpeval-annotate")
+            .args(&args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(want);
     }
     // clap's own checks: both target forms, neither, a seq without session, an unknown kind.
     for args in [
@@ -316,7 +313,7 @@ fn bad_notes_and_targets_are_usage_errors_and_store_nothing() {
         vec!["--seq", "1", "--kind", "slow", "--note", "x"],
         vec!["--event-id", &id, "--kind", "great", "--note", "x"],
     ] {
-        assert_eq!(annotate(&store, &args).status.code(), Some(2), "{args:?}");
+        store.bin("mcpeval-annotate").args(&args).assert().code(2);
     }
     assert_eq!(lifecycle_rows(&store), 0);
     // The limit is in characters: 240 two-byte characters are fine.

@@ -7,6 +7,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use assert_cmd::prelude::*;
+use predicates::prelude::*;
 use serde_json::{Value, json};
 
 use crate::support::{Deps, Store, contains, fixture, repo, text};
@@ -101,8 +103,7 @@ fn every_outcome_kind_is_recorded_once() {
     c.call(8, "malformed_list", json!({}));
     c.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "never", "arguments": {}}}));
     c.call(10, "not_listed", json!({}));
-    let out = c.finish();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    c.finish().assert().success();
 
     let records = store.records();
     assert_eq!(records.len(), 9, "{records:#?}");
@@ -230,8 +231,13 @@ fn real_sdk_client_sees_the_same_session_through_capture() {
                 .args(["capture", "--"]);
         }
         cmd.arg(&everything);
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        let out = cmd
+            .output()
+            .unwrap()
+            .assert()
+            .success()
+            .get_output()
+            .clone();
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
     let direct = session(false);
@@ -300,8 +306,7 @@ fn bytes_pass_unchanged_in_both_directions() {
         "--",
     ]);
     cmd.arg(Deps::server_everything());
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    cmd.output().unwrap().assert().success();
     let read = |n: &str| std::fs::read(logs.join(n)).unwrap();
     assert!(read("a.in").len() > 100 && read("b.out").len() > 1000);
     assert_eq!(read("a.in"), read("b.in"), "client → server bytes changed");
@@ -458,18 +463,15 @@ fn two_captures_at_once_write_two_whole_journals() {
 #[test]
 fn a_server_that_cannot_start_is_a_transport_failure() {
     let store = Store::new();
-    let out = store
-        .cmd("mcpeval-capture")
+    store
+        .bin("mcpeval-capture")
         .args(["--", "/nonexistent/server"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(5));
-    let err = text(&out.stderr);
-    assert!(
-        err.starts_with("mcpeval-capture: error: cannot start the server \"/nonexistent/server\""),
-        "{err}"
-    );
-    assert!(out.stdout.is_empty());
+        .assert()
+        .code(5)
+        .stdout("")
+        .stderr(predicate::str::starts_with(
+            "mcpeval-capture: error: cannot start the server \"/nonexistent/server\"",
+        ));
 }
 
 #[test]

@@ -1,29 +1,24 @@
 //! `mcpeval-close`: closing by hand, the only way to close a finding with
 //! no attached probe; the reason is kept in history and bounded.
 
+use predicates::prelude::*;
 use serde_json::{Value, json};
 
-use crate::support::{Store, text};
+use crate::support::Store;
 use crate::verify::{Bench, findings, history, promoted_store};
-
-fn close(store: &Store, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = store.cmd("mcpeval-close").args(args).output().unwrap();
-    (out.status.code(), text(&out.stdout), text(&out.stderr))
-}
 
 #[test]
 fn a_finding_without_a_probe_is_closed_by_hand() {
     let store = Store::new();
     let finding = promoted_store(&store);
     let reason = "tool removed in 3.0";
-    assert_eq!(
-        close(&store, &["--finding", &finding, "--reason", reason]),
-        (
-            Some(0),
-            format!("{finding} state=closed (was open)\n"),
-            String::new()
-        )
-    );
+    store
+        .bin("mcpeval-close")
+        .args(["--finding", &finding, "--reason", reason])
+        .assert()
+        .code(0)
+        .stdout(format!("{finding} state=closed (was open)\n"))
+        .stderr("");
     let f = &findings(&store)[0];
     assert_eq!(
         (&f["state"], &f["probe_attached"], &f["severity"]),
@@ -41,20 +36,20 @@ fn a_finding_without_a_probe_is_closed_by_hand() {
     );
     // Closing again changes and records nothing.
     let lines = history(&store, &finding).len();
-    let (status, stdout, _) = close(
-        &store,
-        &[
+    let out = store
+        .bin("mcpeval-close")
+        .args([
             "--finding",
             &finding,
             "--reason",
             "again",
             "--format",
             "json",
-        ],
-    );
-    assert_eq!(status, Some(0));
+        ])
+        .assert()
+        .code(0);
     assert_eq!(
-        serde_json::from_str::<Value>(&stdout).unwrap(),
+        serde_json::from_slice::<Value>(&out.get_output().stdout).unwrap(),
         json!({"finding": finding, "state": "closed", "was": "closed", "changed": false})
     );
     assert_eq!(history(&store, &finding).len(), lines);
@@ -64,10 +59,11 @@ fn a_finding_without_a_probe_is_closed_by_hand() {
 fn a_red_run_reopens_a_finding_closed_by_hand() {
     let b = Bench::new();
     b.green();
-    close(
-        &b.store,
-        &["--finding", &b.finding, "--reason", "good enough"],
-    );
+    b.store
+        .bin("mcpeval-close")
+        .args(["--finding", &b.finding, "--reason", "good enough"])
+        .assert()
+        .code(0);
     assert_eq!(b.lifecycle(), ("closed".to_owned(), 1, 0));
     b.red();
     assert_eq!(b.lifecycle(), ("open".to_owned(), 0, 1));
@@ -104,15 +100,23 @@ lower-case hex digits\n"
         ),
     ];
     for (args, stderr) in cases {
-        assert_eq!(close(&store, &args), (Some(2), String::new(), stderr));
+        store
+            .bin("mcpeval-close")
+            .args(&args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(stderr);
     }
     let long = "x".repeat(241);
-    let (status, _, stderr) = close(&store, &["--finding", &finding, "--reason", &long]);
-    assert_eq!(status, Some(2));
-    assert!(
-        stderr.contains("the reason has 241 characters; the limit is 240"),
-        "{stderr}"
-    );
+    store
+        .bin("mcpeval-close")
+        .args(["--finding", &finding, "--reason", &long])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "the reason has 241 characters; the limit is 240",
+        ));
     assert_eq!(history(&store, &finding), before);
     assert_eq!(findings(&store)[0]["state"], "open");
 }

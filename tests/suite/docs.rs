@@ -1,7 +1,7 @@
 //! Man pages and completions are generated from the clap definitions and
 //! checked in; this fails when a flag changed without `scripts/gen-docs`.
 
-use crate::support::{bin, repo};
+use crate::support::{Store, bin, repo};
 
 fn binaries() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(repo().join("bins"))
@@ -14,16 +14,11 @@ fn binaries() -> Vec<String> {
 }
 
 fn generated(name: &str, kind: &str) -> Vec<u8> {
-    let out = std::process::Command::new(bin(name))
+    let out = assert_cmd::Command::new(bin(name))
         .args(["--generate", kind])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{name} --generate {kind}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+        .assert()
+        .success();
+    out.get_output().stdout.clone()
 }
 
 #[test]
@@ -52,15 +47,11 @@ fn man_pages_and_completions_are_current() {
 #[test]
 fn every_binary_answers_help() {
     for name in binaries() {
-        let out = std::process::Command::new(bin(&name))
+        assert_cmd::Command::new(bin(&name))
             .arg("--help")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{name} --help failed");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("Usage"),
-            "{name} --help has no usage"
-        );
+            .assert()
+            .success()
+            .stdout(predicates::str::contains("Usage"));
     }
 }
 
@@ -132,4 +123,19 @@ fn generating_into_a_closed_pipe_is_a_quiet_success() {
         assert_eq!(out.status.code(), Some(0), "{name}: {stderr}");
         assert_eq!(stderr, "", "{name}");
     }
+}
+
+/// The front's help is the first thing a user reads: a change to it is a
+/// reviewed snapshot diff.
+#[test]
+fn the_front_help_reads_as_reviewed() {
+    let store = Store::new();
+    let out = store
+        .bin("mcpeval")
+        .arg("--help")
+        .assert()
+        .code(0)
+        .stderr("");
+    let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    insta::assert_snapshot!("mcpeval_help", help);
 }

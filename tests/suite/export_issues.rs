@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
+use assert_cmd::prelude::*;
+use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::seeded::{
-    self, finding_of, findings, fixture_store, ok, run, secrets, seeded, set_state,
-};
+use crate::seeded::{self, finding_of, findings, fixture_store, ok, secrets, seeded, set_state};
 use crate::support::{Store, bin_dir, text};
 
 fn names(dir: &Path) -> BTreeSet<String> {
@@ -23,8 +23,12 @@ fn names(dir: &Path) -> BTreeSet<String> {
 fn export(store: &Store, dir: &Path, extra: &[&str]) -> (Value, String) {
     let mut args = vec!["--dir", dir.to_str().unwrap(), "--format", "json"];
     args.extend_from_slice(extra);
-    let out = run(store, "mcpeval-export-issues", &args);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = store
+        .bin("mcpeval-export-issues")
+        .args(&args)
+        .assert()
+        .success();
+    let out = out.get_output();
     (
         serde_json::from_slice(&out.stdout).unwrap(),
         text(&out.stderr),
@@ -138,17 +142,12 @@ fn server_filter_and_text_output() {
 fn an_index_that_is_missing_is_unavailable_evidence() {
     let store = Store::new();
     let dir = store.scratch().join("issues");
-    let out = run(
-        &store,
-        "mcpeval-export-issues",
-        &["--dir", dir.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(3));
-    assert!(
-        text(&out.stderr).contains("no index yet"),
-        "{}",
-        text(&out.stderr)
-    );
+    store
+        .bin("mcpeval-export-issues")
+        .args(["--dir", dir.to_str().unwrap()])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("no index yet"));
 }
 
 /// The commands in an issue file, run exactly as printed through the
@@ -183,13 +182,11 @@ fn the_commands_in_an_issue_run_as_printed() {
     let mut sh = Command::new("sh");
     store.env(&mut sh);
     let path = format!("{}:{}", bin_dir().display(), crate::support::SYSTEM_PATH);
-    let out = sh
-        .env("PATH", path)
+    sh.env("PATH", path)
         .current_dir(&work)
         .args(["-c", lines[0]])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}: {}", lines[0], text(&out.stderr));
+        .assert()
+        .success();
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(work.join(format!("{id}.manifest.json"))).unwrap())
             .unwrap();
@@ -226,28 +223,17 @@ fn generate_then_verify_as_printed_turns_green() {
         sh.env("PATH", path)
             .current_dir(&work)
             .args(["-c", line])
-            .output()
-            .unwrap()
+            .assert()
     };
-    let generated = sh(lines[0]);
-    assert!(generated.status.success(), "{}", text(&generated.stderr));
+    sh(lines[0]).success();
     let manifest = work.join(format!("{id}.manifest.json"));
     let mut doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
     crate::seeded::fill(&mut doc);
     std::fs::write(&manifest, doc.to_string()).unwrap();
     let verify = lines[1].replace("<server command>", "python3 server.py");
-    let verified = sh(&verify);
-    assert_eq!(
-        verified.status.code(),
-        Some(0),
-        "{verify}: {}",
-        text(&verified.stderr)
-    );
-    let line = text(&verified.stdout);
-    assert!(
-        line.starts_with(&format!(
+    sh(&verify)
+        .code(0)
+        .stdout(predicate::str::starts_with(format!(
             "{id} case={id} result=green state=verifying streak=1/3 run="
-        )),
-        "{line}"
-    );
+        )));
 }

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use predicates::prelude::*;
 use serde_json::{Value, json};
 
 use crate::records::{self, Rec, event};
@@ -177,20 +178,9 @@ fn refuses_without_confirm_read_only() {
     let store = Store::new();
     let f = promoted(&store, &calls(&[(1, 1, false), (2, 1, false)]));
     let out = out_path(&store);
-    let run = generate(
-        &store,
-        &["--finding", &id(&f), "--output", out.to_str().unwrap()],
-    );
-    assert_eq!(
-        (run.status.code(), text(&run.stderr)),
-        (
-            Some(2),
-            "mcpeval-generate: error: refusing to generate without --confirm-read-only: verifying the \
+    store.bin("mcpeval-generate").args(["--finding", &id(&f), "--output", out.to_str().unwrap()]).assert().code(2).stderr("mcpeval-generate: error: refusing to generate without --confirm-read-only: verifying the \
 case calls the finding's tool on your server; nothing was written\n  hint: confirm that calling the \
-tool with the arguments you fill in is safe to repeat, and pass --confirm-read-only\n"
-                .to_owned()
-        )
-    );
+tool with the arguments you fill in is safe to repeat, and pass --confirm-read-only\n");
     assert!(!out.exists());
 }
 
@@ -236,30 +226,23 @@ fn a_false_success_finding_needs_an_oracle() {
         "--output",
         out.to_str().unwrap(),
     ];
-    let run = generate(&store, &base);
-    assert_eq!(
-        (run.status.code(), text(&run.stderr)),
-        (
-            Some(2),
-            format!(
+    store.bin("mcpeval-generate").args(base).assert().code(2).stderr(format!(
                 "mcpeval-generate: error: {finding} is a false-success finding: it needs --expect with a \
 result assertion or an expected error; nothing was written\n  hint: write an expect file whose \
 equals_paths or required_result_paths tell the bug from the repair, or that expects an error\n"
-            )
-        )
-    );
+            ));
     let expect = store.scratch().join("expect.json");
     std::fs::write(&expect, r#"{"outcome": "ok"}"#).unwrap();
     let mut with_expect = base.to_vec();
     with_expect.extend(["--expect", expect.to_str().unwrap()]);
-    let run = generate(&store, &with_expect);
-    assert_eq!(run.status.code(), Some(4), "{}", text(&run.stderr));
-    assert!(
-        text(&run.stderr)
-            .contains("the expect file asserts nothing on the result and expects no error"),
-        "{}",
-        text(&run.stderr)
-    );
+    store
+        .bin("mcpeval-generate")
+        .args(with_expect)
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains(
+            "the expect file asserts nothing on the result and expects no error",
+        ));
     assert!(!out.exists());
 
     std::fs::write(
@@ -332,18 +315,16 @@ fn an_existing_manifest_is_kept_unless_forced_with_valid_input() {
         out.to_str().unwrap(),
     ];
 
-    let run = generate(&store, &base);
-    assert_eq!(
-        (run.status.code(), text(&run.stderr)),
-        (
-            Some(2),
-            format!(
-                "mcpeval-generate: error: {} exists; nothing was written\n  hint: pass --force to \
+    store
+        .bin("mcpeval-generate")
+        .args(base)
+        .assert()
+        .code(2)
+        .stderr(format!(
+            "mcpeval-generate: error: {} exists; nothing was written\n  hint: pass --force to \
 replace it, or choose another --output\n",
-                out.display()
-            )
-        )
-    );
+            out.display()
+        ));
     assert_eq!(bytes(&out), b"my own manifest\n");
 
     // Invalid --expect, even with --force: the file stays byte for byte.
@@ -369,17 +350,10 @@ replace it, or choose another --output\n",
         format!(r#"{{"outcome":"ok"{}}}"#, " ".repeat(64 * 1024)),
     )
     .unwrap();
-    let run = generate(&store, &forced);
-    assert_eq!(
-        (run.status.code(), text(&run.stderr)),
-        (
-            Some(4),
-            format!(
+    store.bin("mcpeval-generate").args(forced).assert().code(4).stderr(format!(
                 "mcpeval-generate: error: {}: larger than 64 KiB; expect files are limited to 65536 bytes\n",
                 expect.display()
-            )
-        )
-    );
+            ));
     assert_eq!(bytes(&out), b"my own manifest\n");
     assert_eq!(names(&dir), ["m.json"]);
 
@@ -408,16 +382,8 @@ fn unknown_findings_and_a_missing_index() {
     assert_eq!(run.status.code(), Some(3), "{}", text(&run.stderr));
     let store = Store::new();
     promoted(&store, &calls(&[(1, 1, false), (2, 1, false)]));
-    let run = generate(&store, &args);
-    assert_eq!(
-        (run.status.code(), text(&run.stderr)),
-        (
-            Some(2),
-            "mcpeval-generate: error: no finding finding-0000000000000000 in the catalog; nothing was \
-written\n  hint: list the findings with `mcpeval findings`\n"
-                .to_owned()
-        )
-    );
+    store.bin("mcpeval-generate").args(args).assert().code(2).stderr("mcpeval-generate: error: no finding finding-0000000000000000 in the catalog; nothing was \
+written\n  hint: list the findings with `mcpeval findings`\n");
     assert!(!out.exists());
 }
 

@@ -2,6 +2,7 @@
 //! keys: what reaches the journal, the index and the findings is shapes
 //! with folded keys, clean names and 32-bit codes only.
 
+use assert_cmd::prelude::*;
 use serde_json::{Map, Value, json};
 
 use crate::capture::Raw;
@@ -107,8 +108,7 @@ fn hostile_session(store: &Store) {
     );
     c.call(6, "card_rpc", json!({}));
     c.call(7, "card_sdk", json!({}));
-    let out = c.finish();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    c.finish().assert().success();
 }
 
 #[test]
@@ -192,8 +192,7 @@ fn the_server_flag_and_names_are_cut_and_cleaned() {
     handshake(&mut c);
     let long_tool = format!("{}\u{e9}", "t".repeat(127));
     c.call(2, &long_tool, json!({}));
-    let out = c.finish();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    c.finish().assert().success();
     let records = store.records();
     assert_eq!(records[0]["server"], "flag?name?");
     // 127 bytes and a two-byte character: cut before it, at 127 bytes.

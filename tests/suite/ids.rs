@@ -7,6 +7,7 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
+use predicates::prelude::*;
 use serde_json::json;
 
 use crate::seeded::{findings, ok, run, seeded, set_state};
@@ -48,30 +49,29 @@ fn a_tampered_finding_id_in_index_db_is_refused_and_nothing_is_written() {
         tamper_index(&store, bad);
         let before = tree(store.scratch());
         let dir = store.scratch().join("out/issues");
-        let out = run(
-            &store,
-            "mcpeval-export-issues",
-            &["--dir", dir.to_str().unwrap()],
-        );
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{bad:?}: {stderr}");
-        assert!(
-            stderr.starts_with("mcpeval-export-issues: error: ")
-                && stderr.contains("index.db is corrupt: finding id \"")
-                && stderr.contains(
-                    "at row 1 of table findings is not \"finding-\" and 16 lower-case hex digits"
-                )
-                && stderr.contains("run `mcpeval index --rebuild`, then `mcpeval promote`"),
-            "{stderr}"
-        );
-        // The raw bytes never reach the terminal: no escape, no override.
-        assert!(
-            !stderr.contains('\u{1b}') && !stderr.contains('\u{202e}'),
-            "{stderr:?}"
-        );
+        store
+            .bin("mcpeval-export-issues")
+            .args(["--dir", dir.to_str().unwrap()])
+            .assert()
+            .code(3)
+            .stdout("")
+            .stderr(
+                predicate::str::starts_with("mcpeval-export-issues: error: ")
+                    .and(predicate::str::contains(
+                        "index.db is corrupt: finding id \"",
+                    ))
+                    .and(predicate::str::contains(
+                        "at row 1 of table findings is not \"finding-\" and 16 lower-case hex digits",
+                    ))
+                    .and(predicate::str::contains(
+                        "run `mcpeval index --rebuild`, then `mcpeval promote`",
+                    ))
+                    // The raw bytes never reach the terminal: no escape, no override.
+                    .and(predicate::str::contains("\u{1b}").not())
+                    .and(predicate::str::contains("\u{202e}").not()),
+            );
         assert_eq!(tree(store.scratch()), before, "{bad:?}: nothing written");
         assert!(!store.scratch().join("escape.md").exists());
-        assert!(out.stdout.is_empty());
     }
 }
 
@@ -79,26 +79,26 @@ fn a_tampered_finding_id_in_index_db_is_refused_and_nothing_is_written() {
 fn every_reader_of_a_tampered_index_says_the_same() {
     let store = seeded();
     tamper_index(&store, "../../escape");
-    let out = run(&store, "mcpeval-findings", &["--format", "json"]);
-    let words = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{words}");
-    assert!(
-        words.contains("index.db is corrupt: finding id \"../../escape\" at row 1"),
-        "{words}"
-    );
-    assert!(out.stdout.is_empty());
-    let out = run(
-        &store,
-        "mcpeval-generate",
-        &[
+    store
+        .bin("mcpeval-findings")
+        .args(["--format", "json"])
+        .assert()
+        .code(3)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "index.db is corrupt: finding id \"../../escape\" at row 1",
+        ));
+    store
+        .bin("mcpeval-generate")
+        .args([
             "--finding",
             "finding-0123456789abcdef",
             "--confirm-read-only",
             "--output",
             store.scratch().join("m.json").to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        ])
+        .assert()
+        .code(3);
     assert!(!store.scratch().join("m.json").exists());
 
     // serve answers an isError result with the CLI's words.
@@ -130,17 +130,21 @@ fn a_tampered_finding_id_in_lifecycle_db_is_refused() {
             vec!["--dir", dir.to_str().unwrap()],
         ),
     ] {
-        let out = run(&store, bin, &args);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{bin}: {stderr}");
-        assert!(
-            stderr.contains(
-                "lifecycle.db is corrupt: finding id \"finding-0123/../../../tmp/pwn\" at row"
-            ) && stderr.contains("of table finding_state is not \"finding-\""),
-            "{bin}: {stderr}"
-        );
-        assert!(stderr.contains("hint: restore lifecycle.db"), "{stderr}");
-        assert!(out.stdout.is_empty(), "{bin}");
+        store
+            .bin(bin)
+            .args(&args)
+            .assert()
+            .code(3)
+            .stdout("")
+            .stderr(
+                predicate::str::contains(
+                    "lifecycle.db is corrupt: finding id \"finding-0123/../../../tmp/pwn\" at row",
+                )
+                .and(predicate::str::contains(
+                    "of table finding_state is not \"finding-\"",
+                ))
+                .and(predicate::str::contains("hint: restore lifecycle.db")),
+            );
     }
     assert!(!dir.exists(), "nothing written");
 }
@@ -169,19 +173,18 @@ fn export_issues_prunes_only_the_files_it_could_have_written() {
     std::os::unix::fs::symlink(&target, dir.join("finding-00000000000000aa.md")).unwrap();
     std::fs::write(dir.join("finding-00000000000000bb.md"), "stale").unwrap();
 
-    let out = run(
-        &store,
-        "mcpeval-export-issues",
-        &[
+    let out = store
+        .bin("mcpeval-export-issues")
+        .args([
             "--dir",
             dir.to_str().unwrap(),
             "--prune",
             "--format",
             "json",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        ])
+        .assert()
+        .success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     let pruned = dir.join("finding-00000000000000bb.md");
     assert_eq!(report["pruned"], json!([pruned.display().to_string()]));
     assert!(!pruned.exists());
@@ -208,21 +211,22 @@ fn a_store_open_to_others_is_made_private_with_a_warning() {
     let home = store.home();
     std::fs::create_dir(&home).unwrap();
     std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = run(&store, "mcpeval-index", &[]);
-    let stderr = text(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
+    store
+        .bin("mcpeval-index")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!(
             "mcpeval-index: warning: the store directory {} was open to other users (mode 0777); it is now 0700",
             home.display()
-        )),
-        "{stderr}"
-    );
+        )));
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode(&home), 0o700);
     assert_eq!(mode(&home.join("journals")), 0o700);
-    let again = run(&store, "mcpeval-index", &[]);
-    assert!(!text(&again.stderr).contains("warning"), "warned once");
+    // Warned once.
+    store
+        .bin("mcpeval-index")
+        .assert()
+        .stderr(predicate::str::contains("warning").not());
 }
 
 #[test]
@@ -255,17 +259,18 @@ fn a_store_owned_by_another_user_is_refused() {
             vec!["--finding", "finding-0123456789abcdef", "--reason", "gone"],
         ),
     ] {
-        let out = run(&store, bin, &args);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{bin}: {stderr}");
-        assert!(
-            stderr.starts_with(&format!(
-                "{bin}: error: the store directory {} belongs to user id 65534, not to you (user id 0); nothing was written",
-                home.display()
-            )),
-            "{stderr}"
-        );
-        assert!(stderr.contains("hint: use a store of your own"), "{stderr}");
+        store
+            .bin(bin)
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::starts_with(format!(
+                    "{bin}: error: the store directory {} belongs to user id 65534, not to you (user id 0); nothing was written",
+                    home.display()
+                ))
+                .and(predicate::str::contains("hint: use a store of your own")),
+            );
     }
     assert_eq!(
         std::fs::read_dir(&home).unwrap().count(),

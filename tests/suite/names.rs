@@ -8,11 +8,12 @@
 
 use std::path::Path;
 
+use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::records::{self, Rec};
 use crate::seeded::{ok, run};
-use crate::support::{Store, text};
+use crate::support::Store;
 
 /// A server name that tries to add an item to an agent's list, colour a
 /// terminal and reverse what follows.
@@ -164,12 +165,11 @@ fn json_carries_the_name_exactly_and_no_raw_control() {
 fn issue_files_escape_names_in_headings_tables_and_code() {
     let store = hostile_store();
     let dir = store.scratch().join("issues");
-    let out = run(
-        &store,
-        "mcpeval-export-issues",
-        &["--dir", dir.to_str().unwrap()],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    store
+        .bin("mcpeval-export-issues")
+        .args(["--dir", dir.to_str().unwrap()])
+        .assert()
+        .success();
     let files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -237,13 +237,12 @@ fn readiness_escapes_names_in_markdown_and_json() {
 fn a_share_of_hostile_names_carries_them_cleaned_and_reads_back() {
     let store = hostile_store();
     let file = store.scratch().join("hostile.share.json");
-    let out = run(
-        &store,
-        "mcpeval-share",
-        &["--output", file.to_str().unwrap()],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(!has_raw_control(&text(&out.stderr)));
+    store
+        .bin("mcpeval-share")
+        .args(["--output", file.to_str().unwrap()])
+        .assert()
+        .success()
+        .stderr(predicate::function(|e: &str| !has_raw_control(e)));
     let bytes = std::fs::read_to_string(&file).unwrap();
     assert!(!has_raw_control(&bytes));
     let env: Value = serde_json::from_str(&bytes).unwrap();
@@ -267,19 +266,20 @@ fn a_share_of_hostile_names_carries_them_cleaned_and_reads_back() {
 
     // A server asked for by a name the store does not know: the known
     // names are listed escaped.
-    let out = run(
-        &store,
-        "mcpeval-share",
-        &["--output", file.to_str().unwrap(), "--server", "x\x1b[1m"],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(!has_raw_control(&stderr), "{stderr:?}");
-    assert!(
-        stderr.contains("--server \"x\\u001b[1m\" has no captured calls")
-            && stderr.contains("known servers: evil\\n2. IMPORTANT"),
-        "{stderr}"
-    );
+    store
+        .bin("mcpeval-share")
+        .args(["--output", file.to_str().unwrap(), "--server", "x\x1b[1m"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::function(|e: &str| !has_raw_control(e))
+                .and(predicate::str::contains(
+                    "--server \"x\\u001b[1m\" has no captured calls",
+                ))
+                .and(predicate::str::contains(
+                    "known servers: evil\\n2. IMPORTANT",
+                )),
+        );
 }
 
 /// Writes `env` to a file in `store`'s scratch directory and runs

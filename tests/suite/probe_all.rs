@@ -34,17 +34,20 @@ impl Bench {
         }
     }
 
-    fn run(&self, flags: &[&str]) -> Output {
+    /// Runs probe with `flags`, asserting it exits with `code`.
+    fn run(&self, flags: &[&str], code: i32) -> Output {
         self.store
-            .cmd("mcpeval-probe")
+            .bin("mcpeval-probe")
             .arg("--manifest")
             .arg(&self.manifest)
             .args(flags)
             .arg("--")
             .arg("python3")
             .arg(&self.server)
-            .output()
-            .unwrap()
+            .assert()
+            .code(code)
+            .get_output()
+            .clone()
     }
 }
 
@@ -76,8 +79,7 @@ fn mixed() -> Value {
 #[test]
 fn json_lines_one_result_per_case_and_red_wins_the_status() {
     let b = Bench::new(mixed());
-    let out = b.run(&["--all"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let out = b.run(&["--all"], 1);
     let results: Vec<ProbeResult> = text(&out.stdout)
         .lines()
         .map(|l| ProbeResult::parse(l).unwrap())
@@ -106,19 +108,16 @@ fn json_lines_one_result_per_case_and_red_wins_the_status() {
 
     // Without the red case, a transport error alone is status 5; with
     // --finding only that finding's cases run.
-    let out = b.run(&["--all", "--finding", F2]);
-    assert_eq!(out.status.code(), Some(5));
+    let out = b.run(&["--all", "--finding", F2], 5);
     assert_eq!(text(&out.stdout).lines().count(), 1);
-    let out = b.run(&["--all", "--finding", F1, "--format", "text"]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = b.run(&["--all", "--finding", F1, "--format", "text"], 1);
     assert_eq!(text(&out.stdout).lines().count(), 2);
 }
 
 #[test]
 fn junit_xml_is_read_by_a_real_reporter() {
     let b = Bench::new(mixed());
-    let out = b.run(&["--all", "--format", "junit"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let out = b.run(&["--all", "--format", "junit"], 1);
     let xml = text(&out.stdout);
     let report = b.store.scratch().join("junit.xml");
     std::fs::write(&report, &xml).unwrap();
@@ -172,13 +171,12 @@ fn junit_xml_is_read_by_a_real_reporter() {
     assert_eq!(ProbeResult::parse(out0).unwrap().case, "ready");
 
     // The same file through junitparser, as CI reporters read it.
-    let parsed = std::process::Command::new(Deps::python())
+    let parsed = assert_cmd::Command::new(Deps::python())
         .arg(repo().join("tests/clients/junit_report.py"))
         .arg(&report)
-        .output()
-        .unwrap();
-    assert!(parsed.status.success(), "{}", text(&parsed.stderr));
-    let r: Value = serde_json::from_slice(&parsed.stdout).unwrap();
+        .assert()
+        .success();
+    let r: Value = serde_json::from_slice(&parsed.get_output().stdout).unwrap();
     let suite = &r["suites"][0];
     assert_eq!(
         (&suite["tests"], &suite["failures"], &suite["errors"]),
@@ -197,8 +195,7 @@ fn junit_xml_is_read_by_a_real_reporter() {
         "status",
         json!({"outcome": "ok"})
     )]));
-    let out = green.run(&["--all", "--format", "junit"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = green.run(&["--all", "--format", "junit"], 0);
     let report = green.store.scratch().join("junit.xml");
     std::fs::write(&report, &out.stdout).unwrap();
     let parsed = std::process::Command::new(Deps::python())
@@ -213,17 +210,14 @@ fn junit_xml_is_read_by_a_real_reporter() {
 #[test]
 fn all_and_case_are_exclusive_and_refusals_come_first() {
     let b = Bench::new(mixed());
-    let both = b.run(&["--all", "--case", "ready"]);
-    assert_eq!(both.status.code(), Some(2));
+    let both = b.run(&["--all", "--case", "ready"], 2);
     assert!(
         text(&both.stderr).contains("cannot be used with"),
         "{}",
         text(&both.stderr)
     );
-    let neither = b.run(&[]);
-    assert_eq!(neither.status.code(), Some(2));
-    let junit_one = b.run(&["--case", "ready", "--format", "junit"]);
-    assert_eq!(junit_one.status.code(), Some(2));
+    b.run(&[], 2);
+    let junit_one = b.run(&["--case", "ready", "--format", "junit"], 2);
     assert!(text(&junit_one.stderr).contains("use it with --all"));
 
     // One case with a placeholder stops the run before any server starts.
@@ -232,8 +226,7 @@ fn all_and_case_are_exclusive_and_refusals_come_first() {
         {"id": "hole", "finding": F1, "probe": "instruction-fidelity", "tool": "status",
          "arguments": {"job": "<fill:string>"}},
     ]));
-    let out = held.run(&["--all", "--format", "junit"]);
-    assert_eq!(out.status.code(), Some(4));
+    let out = held.run(&["--all", "--format", "junit"], 4);
     assert!(out.stdout.is_empty());
     assert!(
         text(&out.stderr).contains("case \"hole\" still has 1 placeholder(s)"),

@@ -4,25 +4,17 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
-use std::process::Output;
 
+use predicates::prelude::*;
 use serde_json::{Value, json};
 
 use crate::records::{self, Rec, event, session, template};
 use crate::support::{Store, contains, repo, text};
 
-fn run(store: &Store, bin: &str, args: &[&str]) -> Output {
-    store.cmd(bin).args(args).output().unwrap()
-}
-
+/// Runs `bin` in `store`, asserting success; returns stdout.
 fn ok(store: &Store, bin: &str, args: &[&str]) -> String {
-    let out = run(store, bin, args);
-    assert!(
-        out.status.success(),
-        "{bin} {args:?}: {}",
-        text(&out.stderr)
-    );
-    text(&out.stdout)
+    let out = store.bin(bin).args(args).assert().success();
+    text(&out.get_output().stdout)
 }
 
 fn findings(store: &Store) -> Vec<Value> {
@@ -129,14 +121,14 @@ fn one_session_never_promotes_and_probe_calls_never_count() {
         summary,
         "promoted 0 of 1 issues (1 seen in one session only, 0 below threshold)\n"
     );
-    let out = run(&store, "mcpeval-findings", &[]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(out.stdout.is_empty());
-    let err = text(&out.stderr);
-    assert!(
-        err.starts_with("mcpeval-findings: no findings: promote found none of 1 issues"),
-        "{err}"
-    );
+    store
+        .bin("mcpeval-findings")
+        .assert()
+        .code(0)
+        .stdout("")
+        .stderr(predicate::str::starts_with(
+            "mcpeval-findings: no findings: promote found none of 1 issues",
+        ));
 }
 
 fn with_code(rec: Rec, code: i64) -> Rec {
@@ -378,32 +370,33 @@ fn legacy_ids_are_rekeyed_once_and_history_is_kept() {
 fn statuses_follow_the_contract() {
     let store = Store::new();
     for bin in ["mcpeval-promote", "mcpeval-findings"] {
-        let out = run(&store, bin, &[]);
-        assert_eq!(out.status.code(), Some(3), "{bin}: {}", text(&out.stderr));
-        assert!(
-            text(&out.stderr).contains("no index yet"),
-            "{}",
-            text(&out.stderr)
-        );
+        store
+            .bin(bin)
+            .assert()
+            .code(3)
+            .stderr(predicate::str::contains("no index yet"));
     }
     records::write(&store, 1, &Rec::ok(1, 1, 1, "forecast").line());
     ok(&store, "mcpeval-index", &[]);
     for bad in ["-1", "NaN", "inf", "x"] {
-        let out = run(&store, "mcpeval-promote", &["--threshold", bad]);
-        assert_eq!(out.status.code(), Some(2), "--threshold {bad}");
+        store
+            .bin("mcpeval-promote")
+            .args(["--threshold", bad])
+            .assert()
+            .code(2);
     }
     std::fs::write(
         store.home().join("config.json"),
         r#"{"promotion_treshold": 0.1}"#,
     )
     .unwrap();
-    let out = run(&store, "mcpeval-promote", &[]);
-    assert_eq!(out.status.code(), Some(4));
-    assert!(
-        text(&out.stderr).contains("unknown key \"promotion_treshold\""),
-        "{}",
-        text(&out.stderr)
-    );
+    store
+        .bin("mcpeval-promote")
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains(
+            "unknown key \"promotion_treshold\"",
+        ));
     std::fs::write(
         store.home().join("config.json"),
         r#"{"promotion_threshold": 0.5}"#,
@@ -432,12 +425,10 @@ fn statuses_follow_the_contract() {
     // Indexing again after new calls drops the findings until promote runs.
     records::append(&store, 1, &Rec::ok(2, 1, 2, "forecast").line());
     ok(&store, "mcpeval-index", &[]);
-    let out = run(&store, "mcpeval-findings", &[]);
-    assert!(
-        text(&out.stderr).contains("run `mcpeval promote`"),
-        "{}",
-        text(&out.stderr)
-    );
+    store
+        .bin("mcpeval-findings")
+        .assert()
+        .stderr(predicate::str::contains("run `mcpeval promote`"));
 }
 
 /// The seed corpus in a fresh store, annotated as its labels say.
@@ -634,12 +625,26 @@ fn the_seed_corpus_is_what_its_generator_writes() {
 fn index_promote_findings_compose_as_a_pipeline() {
     let (store, labels) = seed_store();
     let as_of = labels["as_of"].as_str().unwrap().to_owned();
-    let front = crate::support::bin("mcpeval").display().to_string();
-    let script = format!(
-        "set -o pipefail; {front} index && {front} promote --now {as_of} >&2 && {front} findings --format json | jq -c '[.findings[] | .defect_class] | length'"
-    );
-    let out = duct::cmd("bash", ["-c", &script])
-        .full_env(store.env_pairs())
+    // `index && promote && findings --format json | jq ...`: each stage
+    // must succeed, and duct's pipe fails when either side fails, as
+    // `-o pipefail` does.
+    let mut stderr = String::new();
+    for args in [vec!["index"], vec!["promote", "--now", &as_of]] {
+        let out = store
+            .duct("mcpeval", &args)
+            .stdout_to_stderr()
+            .stderr_capture()
+            .unchecked()
+            .run()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        stderr.push_str(&text(&out.stderr));
+    }
+    let jq = duct::cmd!("jq", "-c", "[.findings[] | .defect_class] | length")
+        .full_env(store.env_pairs());
+    let out = store
+        .duct("mcpeval", &["findings", "--format", "json"])
+        .pipe(jq)
         .stdout_capture()
         .stderr_capture()
         .unchecked()
@@ -651,14 +656,56 @@ fn index_promote_findings_compose_as_a_pipeline() {
         .parse()
         .unwrap_or_else(|_| panic!("{:?}", text(&out.stdout)));
     assert!(count >= 10, "{count}");
+    assert!(stderr.contains("promoted 17 of 57 issues"), "{stderr}");
     assert!(
-        text(&out.stderr).contains("promoted 17 of 57 issues"),
-        "{}",
-        text(&out.stderr)
+        stderr.contains("indexed 8434 calls (8434 new) from 89 journals"),
+        "{stderr}"
     );
-    assert!(
-        text(&out.stderr).contains("indexed 8434 calls (8434 new) from 89 journals"),
-        "{}",
-        text(&out.stderr)
-    );
+}
+
+#[test]
+fn a_failing_stage_fails_the_pipeline() {
+    // No index yet: findings fails (status 3) and jq, reading nothing,
+    // succeeds; the pipeline reports the failure, as under `-o pipefail`.
+    let store = Store::new();
+    let jq = duct::cmd!("jq", "-c", ".").full_env(store.env_pairs());
+    let out = store
+        .duct("mcpeval", &["findings", "--format", "json"])
+        .pipe(jq)
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+}
+
+/// What people and agents read of the seed corpus, scored as of its
+/// labelled day: a change to either rendering is a reviewed diff.
+#[test]
+fn the_seed_corpus_renders_for_people_and_agents() {
+    let (store, labels) = seed_store();
+    let as_of = labels["as_of"].as_str().unwrap();
+    index_and_promote(&store, &["--now", as_of]);
+    for format in ["md", "agent"] {
+        let out = store
+            .bin("mcpeval-findings")
+            .args(["--format", format])
+            .assert()
+            .code(0)
+            .stderr("");
+        let shown = store.redact_ids(&text(&out.get_output().stdout));
+        insta::assert_snapshot!(format!("seed_findings_{format}"), shown);
+    }
+    // The issue file of the top finding, as a maintainer receives it.
+    let top = findings(&store)[0]["id"].as_str().unwrap().to_owned();
+    let dir = store.scratch().join("issues");
+    store
+        .bin("mcpeval-export-issues")
+        .args(["--dir", dir.to_str().unwrap(), "--server", "tickets"])
+        .assert()
+        .code(0);
+    let issue = std::fs::read_to_string(dir.join(format!("{top}.md"))).unwrap();
+    insta::assert_snapshot!("seed_top_issue", store.redact_ids(&issue));
 }

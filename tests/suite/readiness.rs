@@ -2,10 +2,11 @@
 //! here, the verdict rule, and the trends.db cache: validated by bytes,
 //! extended on append, rebuilt on change, never trusted blindly.
 
+use predicates::prelude::*;
 use serde_json::{Value, json};
 
 use crate::records::{self, Rec};
-use crate::seeded::{ok, run, set_state};
+use crate::seeded::{ok, set_state};
 use crate::support::{Store, text};
 
 const NOW: &str = "2026-11-30T12:00:00Z";
@@ -19,8 +20,12 @@ fn at(rec: Rec, day: u32, second: u32) -> Rec {
 fn report(store: &Store, extra: &[&str]) -> (Value, String) {
     let mut args = vec!["--format", "json", "--now", NOW];
     args.extend_from_slice(extra);
-    let out = run(store, "mcpeval-readiness", &args);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = store
+        .bin("mcpeval-readiness")
+        .args(&args)
+        .assert()
+        .success();
+    let out = out.get_output();
     (
         serde_json::from_slice(&out.stdout).unwrap(),
         text(&out.stderr),
@@ -306,22 +311,19 @@ fn a_bad_line_is_refused_and_the_cache_kept() {
     let db = store.home().join("trends.db");
     let bytes = std::fs::read(&db).unwrap();
     let path = records::append(&store, 1, "{\"schema\":\"mcpeval.call/1\"}\n");
-    let out = run(
-        &store,
-        "mcpeval-readiness",
-        &["--format", "json", "--now", NOW],
-    );
-    assert_eq!(out.status.code(), Some(4));
-    let err = text(&out.stderr);
     let lines = journal().len() + 1;
-    assert!(
-        err.starts_with(&format!(
-            "mcpeval-readiness: error: {}:{lines}: invalid mcpeval.call/1 record",
-            path.display()
-        )),
-        "{err}"
-    );
-    assert!(err.contains("trends.db was left unchanged"), "{err}");
+    store
+        .bin("mcpeval-readiness")
+        .args(["--format", "json", "--now", NOW])
+        .assert()
+        .code(4)
+        .stderr(
+            predicate::str::starts_with(format!(
+                "mcpeval-readiness: error: {}:{lines}: invalid mcpeval.call/1 record",
+                path.display()
+            ))
+            .and(predicate::str::contains("trends.db was left unchanged")),
+        );
     assert_eq!(std::fs::read(&db).unwrap(), bytes);
     assert!(!before["servers"].as_array().unwrap().is_empty());
 }
@@ -396,8 +398,11 @@ fn open_findings_decide_the_verdict_when_an_index_exists() {
 
     // A damaged index is the CLI's status 3.
     std::fs::write(store.home().join("index.db"), vec![7u8; 8192]).unwrap();
-    let out = run(&store, "mcpeval-readiness", &["--now", NOW]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    store
+        .bin("mcpeval-readiness")
+        .args(["--now", NOW])
+        .assert()
+        .code(3);
 }
 
 #[test]
@@ -406,7 +411,10 @@ fn an_empty_store_is_reported_and_left_uncreated() {
     let (r, _) = report(&store, &[]);
     assert_eq!(r["servers"], json!([]));
     assert!(!store.home().exists());
-    let bad = run(&store, "mcpeval-readiness", &["--now", "yesterday"]);
-    assert_eq!(bad.status.code(), Some(2));
-    assert!(text(&bad.stderr).contains("invalid --now \"yesterday\""));
+    store
+        .bin("mcpeval-readiness")
+        .args(["--now", "yesterday"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("invalid --now \"yesterday\""));
 }

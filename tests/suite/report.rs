@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use assert_cmd::prelude::*;
+use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::records::{self, Rec};
@@ -129,26 +131,20 @@ fn share(pixels: &[[u8; 3]], colour: [u8; 3]) -> f64 {
 /// Runs `mcpeval-report --output PAGE ARGS…` and returns the page.
 fn report(store: &Store, args: &[&str]) -> (PathBuf, String) {
     let page = store.scratch().join("report.html");
-    let out = store
-        .cmd("mcpeval-report")
+    store
+        .bin("mcpeval-report")
         .arg("--output")
         .arg(&page)
         .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "report: {}", text(&out.stderr));
+        .assert()
+        .success();
     let html = std::fs::read_to_string(&page).unwrap();
     (page, html)
 }
 
 fn succeed(store: &Store, bin: &str, args: &[&str]) -> String {
-    let out = store.cmd(bin).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{bin} {args:?}: {}",
-        text(&out.stderr)
-    );
-    text(&out.stdout)
+    let out = store.bin(bin).args(args).assert().success();
+    text(&out.get_output().stdout)
 }
 
 /// The seed corpus in a fresh store, annotated as its labels say, then
@@ -437,19 +433,18 @@ fn the_history_shows_red_and_green_runs_and_the_reopening() {
 fn findings_history_is_json_only_and_reads_the_store() {
     let store = Store::new();
     for args in [&["--history"][..], &["--history", "--format", "md"]] {
-        let out = store.cmd("mcpeval-findings").args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        assert_eq!(
-            text(&out.stderr),
-            "mcpeval-findings: error: --history prints JSON only; add --format json\n"
-        );
+        store
+            .bin("mcpeval-findings")
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr("mcpeval-findings: error: --history prints JSON only; add --format json\n");
     }
-    let out = store
-        .cmd("mcpeval-findings")
+    store
+        .bin("mcpeval-findings")
         .args(["--history", "--format", "json", "--from", "x.json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        .assert()
+        .code(2);
 }
 
 #[test]
@@ -457,22 +452,19 @@ fn unavailable_evidence_is_status_3_with_the_siblings_message() {
     let store = Store::new();
     let page = store.scratch().join("report.html");
     std::fs::write(&page, "the previous page").unwrap();
-    let out = store
-        .cmd("mcpeval-report")
+    store
+        .bin("mcpeval-report")
         .arg("--output")
         .arg(&page)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.starts_with(
-            "mcpeval-report: error: mcpeval-findings --format json exited with status 3; \
-             the report needs its JSON:\nmcpeval-findings: error: "
-        ),
-        "{stderr}"
-    );
-    assert!(stderr.contains("index.db"), "{stderr}");
+        .assert()
+        .code(3)
+        .stderr(
+            predicate::str::starts_with(
+                "mcpeval-report: error: mcpeval-findings --format json exited with status 3; \
+                 the report needs its JSON:\nmcpeval-findings: error: ",
+            )
+            .and(predicate::str::contains("index.db")),
+        );
     assert_eq!(std::fs::read_to_string(&page).unwrap(), "the previous page");
     assert_eq!(
         std::fs::read_dir(store.scratch()).unwrap().count(),
@@ -492,23 +484,78 @@ fn siblings_are_found_beside_the_report_else_on_path() {
         store.env(&mut cmd);
         cmd.env("PATH", path)
             .args(["--output", "-", "--now", RECORDS_NOW])
-            .output()
-            .unwrap()
+            .assert()
     };
-    let out = run(SYSTEM_PATH);
-    assert_eq!(out.status.code(), Some(3));
-    assert_eq!(
-        text(&out.stderr),
+    run(SYSTEM_PATH).code(3).stdout("").stderr(
         "mcpeval-report: error: mcpeval-findings is not installed beside mcpeval-report or on PATH; \
          the report is built from its JSON\n  hint: install the whole mcpeval suite, or put \
-         mcpeval-findings on PATH\n"
+         mcpeval-findings on PATH\n",
     );
-    assert!(out.stdout.is_empty());
     // The plugin way: the siblings on PATH.
-    let out = run(&format!("{SYSTEM_PATH}:{}", bin_dir().display()));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).starts_with("<!DOCTYPE html>\n"));
-    assert!(text(&out.stdout).contains("class=\"rate-chart\""));
+    run(&format!("{SYSTEM_PATH}:{}", bin_dir().display()))
+        .success()
+        .stdout(
+            predicate::str::starts_with("<!DOCTYPE html>\n")
+                .and(predicate::str::contains("class=\"rate-chart\"")),
+        );
+}
+
+/// The element tree of a page, one opening tag a line, indented by depth,
+/// with its id and class; the text, styles and scripts left out, and a run
+/// of identical siblings written once with its count. A snapshot of it
+/// shows a change to the page's structure without churning on figures.
+fn outline(page: &str) -> String {
+    const VOID: [&str; 8] = ["meta", "link", "br", "img", "input", "hr", "col", "wbr"];
+    let mut lines: Vec<(String, usize)> = Vec::new();
+    let mut depth = 0usize;
+    let mut rest = page;
+    while let Some(at) = rest.find('<') {
+        rest = &rest[at + 1..];
+        let end = rest.find('>').expect("a closed tag");
+        let tag = &rest[..end];
+        rest = &rest[end + 1..];
+        if tag.starts_with('!') {
+            continue;
+        }
+        if let Some(_closing) = tag.strip_prefix('/') {
+            depth = depth.saturating_sub(1);
+            continue;
+        }
+        let name: String = tag
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let attr = |key: &str| {
+            let start = tag.find(&format!(" {key}=\""))? + key.len() + 3;
+            let len = tag[start..].find('"')?;
+            Some(tag[start..start + len].to_owned())
+        };
+        let mut line = format!("{}{name}", "  ".repeat(depth));
+        if let Some(id) = attr("id") {
+            line.push_str(&format!(" #{id}"));
+        }
+        if let Some(class) = attr("class") {
+            line.push_str(&format!(" .{}", class.replace(' ', ".")));
+        }
+        match lines.last_mut() {
+            Some((last, n)) if *last == line => *n += 1,
+            _ => lines.push((line, 1)),
+        }
+        if name == "style" || name == "script" {
+            let close = format!("</{name}>");
+            let end = rest.find(&close).expect("a closed block");
+            rest = &rest[end + close.len()..];
+        } else if !tag.ends_with('/') && !VOID.contains(&name.as_str()) {
+            depth += 1;
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(line, n)| match n {
+            1 => format!("{line}\n"),
+            n => format!("{line} (x{n})\n"),
+        })
+        .collect()
 }
 
 #[test]
@@ -524,6 +571,7 @@ fn the_page_goes_to_stdout_or_whole_into_its_file() {
     assert!(page.starts_with("<!DOCTYPE html>\n") && page.ends_with("</html>\n"));
     assert!(page.contains("3 UTC days to 2026-11-30"));
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    insta::assert_snapshot!("report_outline", store.redact_ids(&outline(&page)));
 
     // A path that is not a regular file is written in place, not replaced.
     let out = store
@@ -565,13 +613,12 @@ fn the_page_goes_to_stdout_or_whole_into_its_file() {
     );
 
     for bad in [&["--days", "0"][..], &["--now", "yesterday"]] {
-        let out = store
-            .cmd("mcpeval-report")
+        store
+            .bin("mcpeval-report")
             .args(["--output", "-"])
             .args(bad)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{bad:?}");
-        assert!(out.stdout.is_empty());
+            .assert()
+            .code(2)
+            .stdout("");
     }
 }

@@ -16,13 +16,8 @@ pub const NOTE: &str = "NOTE-5b1c customer acme said the key was abc";
 
 /// Runs `bin` in `store`, asserting success; returns stdout.
 pub fn ok(store: &Store, bin: &str, args: &[&str]) -> String {
-    let out = run(store, bin, args);
-    assert!(
-        out.status.success(),
-        "{bin} {args:?}: {}",
-        text(&out.stderr)
-    );
-    text(&out.stdout)
+    let out = store.bin(bin).args(args).assert().success();
+    text(&out.get_output().stdout)
 }
 
 pub fn run(store: &Store, bin: &str, args: &[&str]) -> Output {

@@ -5,19 +5,24 @@
 
 use std::collections::BTreeSet;
 
+use predicates::prelude::*;
 use serde_json::{Value, json};
 
 use crate::records::{event, session, template};
-use crate::seeded::{NOTE, findings, ok, run, salt_hex, seeded};
+use crate::seeded::{NOTE, findings, ok, salt_hex, seeded};
 use crate::support::{Store, text};
 
 fn share(store: &Store, args: &[&str]) -> (Value, String, Vec<u8>) {
     let file = store.scratch().join("out.share.json");
     let mut all = vec!["--output", file.to_str().unwrap()];
     all.extend_from_slice(args);
-    let out = run(store, "mcpeval-share", &all);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(out.stdout.is_empty());
+    let out = store
+        .bin("mcpeval-share")
+        .args(&all)
+        .assert()
+        .success()
+        .stdout("");
+    let out = out.get_output();
     let bytes = std::fs::read(&file).unwrap();
     (
         serde_json::from_slice(&bytes).unwrap(),
@@ -115,17 +120,12 @@ fn journal_records_are_the_sanitized_ones_of_the_chosen_servers() {
     assert!(!has(&bytes, &session(1)), "weather's sessions stay home");
     // A server with nothing is a usage error, and no file is written.
     let file = store.scratch().join("none.json");
-    let out = run(
-        &store,
-        "mcpeval-share",
-        &["--output", file.to_str().unwrap(), "--server", "nope"],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("known servers: maps, weather"),
-        "{}",
-        text(&out.stderr)
-    );
+    store
+        .bin("mcpeval-share")
+        .args(["--output", file.to_str().unwrap(), "--server", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("known servers: maps, weather"));
     assert!(!file.exists());
 }
 
@@ -194,14 +194,13 @@ fn a_second_store_and_no_store_read_the_envelope() {
     );
 
     // No store at all: no MCPEVAL_HOME, no HOME.
-    let out = std::process::Command::new(crate::support::bin("mcpeval-findings"))
+    let out = assert_cmd::Command::new(crate::support::bin("mcpeval-findings"))
         .env_clear()
         .args(["--from", file.to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+        .assert()
+        .success();
     assert_eq!(
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()["findings"],
+        serde_json::from_slice::<Value>(&out.get_output().stdout).unwrap()["findings"],
         Value::Array(original)
     );
 }
@@ -211,17 +210,14 @@ fn a_file_that_is_not_an_envelope_is_refused() {
     let store = Store::new();
     let file = store.scratch().join("x.json");
     std::fs::write(&file, r#"{"schema":"other/1","findings":[]}"#).unwrap();
-    let out = run(
-        &store,
-        "mcpeval-findings",
-        &["--from", file.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(4));
-    assert!(
-        text(&out.stderr).contains("schema is \"other/1\", expected \"mcpeval.share/1\""),
-        "{}",
-        text(&out.stderr)
-    );
+    store
+        .bin("mcpeval-findings")
+        .args(["--from", file.to_str().unwrap()])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains(
+            "schema is \"other/1\", expected \"mcpeval.share/1\"",
+        ));
 
     let seeded = seeded();
     share(&seeded, &[]);
@@ -229,31 +225,25 @@ fn a_file_that_is_not_an_envelope_is_refused() {
     let mut env: Value = serde_json::from_slice(&std::fs::read(&good).unwrap()).unwrap();
     env["findings"][1]["defect_class"] = json!("made-up");
     std::fs::write(&file, env.to_string()).unwrap();
-    let out = run(
-        &store,
-        "mcpeval-findings",
-        &["--from", file.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(4));
-    assert!(
-        text(&out.stderr).contains("/findings/1/defect_class: unknown defect class \"made-up\""),
-        "{}",
-        text(&out.stderr)
-    );
+    store
+        .bin("mcpeval-findings")
+        .args(["--from", file.to_str().unwrap()])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains(
+            "/findings/1/defect_class: unknown defect class \"made-up\"",
+        ));
     env["findings"][1]["defect_class"] = json!("tool-error");
     env["findings"][1]["template"] = json!("t");
     std::fs::write(&file, env.to_string()).unwrap();
-    let out = run(
-        &store,
-        "mcpeval-findings",
-        &["--from", file.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(4));
-    assert!(
-        text(&out.stderr).contains("/findings/1/template: unknown field"),
-        "{}",
-        text(&out.stderr)
-    );
+    store
+        .bin("mcpeval-findings")
+        .args(["--from", file.to_str().unwrap()])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains(
+            "/findings/1/template: unknown field",
+        ));
 }
 
 #[test]
@@ -270,17 +260,12 @@ fn without_an_index_the_envelope_has_records_but_no_findings() {
     assert!(stderr.contains("no index yet"), "{stderr}");
     crate::records::append(&store, 1, "not json\n");
     let file = store.scratch().join("bad.json");
-    let out = run(
-        &store,
-        "mcpeval-share",
-        &["--output", file.to_str().unwrap()],
-    );
-    assert_eq!(out.status.code(), Some(4));
-    assert!(
-        text(&out.stderr).contains(":13: not valid JSON"),
-        "{}",
-        text(&out.stderr)
-    );
+    store
+        .bin("mcpeval-share")
+        .args(["--output", file.to_str().unwrap()])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains(":13: not valid JSON"));
     assert!(!file.exists());
 }
 

@@ -1,6 +1,11 @@
 //! Running the suite's binaries the way users do, but hermetically: a
 //! cleared environment, a private temporary store, `NO_COLOR`, and a known
 //! `PATH`, so no test reads or writes the developer's own store.
+//!
+//! `Store::bin` gives every test an `assert_cmd` command to assert on with
+//! `predicates`; `Store::duct` gives the stages of a shell pipeline, joined
+//! with `pipe` (a failing stage fails the pipeline, as under `-o pipefail`);
+//! `Store::redact` makes output with store paths fit for a snapshot.
 
 #![allow(dead_code)]
 
@@ -152,6 +157,57 @@ impl Store {
         let mut cmd = Command::new(bin(name));
         self.env(&mut cmd);
         cmd
+    }
+
+    /// The same hermetic command as an `assert_cmd` command: `.assert()`
+    /// checks status, stdout and stderr with `predicates`, `.write_stdin()`
+    /// feeds it. Processes that must be driven while they run (pipes, kills)
+    /// keep to `cmd`.
+    pub fn bin(&self, name: &str) -> assert_cmd::Command {
+        assert_cmd::Command::from_std(self.cmd(name))
+    }
+
+    /// `text` with this store's temporary directory written `[SCRATCH]`, so
+    /// a snapshot does not depend on where the test ran.
+    pub fn redact(&self, text: &str) -> String {
+        text.replace(&self.scratch().display().to_string(), "[SCRATCH]")
+    }
+
+    /// `redact` and then every finding id numbered by first appearance
+    /// (`[finding-1]`, ...): ids hash the store's own salt, so they differ
+    /// from store to store, while which line names which finding must not.
+    pub fn redact_ids(&self, text: &str) -> String {
+        let text = self.redact(text);
+        let mut seen: Vec<&str> = Vec::new();
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("finding-") {
+            let id = rest[at..].get(..24).filter(|id| {
+                id[8..]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            });
+            out.push_str(&rest[..at]);
+            match id {
+                Some(id) => {
+                    let n = match seen.iter().position(|s| *s == id) {
+                        Some(n) => n + 1,
+                        None => {
+                            seen.push(id);
+                            seen.len()
+                        }
+                    };
+                    out.push_str(&format!("[finding-{n}]"));
+                    rest = &rest[at + 24..];
+                }
+                None => {
+                    out.push_str("finding-");
+                    rest = &rest[at + 8..];
+                }
+            }
+        }
+        out.push_str(rest);
+        out
     }
 
     /// Applies the hermetic environment to any command.
