@@ -87,6 +87,19 @@ pub fn parse_flag<T: FromStr<Err = IdError>>(flag: &str, value: &str) -> crate::
     })
 }
 
+/// An id kind of the form `prefix` and 16 lower-case hex digits (a salted
+/// hash, see [`crate::salt::Salt::id16`]).
+pub trait Prefixed {
+    /// The prefix, e.g. `s-`.
+    const PREFIX: &'static str;
+
+    /// Whether `text` has the form: the one check of this kind, which a
+    /// reader that keeps borrowed text may call without building the id.
+    fn is_valid(text: &str) -> bool {
+        is_hex16(text, Self::PREFIX)
+    }
+}
+
 /// `prefix` followed by exactly 16 lower-case hex digits.
 fn is_hex16(text: &str, prefix: &str) -> bool {
     text.strip_prefix(prefix).is_some_and(|hex| {
@@ -115,10 +128,15 @@ macro_rules! id_type {
             /// The form every id of this kind has.
             pub const FORM: &'static str = $form;
 
+            /// Whether `text` has the form, without building the id (for a
+            /// reader that keeps borrowed text).
+            pub fn is_valid($text: &str) -> bool {
+                $check
+            }
+
             /// Checks `text` and, when it has the form, takes it as an id.
             pub fn parse(text: &str) -> Result<$name, IdError> {
-                let $text = text;
-                if $check {
+                if $name::is_valid(text) {
                     Ok($name(text.to_owned()))
                 } else {
                     Err(IdError {
@@ -236,24 +254,55 @@ id_type!(
     FindingId,
     "finding id",
     "\"finding-\" and 16 lower-case hex digits",
-    |text| is_hex16(text, "finding-")
+    |text| is_hex16(text, <FindingId as Prefixed>::PREFIX)
 );
+
+impl Prefixed for FindingId {
+    const PREFIX: &'static str = "finding-";
+}
 
 id_type!(
     /// A capture session's salted token: `s-` and 16 lower-case hex digits.
     SessionToken,
     "session token",
     "\"s-\" and 16 lower-case hex digits",
-    |text| is_hex16(text, "s-")
+    |text| is_hex16(text, <SessionToken as Prefixed>::PREFIX)
 );
+
+impl Prefixed for SessionToken {
+    const PREFIX: &'static str = "s-";
+}
+
+impl SessionToken {
+    /// The token of a capture: the salted hash of its unique id, so the
+    /// id itself never reaches the store.
+    pub fn salted(salt: &crate::salt::Salt, capture_id: &[u8]) -> SessionToken {
+        let token = format!("s-{}", salt.id16(&[capture_id]));
+        debug_assert!(SessionToken::is_valid(&token), "{token}");
+        SessionToken(token)
+    }
+}
 
 id_type!(
     /// An error template's salted id: `t-` and 16 lower-case hex digits.
     TemplateId,
     "template id",
     "\"t-\" and 16 lower-case hex digits",
-    |text| is_hex16(text, "t-")
+    |text| is_hex16(text, <TemplateId as Prefixed>::PREFIX)
 );
+
+impl Prefixed for TemplateId {
+    const PREFIX: &'static str = "t-";
+}
+
+impl TemplateId {
+    /// `t-` and `hex`, the 16 hex digits of [`crate::salt::Salt::id16`].
+    pub(crate) fn from_id16(hex: &str) -> TemplateId {
+        let id = format!("t-{hex}");
+        debug_assert!(TemplateId::is_valid(&id), "{id}");
+        TemplateId(id)
+    }
+}
 
 id_type!(
     /// One captured call's `identity.event_id`: a UUID, lower-case and
@@ -276,7 +325,7 @@ impl FindingId {
     /// `finding-` and `hex`, the 16 hex digits of [`crate::salt::Salt::id16`].
     pub(crate) fn from_id16(hex: &str) -> FindingId {
         let id = format!("finding-{hex}");
-        debug_assert!(is_hex16(&id, "finding-"), "{id}");
+        debug_assert!(FindingId::is_valid(&id), "{id}");
         FindingId(id)
     }
 }

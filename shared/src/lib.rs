@@ -40,6 +40,7 @@ pub mod record;
 pub mod salt;
 pub mod sanitize;
 pub mod score;
+mod spelling;
 pub mod sse;
 pub mod time;
 pub mod verification;

@@ -1,0 +1,57 @@
+//! Enums spelled once: [`spelled!`] declares an enum together with the one
+//! text of each variant, and derives from that text its serde names, its
+//! `as_str` (for SQL columns and messages) and its parse. No other table of
+//! the same names may exist; a new variant is one new line.
+
+/// Declares `enum Name { Variant = "text", … }` with serde, `as_str`,
+/// `parse`, `ALL`, `Display` and `FromStr` all taken from the texts given.
+macro_rules! spelled {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(serde::Serialize, serde::Deserialize)]
+        $vis enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The variant's one spelling, as serde writes it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The variant spelled `text`, if any.
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = ();
+
+            fn from_str(text: &str) -> Result<$name, ()> {
+                $name::parse(text).ok_or(())
+            }
+        }
+    };
+}
+
+pub(crate) use spelled;
