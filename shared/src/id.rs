@@ -98,6 +98,16 @@ pub trait Prefixed {
     fn is_valid(text: &str) -> bool {
         is_hex16(text, Self::PREFIX)
     }
+
+    /// The number the 16 hex digits spell, when `text` has the form: a
+    /// compact key for a reader that only compares ids.
+    fn number(text: &str) -> Option<u64> {
+        if Self::is_valid(text) {
+            u64::from_str_radix(&text[Self::PREFIX.len()..], 16).ok()
+        } else {
+            None
+        }
+    }
 }
 
 /// `prefix` followed by exactly 16 lower-case hex digits.
@@ -305,6 +315,19 @@ impl TemplateId {
 }
 
 id_type!(
+    /// A credit binding's fingerprint: `b-` and 16 lower-case hex digits
+    /// (see [`crate::binding`]).
+    BindingId,
+    "binding",
+    "\"b-\" and 16 lower-case hex digits",
+    |text| is_hex16(text, <BindingId as Prefixed>::PREFIX)
+);
+
+impl Prefixed for BindingId {
+    const PREFIX: &'static str = "b-";
+}
+
+id_type!(
     /// One captured call's `identity.event_id`: a UUID, lower-case and
     /// hyphenated.
     EventId,
@@ -376,6 +399,10 @@ mod tests {
         assert!(SessionToken::parse("t-0123456789abcdef").is_err());
         assert!(TemplateId::parse("t-0123456789abcdef").is_ok());
         assert!(TemplateId::parse("t-0123456789abcdef ").is_err());
+        assert!(BindingId::is_valid("b-0123456789abcdef"));
+        assert!(!BindingId::is_valid("b-0123456789ABCDEF"));
+        assert_eq!(SessionToken::number("s-00000000000000ff"), Some(255));
+        assert_eq!(SessionToken::number("t-00000000000000ff"), None);
         let uuid = "6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b";
         assert!(EventId::parse(uuid).is_ok());
         assert!(RunId::parse(uuid).is_ok());

@@ -20,7 +20,7 @@ macro_rules! spelled {
 
         impl $name {
             /// Every variant, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub const ALL: [$name; [$($text),+].len()] = [$($name::$variant),+];
 
             /// The variant's one spelling, as serde writes it.
             pub fn as_str(self) -> &'static str {
