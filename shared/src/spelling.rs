@@ -55,3 +55,40 @@ macro_rules! spelled {
 }
 
 pub(crate) use spelled;
+
+#[cfg(test)]
+mod tests {
+    use crate::finding::DefectClass;
+    use crate::lifecycle::State;
+    use crate::probe_result::Reason;
+    use crate::record::Outcome;
+
+    /// serde, `as_str` and `parse` agree on every variant, and a text that
+    /// names none is refused by both.
+    fn agree<T>(all: &[T], as_str: fn(T) -> &'static str, parse: fn(&str) -> Option<T>)
+    where
+        T: Copy + PartialEq + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        for &v in all {
+            let text = as_str(v);
+            assert_eq!(serde_json::to_value(v).unwrap(), text);
+            assert_eq!(serde_json::from_value::<T>(text.into()).unwrap(), v);
+            assert_eq!(parse(text), Some(v));
+        }
+        assert_eq!(parse("Open"), None);
+        assert!(serde_json::from_value::<T>("Open".into()).is_err());
+    }
+
+    #[test]
+    fn every_spelling_is_the_same_everywhere() {
+        agree(&State::ALL, State::as_str, State::parse);
+        agree(&Reason::ALL, Reason::as_str, Reason::parse);
+        agree(&DefectClass::ALL, DefectClass::as_str, DefectClass::parse);
+        agree(&Outcome::ALL, Outcome::as_str, Outcome::parse);
+        assert_eq!(State::FixClaimed.to_string(), "fix-claimed");
+        assert_eq!(
+            State::ALL.map(State::as_str),
+            ["open", "fix-claimed", "verifying", "closed"]
+        );
+    }
+}
