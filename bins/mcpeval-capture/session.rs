@@ -14,6 +14,7 @@ use std::time::Instant;
 use jiff::Timestamp;
 use serde_json::Value;
 use shared::escape;
+use shared::id::SessionToken;
 use shared::outcome::{self, Classified};
 use shared::record::{Call, Identity, Origin, SCHEMA_V1, Transport};
 use shared::salt::Salt;
@@ -44,7 +45,7 @@ struct Pending {
 #[derive(Debug)]
 pub struct Session {
     salt: Salt,
-    token: String,
+    token: SessionToken,
     transport: Transport,
     /// `--server`, which wins over anything the server says.
     fixed_server: Option<String>,
@@ -111,7 +112,7 @@ impl Session {
         fallback_server: String,
     ) -> Session {
         let capture_id = uuid::Uuid::new_v4();
-        let token = format!("s-{}", salt.id16(&[capture_id.as_bytes()]));
+        let token = SessionToken::salted(&salt, capture_id.as_bytes());
         Session {
             salt,
             token,
@@ -133,7 +134,13 @@ impl Session {
 
     /// Observes one message (a line on stdio, a body or SSE event on HTTP)
     /// and returns the records it completed.
-    pub fn observe(&mut self, side: Side, bytes: &[u8], at: Timestamp, now: Instant) -> Vec<Call> {
+    pub fn observe(
+        &mut self,
+        side: Side,
+        bytes: &[u8],
+        at: Timestamp,
+        now: Instant,
+    ) -> Vec<Call<'static>> {
         let mut done = Vec::new();
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return done;
@@ -178,7 +185,7 @@ impl Session {
     }
 
     /// Ends the session: every call still waiting is recorded unanswered.
-    pub fn finish(&mut self) -> Vec<Call> {
+    pub fn finish(&mut self) -> Vec<Call<'static>> {
         let mut pending: Vec<Pending> = self.calls.drain().map(|(_, p)| p).collect();
         pending.sort_by_key(|p| p.seq);
         pending
@@ -193,7 +200,7 @@ impl Session {
         message: &Value,
         at: Timestamp,
         now: Instant,
-        done: &mut Vec<Call>,
+        done: &mut Vec<Call<'static>>,
     ) {
         let Value::Object(map) = message else {
             self.unparsed += 1;
@@ -218,7 +225,7 @@ impl Session {
         params: Option<&Value>,
         at: Timestamp,
         now: Instant,
-        done: &mut Vec<Call>,
+        done: &mut Vec<Call<'static>>,
     ) {
         match method {
             "tools/call" => {
@@ -265,7 +272,13 @@ impl Session {
         }
     }
 
-    fn response(&mut self, id: String, message: &Value, now: Instant, done: &mut Vec<Call>) {
+    fn response(
+        &mut self,
+        id: String,
+        message: &Value,
+        now: Instant,
+        done: &mut Vec<Call<'static>>,
+    ) {
         let result = message.get("result");
         if let Some(name) = result
             .and_then(|r| r.get("_meta"))
@@ -324,19 +337,19 @@ impl Session {
         pending: Pending,
         duration_ms: Option<u64>,
         classified: Classified,
-    ) -> Call {
+    ) -> Call<'static> {
         Call {
-            schema: SCHEMA_V1.to_owned(),
+            schema: SCHEMA_V1.into(),
             identity: Identity {
-                event_id: self.event_ids.next(),
-                session: self.token.clone(),
+                event_id: self.event_ids.next().into(),
+                session: self.token.to_string().into(),
                 seq: pending.seq,
             },
             origin: Origin::Capture,
             transport: self.transport,
-            server: self.server_name(),
-            tool: pending.tool,
-            started_at: shared::time::rfc3339(pending.started_at),
+            server: self.server_name().into(),
+            tool: pending.tool.into(),
+            started_at: shared::time::rfc3339(pending.started_at).into(),
             duration_ms,
             advertised: pending.advertised,
             args_shape: pending.args_shape,
@@ -366,7 +379,7 @@ mod tests {
         )
     }
 
-    fn feed(s: &mut Session, side: Side, line: &str) -> Vec<Call> {
+    fn feed(s: &mut Session, side: Side, line: &str) -> Vec<Call<'static>> {
         s.observe(side, line.as_bytes(), Timestamp::now(), Instant::now())
     }
 
@@ -393,14 +406,14 @@ mod tests {
             Side::Server,
             r#"{"jsonrpc":"2.0","id":"1","result":{"content":[]}}"#,
         );
-        assert_eq!((first[0].tool.as_str(), first[0].identity.seq), ("b", 2));
+        assert_eq!((first[0].tool.as_ref(), first[0].identity.seq), ("b", 2));
         let second = feed(
             &mut s,
             Side::Server,
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#,
         );
         assert_eq!(
-            (second[0].tool.as_str(), second[0].outcome),
+            (second[0].tool.as_ref(), second[0].outcome),
             ("a", Outcome::Error)
         );
         assert_eq!(second[0].args_shape, serde_json::json!({"x": "integer"}));
@@ -649,7 +662,7 @@ mod tests {
         left.sort_by_key(|c| c.identity.seq);
         let got: Vec<(&str, u64)> = left
             .iter()
-            .map(|c| (c.tool.as_str(), c.identity.seq))
+            .map(|c| (c.tool.as_ref(), c.identity.seq))
             .collect();
         assert_eq!(got, [("a", 1), ("d", 2)]);
     }

@@ -60,7 +60,7 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     let mut failed_write = false;
     // The calls a chunk completes are appended together, under one hold
     // of the journal lock.
-    let mut append = |writer: &mut Writer, calls: &mut Vec<shared::record::Call>| {
+    let mut append = |writer: &mut Writer, calls: &mut Vec<shared::record::Call<'static>>| {
         let (done, failed) = writer.append_all(calls);
         journaled += done as u64;
         calls.clear();

@@ -91,12 +91,14 @@ pub enum StateFilter {
 }
 
 impl StateFilter {
-    pub fn as_str(self) -> &'static str {
+    /// The lifecycle state filtered on (its spelling is the lifecycle's).
+    pub fn state(self) -> shared::lifecycle::State {
+        use shared::lifecycle::State;
         match self {
-            StateFilter::Open => "open",
-            StateFilter::FixClaimed => "fix-claimed",
-            StateFilter::Verifying => "verifying",
-            StateFilter::Closed => "closed",
+            StateFilter::Open => State::Open,
+            StateFilter::FixClaimed => State::FixClaimed,
+            StateFilter::Verifying => State::Verifying,
+            StateFilter::Closed => State::Closed,
         }
     }
 }

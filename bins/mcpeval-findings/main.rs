@@ -40,7 +40,9 @@ fn run(args: Args) -> Result<()> {
     let findings: Vec<&Finding> = catalog
         .findings
         .iter()
-        .filter(|f| args.state.is_empty() || args.state.iter().any(|s| s.as_str() == f.state))
+        .filter(|f| {
+            args.state.is_empty() || args.state.iter().any(|s| s.state().as_str() == f.state)
+        })
         .filter(|f| args.server.is_empty() || args.server.contains(&f.derived.server))
         .collect();
 

@@ -25,6 +25,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::SyncSender;
 
+use shared::id::{Prefixed, SessionToken, TemplateId};
+
 use crate::row::Row;
 use crate::windows::{Session, Window};
 
@@ -149,7 +151,7 @@ impl Feed {
             return Ok(());
         }
         let (Some(session), Some(server), Some(tool)) = (
-            token(row.session, "s-"),
+            SessionToken::number(row.session),
             self.names.id(row.server),
             self.names.id(row.tool),
         ) else {
@@ -158,7 +160,7 @@ impl Feed {
         };
         let template = match row.template_id {
             None => None,
-            Some(t) => match token(t, "t-") {
+            Some(t) => match TemplateId::number(t) {
                 Some(n) => Some(n),
                 None => {
                     self.abandon();
@@ -339,21 +341,6 @@ impl Source {
                 }
             }
         }
-    }
-}
-
-/// The number spelled by the 16 lower-case hex digits after `prefix`, as
-/// the record checks made sure session tokens and template ids are.
-fn token(text: &str, prefix: &str) -> Option<u64> {
-    let digits = text.strip_prefix(prefix)?;
-    let ok = digits.len() == 16
-        && digits
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if ok {
-        u64::from_str_radix(digits, 16).ok()
-    } else {
-        None
     }
 }
 

@@ -5,20 +5,18 @@
 //! refused names the field at fault; it never echoes the whole line.
 //!
 //! Almost every line is a current record exactly as capture writes it, so
-//! such a line first takes a fast path: it is read into types that borrow
-//! its text, checked with the same rules written for that canonical form,
-//! and its arguments shape is kept as written once it is seen to be in
-//! canonical form already. A line the fast path does not accept, for any
-//! reason, is read again the contract's way, which gives the row or the
-//! reason; so the fast path decides nothing, it only skips work.
+//! the contract's `Call` is read borrowing the line (`Call<'_, &RawValue>`):
+//! no string is copied, and a field already in the form stored (an event
+//! id, a time stamp, an arguments shape in canonical form) is kept as
+//! written; only a field in another form is rewritten. One type, one
+//! `validate()`: the speed comes from borrowing, not from a second reader.
 
-use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use shared::record::{
-    Call, Channel, LegacyCall, Origin, Outcome, SCHEMA_V0, SCHEMA_V1, Transport, Unknown,
-};
-use shared::{Error, Result};
+use std::borrow::Cow;
+
+use shared::id::EventId;
+use shared::record::{Call, LegacyCall, Origin, SCHEMA_V0, SCHEMA_V1, Unknown, is_stored_time};
 
 /// A record flattened to the `calls` columns (see `schema.rs`), borrowing
 /// its text from a [`Batch`].
@@ -87,14 +85,8 @@ impl Batch {
 
     /// Parses and checks line `number`; the error is the reason it is
     /// refused. Returns the row as stored.
-    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<Row<'_>> {
-        match fast(line) {
-            Some(row) => self.store(number, &row),
-            None => {
-                let owned = slow(line)?;
-                self.store(number, &owned.row())
-            }
-        }
+    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<Row<'_>, String> {
+        with_row(line, |row| self.store(number, row))?;
         Ok(self.row(self.rows.len() - 1).1)
     }
 
@@ -154,166 +146,72 @@ impl Batch {
     }
 }
 
-// The fast path: a current record in the form capture writes.
+// A current record: the contract's own type, borrowing the line's text.
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CallText<'a> {
-    schema: &'a str,
-    #[serde(borrow)]
-    identity: IdentityText<'a>,
-    origin: Origin,
-    transport: Transport,
-    server: &'a str,
-    tool: &'a str,
-    started_at: &'a str,
-    duration_ms: Option<u64>,
-    advertised: Option<bool>,
-    #[serde(borrow)]
-    args_shape: &'a RawValue,
-    outcome: Outcome,
-    #[serde(default)]
-    unknown: Option<Unknown>,
-    #[serde(default, borrow)]
-    error: Option<CallErrorText<'a>>,
-}
+/// A current record as the index reads it: every string without escapes,
+/// and the arguments shape, borrowed from the line.
+type Line<'a> = Call<'a, &'a RawValue>;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct IdentityText<'a> {
-    event_id: &'a str,
-    session: &'a str,
-    seq: u64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CallErrorText<'a> {
-    channel: Channel,
-    code: Option<i64>,
-    #[serde(borrow)]
-    template_id: Option<&'a str>,
-    retryable: Option<bool>,
-}
-
-/// The row of a line in canonical current form, or `None` to let the
-/// contract's reading decide. Every check here is at least as strict as
-/// `Call::validate()` and the conversions of [`slow`].
-fn fast(line: &[u8]) -> Option<Row<'_>> {
-    // Strings with escapes cannot be borrowed; those lines go the slow way.
-    let call: CallText<'_> = serde_json::from_slice(line).ok()?;
-    let id = &call.identity;
-    let consistent = match (call.outcome, &call.error, &call.unknown) {
-        (Outcome::Ok, None, None) | (Outcome::Unknown, None, Some(_)) => true,
-        (Outcome::Error, Some(e), None) => e.template_id.is_none_or(|t| token(t, "t-")),
-        _ => false,
-    };
-    let ok = consistent
-        && call.schema == SCHEMA_V1
-        && canonical_uuid(id.event_id)
-        && token(id.session, "s-")
-        && (1..=i64::MAX as u64).contains(&id.seq)
-        && !call.server.is_empty()
-        && !call.tool.is_empty()
-        && canonical_time(call.started_at)
-        && call.duration_ms.is_none_or(|d| d <= i64::MAX as u64)
-        && canonical_shape(call.args_shape.get());
-    if !ok {
-        return None;
+/// Reads `line` into a row and hands it to `keep`; the error is the
+/// reason the line is refused. A field already in the form stored is
+/// borrowed from the line; only one in another form is rewritten.
+fn with_row<R>(line: &[u8], keep: impl FnOnce(&Row<'_>) -> R) -> Result<R, String> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Err("blank line: every line must be one record".into());
     }
+    // The current schema first: it is almost every line.
+    let call = match serde_json::from_slice::<Line<'_>>(line) {
+        Ok(call) => call,
+        Err(err) => return other(line, &err).map(|owned| keep(&owned.row())),
+    };
+    call.validate()
+        .map_err(|e| format!("invalid {SCHEMA_V1} record: {e}"))?;
+    let event_id = lower_hyphenated(&call.identity.event_id)?;
+    let started_at = utc(&call.started_at, "started_at")?;
+    let args_shape = shape(call.args_shape.get())?;
     let (channel, code, template_id, retryable) = match &call.error {
-        Some(e) => (Some(channel(e.channel)), e.code, e.template_id, e.retryable),
+        Some(e) => (
+            Some(e.channel.as_str()),
+            e.code,
+            e.template_id.as_deref(),
+            e.retryable,
+        ),
         None => (None, None, None, None),
     };
-    Some(Row {
+    Ok(keep(&Row {
         schema: 1,
-        event_id: Some(id.event_id),
-        session: id.session,
-        seq: id.seq as i64,
-        origin: origin(call.origin),
-        transport: Some(transport(call.transport)),
-        server: call.server,
-        tool: call.tool,
-        started_at: call.started_at,
-        duration_ms: call.duration_ms.map(|d| d as i64),
+        event_id: Some(&event_id),
+        session: &call.identity.session,
+        seq: int(call.identity.seq, "identity.seq")?,
+        origin: call.origin.as_str(),
+        transport: Some(call.transport.as_str()),
+        server: &call.server,
+        tool: &call.tool,
+        started_at: &started_at,
+        duration_ms: call
+            .duration_ms
+            .map(|d| int(d, "duration_ms"))
+            .transpose()?,
         advertised: call.advertised,
-        args_shape: call.args_shape.get(),
-        outcome: outcome(call.outcome),
-        unknown: call.unknown.map(unknown),
+        args_shape: &args_shape,
+        outcome: call.outcome.as_str(),
+        unknown: call.unknown.map(Unknown::as_str),
         channel,
         code,
         template_id,
         retryable,
-    })
+    }))
 }
 
-/// `prefix` and 16 lower-case hex digits (`Call::validate()`'s tokens).
-fn token(text: &str, prefix: &str) -> bool {
-    text.strip_prefix(prefix).is_some_and(|digits| {
-        digits.len() == 16
-            && digits
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
-}
-
-/// A lower-case hyphenated UUID: the form stored, and a valid UUID.
-fn canonical_uuid(id: &str) -> bool {
-    let b = id.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
-        })
-}
-
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` naming a real instant: the form stored,
-/// and a valid RFC 3339 time stamp. Leap seconds go the slow way.
-fn canonical_time(text: &str) -> bool {
-    let b = text.as_bytes();
-    let digits = |from: usize, to: usize| -> Option<u32> {
-        b[from..to].iter().try_fold(0u32, |n, c| {
-            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
-        })
-    };
-    if b.len() != 24
-        || [
-            (4, b'-'),
-            (7, b'-'),
-            (10, b'T'),
-            (13, b':'),
-            (16, b':'),
-            (19, b'.'),
-            (23, b'Z'),
-        ]
-        .iter()
-        .any(|&(at, c)| b[at] != c)
-    {
-        return false;
+/// The arguments shape as stored: as written when it is in canonical
+/// form already (almost always), else rewritten into it.
+fn shape(raw: &str) -> Result<Cow<'_, str>, String> {
+    if canonical_shape(raw) {
+        return Ok(Cow::Borrowed(raw));
     }
-    let fields = (
-        digits(0, 4),
-        digits(5, 7),
-        digits(8, 10),
-        digits(11, 13),
-        digits(14, 16),
-        digits(17, 19),
-        digits(20, 23),
-    );
-    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second), Some(_)) =
-        fields
-    else {
-        return false;
-    };
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&day) && hour < 24 && minute < 60 && second < 60
+    let value: Value = serde_json::from_str(raw)
+        .map_err(|e| format!("invalid {SCHEMA_V1} record: args_shape: {}", describe(&e)))?;
+    canonical(&value).map(Cow::Owned)
 }
 
 /// Whether `json` (valid JSON) is already what [`canonical`] would make
@@ -369,7 +267,7 @@ fn canonical_shape(json: &str) -> bool {
     true
 }
 
-// The contract's way, for every line the fast path leaves.
+// A line that is not a current record: a legacy one, or the reason.
 
 /// A row that owns its text (see [`slow`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -419,46 +317,29 @@ impl Owned {
     }
 }
 
-/// Parses and checks one line the contract's way; the error is the reason
-/// it is refused.
-fn slow(line: &[u8]) -> Result<Owned> {
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return Err(Error::rejected("blank line: every line must be one record"));
-    }
-    // The current schema first: it is almost every line.
-    let v1_error = match serde_json::from_slice::<Call>(line) {
-        Ok(call) => {
-            call.validate().map_err(|e| {
-                Error::rejected(format!("invalid {SCHEMA_V1} record")).with_source(e)
-            })?;
-            return from_call(call);
-        }
-        Err(err) => err,
-    };
+/// Reads a line that is not a current record (`v1_error` says why not):
+/// a legacy record, or the reason the line is refused.
+fn other(line: &[u8], v1_error: &serde_json::Error) -> Result<Owned, String> {
     if v1_error.is_syntax() || v1_error.is_eof() {
-        return Err(Error::rejected(format!(
-            "not valid JSON: {}",
-            describe(&v1_error)
-        )));
+        return Err(format!("not valid JSON: {}", describe(v1_error)));
     }
     match schema_tag(line).as_deref() {
         Some(SCHEMA_V0) => {
-            let legacy = serde_json::from_slice::<LegacyCall>(line).map_err(|e| {
-                Error::rejected(format!("invalid {SCHEMA_V0} record: {}", describe(&e)))
-            })?;
-            legacy.validate().map_err(|e| {
-                Error::rejected(format!("invalid {SCHEMA_V0} record")).with_source(e)
-            })?;
+            let legacy = serde_json::from_slice::<LegacyCall>(line)
+                .map_err(|e| format!("invalid {SCHEMA_V0} record: {}", describe(&e)))?;
+            legacy
+                .validate()
+                .map_err(|e| format!("invalid {SCHEMA_V0} record: {e}"))?;
             from_legacy(legacy)
         }
-        Some(SCHEMA_V1) => Err(Error::rejected(format!(
+        Some(SCHEMA_V1) => Err(format!(
             "invalid {SCHEMA_V1} record: {}",
-            describe(&v1_error)
-        ))),
-        Some(other) => Err(Error::rejected(format!(
+            describe(v1_error)
+        )),
+        Some(other) => Err(format!(
             "unknown schema {other:?}; expected \"{SCHEMA_V1}\" or \"{SCHEMA_V0}\""
-        ))),
-        None => Err(Error::rejected("not a record: no \"schema\" string")),
+        )),
+        None => Err("not a record: no \"schema\" string".into()),
     }
 }
 
@@ -483,53 +364,22 @@ fn describe(err: &serde_json::Error) -> String {
     format!("{bare} (column {})", err.column())
 }
 
-fn from_call(call: Call) -> Result<Owned> {
-    let event_id = lower_hyphenated(call.identity.event_id)?;
-    let (channel, code, template_id, retryable) = match call.error {
-        Some(e) => (Some(channel(e.channel)), e.code, e.template_id, e.retryable),
-        None => (None, None, None, None),
-    };
-    Ok(Owned {
-        schema: 1,
-        event_id: Some(event_id),
-        session: call.identity.session,
-        seq: int(call.identity.seq, "identity.seq")?,
-        origin: origin(call.origin),
-        transport: Some(transport(call.transport)),
-        server: call.server,
-        tool: call.tool,
-        started_at: utc(call.started_at, "started_at")?,
-        duration_ms: call
-            .duration_ms
-            .map(|d| int(d, "duration_ms"))
-            .transpose()?,
-        advertised: call.advertised,
-        args_shape: canonical(&call.args_shape)?,
-        outcome: outcome(call.outcome),
-        unknown: call.unknown.map(unknown),
-        channel,
-        code,
-        template_id,
-        retryable,
-    })
-}
-
-fn from_legacy(call: LegacyCall) -> Result<Owned> {
+fn from_legacy(call: LegacyCall) -> Result<Owned, String> {
     Ok(Owned {
         schema: 0,
         event_id: None,
         session: call.session,
         seq: int(call.seq, "seq")?,
         // Earlier releases journaled captured traffic only.
-        origin: "capture",
+        origin: Origin::Capture.as_str(),
         transport: None,
         server: call.server,
         tool: call.tool,
-        started_at: utc(call.ts, "ts")?,
+        started_at: utc(&call.ts, "ts")?.into_owned(),
         duration_ms: None,
         advertised: None,
         args_shape: canonical(&call.args_shape)?,
-        outcome: outcome(call.outcome),
+        outcome: call.outcome.as_str(),
         unknown: None,
         channel: None,
         code: call.err_code,
@@ -538,81 +388,37 @@ fn from_legacy(call: LegacyCall) -> Result<Owned> {
     })
 }
 
-fn int(value: u64, field: &str) -> Result<i64> {
-    i64::try_from(value).map_err(|_| Error::rejected(format!("{field} {value} is too large")))
+fn int(value: u64, field: &str) -> Result<i64, String> {
+    i64::try_from(value).map_err(|_| format!("{field} {value} is too large"))
 }
 
 /// Time stamps are stored as capture writes them, in UTC with
 /// milliseconds, so that text order is time order. Most already are.
-fn utc(text: String, field: &str) -> Result<String> {
-    let b = text.as_bytes();
-    // validate() has parsed it; this only checks it is in the stored form.
-    let canonical = b.len() == 24
-        && b[10] == b'T'
-        && b[19] == b'.'
-        && b[23] == b'Z'
-        && b[20..23].iter().all(u8::is_ascii_digit);
-    if canonical {
-        return Ok(text);
+fn utc<'t>(text: &'t str, field: &str) -> Result<Cow<'t, str>, String> {
+    if is_stored_time(text) {
+        return Ok(Cow::Borrowed(text));
     }
-    shared::time::parse(&text)
-        .map(shared::time::rfc3339)
-        .ok_or_else(|| Error::rejected(format!("{field} is not an RFC 3339 time stamp")))
+    shared::time::parse(text)
+        .map(|t| Cow::Owned(shared::time::rfc3339(t)))
+        .ok_or_else(|| format!("{field} is not an RFC 3339 time stamp"))
 }
 
 /// The event id as a lower-case hyphenated UUID, whatever form the journal
 /// used, so that equal ids compare equal.
-fn lower_hyphenated(id: String) -> Result<String> {
-    if canonical_uuid(&id) {
-        return Ok(id);
+fn lower_hyphenated(id: &str) -> Result<Cow<'_, str>, String> {
+    if EventId::is_valid(id) {
+        return Ok(Cow::Borrowed(id));
     }
-    uuid::Uuid::parse_str(&id)
-        .map(|u| u.hyphenated().to_string())
-        .map_err(|_| Error::rejected("identity.event_id is not a UUID"))
+    uuid::Uuid::parse_str(id)
+        .map(|u| Cow::Owned(u.hyphenated().to_string()))
+        .map_err(|_| "identity.event_id is not a UUID".into())
 }
 
 /// serde_json's map keeps keys sorted, so this text is the same for the
 /// same shape however the journal ordered it. (`to_string` serializes
 /// straight into a buffer; `Display` would go through the formatter.)
-fn canonical(shape: &Value) -> Result<String> {
-    serde_json::to_string(shape)
-        .map_err(|e| Error::rejected("args_shape cannot be stored").with_source(e))
-}
-
-fn origin(o: Origin) -> &'static str {
-    match o {
-        Origin::Capture => "capture",
-        Origin::Probe => "probe",
-    }
-}
-
-fn transport(t: Transport) -> &'static str {
-    match t {
-        Transport::Stdio => "stdio",
-        Transport::Http => "http",
-    }
-}
-
-fn outcome(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Ok => "ok",
-        Outcome::Error => "error",
-        Outcome::Unknown => "unknown",
-    }
-}
-
-fn unknown(u: Unknown) -> &'static str {
-    match u {
-        Unknown::Malformed => "malformed",
-        Unknown::Unanswered => "unanswered",
-    }
-}
-
-fn channel(c: Channel) -> &'static str {
-    match c {
-        Channel::Jsonrpc => "jsonrpc",
-        Channel::Tool => "tool",
-    }
+fn canonical(shape: &Value) -> Result<String, String> {
+    serde_json::to_string(shape).map_err(|e| format!("args_shape cannot be stored: {e}"))
 }
 
 #[cfg(test)]
@@ -622,7 +428,7 @@ mod tests {
     const CALL: &str = r#"{"schema":"mcpeval.call/1","identity":{"event_id":"6F1C2A3B-4D5E-4F60-8A7B-9C8D7E6F5A4B","session":"s-1a2b3c4d5e6f7a8b","seq":4},"origin":"capture","transport":"stdio","server":"weather","tool":"get_forecast","started_at":"2026-11-30T08:00:00.123+01:00","duration_ms":41,"advertised":true,"args_shape":{"days":"integer","city":"string"},"outcome":"error","error":{"channel":"tool","code":null,"template_id":"t-9a8b7c6d5e4f3a2b","retryable":false}}"#;
 
     /// The row of `line` as the index stores it, or the reason it is not.
-    fn parse(line: &str) -> Result<Owned> {
+    fn parse(line: &str) -> Result<Owned, String> {
         let mut batch = Batch::default();
         let row = batch.push(7, line.as_bytes())?;
         Ok(Owned {
@@ -688,21 +494,19 @@ mod tests {
             ),
         ];
         for (line, want) in cases {
-            let err = parse(line).unwrap_err().to_string();
+            let err = parse(line).unwrap_err();
             assert!(err.starts_with(want), "{line}: {err}");
         }
         let extra = CALL.replace("\"origin\"", "\"colour\":1,\"origin\"");
         assert!(
             parse(&extra)
                 .unwrap_err()
-                .to_string()
                 .contains("unknown field `colour`")
         );
         let bad_outcome = CALL.replace("\"outcome\":\"error\"", "\"outcome\":\"ok\"");
         assert!(
             parse(&bad_outcome)
                 .unwrap_err()
-                .to_string()
                 .starts_with("invalid mcpeval.call/1 record: outcome")
         );
     }
@@ -718,7 +522,7 @@ mod tests {
     }
 
     #[test]
-    fn the_fast_path_agrees_with_the_contract_or_stands_aside() {
+    fn a_line_in_stored_form_is_read_without_a_copy() {
         let cases: Vec<(Vec<(&str, &str)>, bool)> = vec![
             (vec![], true),
             (
@@ -752,7 +556,7 @@ mod tests {
                 )],
                 true,
             ),
-            // Not in canonical form: the contract's way reads them.
+            // Not in stored form: the row holds the field rewritten.
             (
                 vec![(
                     r#""args_shape":{"city":"string","days":"integer","opts":{"deep":["boolean"],"mode":"null"}}"#,
@@ -781,7 +585,7 @@ mod tests {
             (vec![("6f1c2a3b", "6F1C2A3B")], false),
             (vec![("T07:00:00", "T07:00:60")], false),
             (vec![("2026-11-30", "2028-02-29")], true),
-            // Refused either way: the contract's reading names the reason.
+            // Refused: the reason is named (see `names_what_is_wrong`).
             (vec![("2026-11-30", "2026-02-29")], false),
             (vec![(r#""server":"weather""#, r#""server":"""#)], false),
             (vec![(r#""seq":4"#, r#""seq":0"#)], false),
@@ -794,14 +598,25 @@ mod tests {
                 false,
             ),
         ];
-        for (replace, fast_too) in cases {
+        for (replace, as_written) in cases {
             let line = canonical_line(&replace);
-            let quick = fast(line.as_bytes());
-            assert_eq!(quick.is_some(), fast_too, "{line}");
-            match (quick, slow(line.as_bytes())) {
-                (Some(quick), Ok(slow)) => assert_eq!(quick, slow.row(), "{line}"),
-                (Some(_), Err(e)) => panic!("the fast path took a refused line ({e}): {line}"),
-                (None, _) => {}
+            let bytes = line.as_bytes();
+            let within = |text: &str| bytes.as_ptr_range().contains(&text.as_ptr());
+            let borrowed = with_row(bytes, |row| {
+                [
+                    row.event_id.unwrap_or_default(),
+                    row.session,
+                    row.server,
+                    row.tool,
+                    row.started_at,
+                    row.args_shape,
+                ]
+                .iter()
+                .all(|t| within(t))
+            });
+            match borrowed {
+                Ok(borrowed) => assert_eq!(borrowed, as_written, "{line}"),
+                Err(e) => assert!(!as_written, "refused ({e}): {line}"),
             }
         }
     }

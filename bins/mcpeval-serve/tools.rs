@@ -19,14 +19,13 @@ use shared::escape::{self, quoted, terminal};
 use crate::args::Config;
 use crate::siblings::{self, Ran};
 
-const STATES: [&str; 4] = ["open", "fix-claimed", "verifying", "closed"];
-const KINDS: [&str; 5] = [
-    "false-success",
-    "workaround",
-    "misleading-error",
-    "slow",
-    "other",
-];
+use shared::id::FindingId;
+use shared::lifecycle::{Kind, State};
+
+/// The names a client may give, as the lifecycle spells them.
+fn spelled_list<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> String {
+    all.iter().map(|&v| name(v)).collect::<Vec<_>>().join(", ")
+}
 
 /// The tool names, in the order `tools/list` gives them.
 pub fn names() -> impl Iterator<Item = &'static str> {
@@ -58,7 +57,7 @@ fn finding_schema() -> Value {
             "err_codes": {"type": "array", "items": i},
             "retryable": {"type": ["boolean", "null"]},
             "args_shapes": {"type": "array"},
-            "state": {"enum": STATES}, "streak": i, "probe_attached": {"type": "boolean"},
+            "state": {"enum": State::ALL}, "streak": i, "probe_attached": {"type": "boolean"},
             "reopened": i
         },
         "required": ["id", "kind", "server", "tool", "defect_class", "fix_hint", "severity",
@@ -95,7 +94,7 @@ pub fn definitions() -> Vec<Value> {
             "title": "List findings",
             "description": "The promoted findings, highest score first: recurring tool failures with their figures, defect class, fix hint, argument shapes and lifecycle state. Empty (with a note) before the first index.",
             "inputSchema": {"type": "object", "properties": {
-                "state": {"type": "array", "items": {"enum": STATES}, "description": "only findings in these states"},
+                "state": {"type": "array", "items": {"enum": State::ALL}, "description": "only findings in these states"},
                 "server": {"type": "array", "items": {"type": "string"}, "description": "only findings of these servers"}
             }, "additionalProperties": false},
             "outputSchema": {"type": "object", "properties": {
@@ -150,7 +149,7 @@ pub fn definitions() -> Vec<Value> {
                 "event_id": {"type": "string", "description": "the call's identity.event_id"},
                 "session": {"type": "string", "description": "legacy records: the session token"},
                 "seq": {"type": "integer", "minimum": 1, "description": "legacy records: the turn"},
-                "kind": {"enum": KINDS},
+                "kind": {"enum": Kind::ALL},
                 "note": {"type": "string", "maxLength": 240}
             }, "required": ["kind", "note"], "additionalProperties": false},
             "outputSchema": relay_schema(json!({"annotation_id": {"type": ["integer", "null"]}})),
@@ -247,15 +246,15 @@ fn boolean(args: &Map<String, Value>, key: &str) -> Result<bool, String> {
     }
 }
 
-fn finding_id(args: &Map<String, Value>, key: &str) -> Result<String, String> {
+fn finding_id(args: &Map<String, Value>, key: &str) -> Result<FindingId, String> {
     let id = required(args, key)?;
-    if let Ok(id) = shared::id::FindingId::parse(&id) {
-        Ok(id.into_string())
-    } else {
-        Err(format!(
-            "invalid arguments: {key} {id:?} is not a finding id (\"finding-\" and 16 lower-case hex digits)"
-        ))
-    }
+    FindingId::parse(&id).map_err(|_| {
+        format!(
+            "invalid arguments: {key} {id:?} is not a {} ({})",
+            FindingId::KIND,
+            FindingId::FORM
+        )
+    })
 }
 
 // --- reading tools --------------------------------------------------------
@@ -285,10 +284,10 @@ fn findings(config: &Config, args: &[OsString]) -> Result<(Vec<Value>, String), 
 
 fn list_findings(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
     let states = strings(args, "state")?;
-    if let Some(bad) = states.iter().find(|s| !STATES.contains(&s.as_str())) {
+    if let Some(bad) = states.iter().find(|s| State::parse(s).is_none()) {
         return Err(format!(
             "invalid arguments: state {bad:?} is not one of {}",
-            STATES.join(", ")
+            spelled_list(&State::ALL, State::as_str)
         ));
     }
     let servers = strings(args, "server")?;
@@ -433,7 +432,7 @@ fn generate_manifest(config: &Config, args: &Map<String, Value>) -> Result<Value
         .transpose()?;
     let scratch = Scratch::new()?;
     let made = scratch.0.join(format!("{finding}.manifest.json"));
-    let mut argv: Vec<OsString> = vec!["--finding".into(), finding.clone().into()];
+    let mut argv: Vec<OsString> = vec!["--finding".into(), finding.as_str().into()];
     if confirm {
         argv.push("--confirm-read-only".into());
     }
@@ -478,7 +477,7 @@ fn generate_manifest(config: &Config, args: &Map<String, Value>) -> Result<Value
 
 fn verify_finding(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
     let finding = finding_id(args, "finding")?;
-    let case = string(args, "case")?.unwrap_or_else(|| finding.clone());
+    let case = string(args, "case")?.unwrap_or_else(|| finding.to_string());
     let manifest = required(args, "manifest")?;
     let command = strings(args, "command")?;
     if command.is_empty() {
@@ -498,7 +497,7 @@ fn verify_finding(config: &Config, args: &Map<String, Value>) -> Result<Value, S
     }
     let mut argv: Vec<OsString> = vec![
         "--finding".into(),
-        finding.into(),
+        finding.as_str().into(),
         "--case".into(),
         case.into(),
         "--manifest".into(),
@@ -513,10 +512,10 @@ fn verify_finding(config: &Config, args: &Map<String, Value>) -> Result<Value, S
 
 fn annotate_call(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
     let kind = required(args, "kind")?;
-    if !KINDS.contains(&kind.as_str()) {
+    if Kind::parse(&kind).is_none() {
         return Err(format!(
             "invalid arguments: kind {kind:?} is not one of {}",
-            KINDS.join(", ")
+            spelled_list(&Kind::ALL, Kind::as_str)
         ));
     }
     let note = required(args, "note")?;

@@ -47,12 +47,12 @@ impl Rekey {
     pub fn record(&self, record: &mut Record) {
         match record {
             Record::V1(c) => {
-                c.identity.session = self.session(&c.identity.session);
+                c.identity.session = self.session(&c.identity.session).into();
                 if let Some(t) = c.error.as_mut().and_then(|e| e.template_id.as_mut()) {
-                    *t = self.template(t);
+                    *t = self.template(t).into();
                 }
-                clean(&mut c.server);
-                clean(&mut c.tool);
+                clean(c.server.to_mut());
+                clean(c.tool.to_mut());
                 clean_shape(&mut c.args_shape);
             }
             Record::V0(c) => {

@@ -21,7 +21,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -274,7 +273,7 @@ fn items<'a>(
 
 /// Deserializes the item at `at`; a fault points into it where serde
 /// says, and at the field itself for an unknown field.
-fn parse<T: DeserializeOwned>(item: &Value, at: &str) -> Checked<T> {
+fn parse<'v, T: Deserialize<'v>>(item: &'v Value, at: &str) -> Checked<T> {
     serde_path_to_error::deserialize(item).map_err(|e| {
         let mut here = at.to_owned();
         let mut inner = item;
@@ -479,10 +478,14 @@ fn record(item: &Value, at: &str) -> Checked<()> {
     let schema = item.get("schema").and_then(Value::as_str);
     let (server, tool, shape_of) = match schema {
         Some(SCHEMA_V1) => {
-            let call: Call = parse(item, at)?;
+            let call: Call<'_> = parse(item, at)?;
             call.validate()
                 .map_err(|why| Fault::new(at, terminal(&why.to_string()).into_owned()))?;
-            (call.server, call.tool, call.args_shape)
+            (
+                call.server.into_owned(),
+                call.tool.into_owned(),
+                call.args_shape,
+            )
         }
         Some(SCHEMA_V0) => {
             let call: LegacyCall = parse(item, at)?;

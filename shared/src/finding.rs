@@ -6,33 +6,18 @@
 
 use crate::id::FindingId;
 use crate::salt::Salt;
+use crate::spelling::spelled;
 
-/// What kind of group a finding stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
-    /// Errors sharing (server, tool, template).
-    Error,
-    /// Malformed results of one (server, tool).
-    Malformed,
-    /// Successful calls annotated `false-success`, per (server, tool).
-    FalseSuccess,
-}
-
-impl Kind {
-    /// `error`, `malformed` or `false-success`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Error => "error",
-            Kind::Malformed => "malformed",
-            Kind::FalseSuccess => "false-success",
-        }
-    }
-
-    /// Parses [`Kind::as_str`].
-    pub fn parse(s: &str) -> Option<Kind> {
-        [Kind::Error, Kind::Malformed, Kind::FalseSuccess]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+spelled! {
+    /// What kind of group a finding stands for.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub enum Kind {
+        /// Errors sharing (server, tool, template).
+        Error = "error",
+        /// Malformed results of one (server, tool).
+        Malformed = "malformed",
+        /// Successful calls annotated `false-success`, per (server, tool).
+        FalseSuccess = "false-success",
     }
 }
 
@@ -78,62 +63,42 @@ pub fn legacy_finding_id(
     FindingId::from_id16(&id)
 }
 
-/// The probe a manifest case uses to check a repair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Probe {
-    /// One call with an expectation.
-    InstructionFidelity,
-    /// Repeated calls; green when none fails.
-    Degradation,
-    /// Repeated calls checking retryable is reported truthfully.
-    ErrorHonesty,
-    /// Several steps in order.
-    Workflow,
-}
-
-impl Probe {
-    /// The manifest spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Probe::InstructionFidelity => "instruction-fidelity",
-            Probe::Degradation => "degradation",
-            Probe::ErrorHonesty => "error-honesty",
-            Probe::Workflow => "workflow",
-        }
-    }
-
-    /// Parses [`Probe::as_str`].
-    pub fn parse(s: &str) -> Option<Probe> {
-        [
-            Probe::InstructionFidelity,
-            Probe::Degradation,
-            Probe::ErrorHonesty,
-            Probe::Workflow,
-        ]
-        .into_iter()
-        .find(|p| p.as_str() == s)
+spelled! {
+    /// The probe a manifest case uses to check a repair.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Probe {
+        /// One call with an expectation.
+        InstructionFidelity = "instruction-fidelity",
+        /// Repeated calls; green when none fails.
+        Degradation = "degradation",
+        /// Repeated calls checking retryable is reported truthfully.
+        ErrorHonesty = "error-honesty",
+        /// Several steps in order.
+        Workflow = "workflow",
     }
 }
 
-/// Defect classes, in the order they are tried: the first that applies wins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DefectClass {
-    /// Success reported for a call that did not do its job.
-    FalseSuccess,
-    /// A result that is not a `CallToolResult` object.
-    MalformedResult,
-    /// A call to a tool the server does not (or no longer) advertise.
-    UnknownTool,
-    /// Arguments the server rejected as invalid.
-    InvalidArguments,
-    /// An error whose `retryable` report is inconsistent.
-    ErrorHonesty,
-    /// A failure that goes away on retry, or a timeout.
-    Transient,
-    /// An unhandled failure inside the server.
-    InternalError,
-    /// Any other error.
-    ToolError,
+spelled! {
+    /// Defect classes, in the order they are tried: the first that applies wins.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum DefectClass {
+        /// Success reported for a call that did not do its job.
+        FalseSuccess = "false-success",
+        /// A result that is not a `CallToolResult` object.
+        MalformedResult = "malformed-result",
+        /// A call to a tool the server does not (or no longer) advertise.
+        UnknownTool = "unknown-tool",
+        /// Arguments the server rejected as invalid.
+        InvalidArguments = "invalid-arguments",
+        /// An error whose `retryable` report is inconsistent.
+        ErrorHonesty = "error-honesty",
+        /// A failure that goes away on retry, or a timeout.
+        Transient = "transient",
+        /// An unhandled failure inside the server.
+        InternalError = "internal-error",
+        /// Any other error.
+        ToolError = "tool-error",
+    }
 }
 
 /// JSON-RPC "method not found".
@@ -192,37 +157,6 @@ impl DefectClass {
             Kind::Error if has(INTERNAL_ERROR) => DefectClass::InternalError,
             Kind::Error => DefectClass::ToolError,
         }
-    }
-
-    /// The class name used in every output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DefectClass::FalseSuccess => "false-success",
-            DefectClass::MalformedResult => "malformed-result",
-            DefectClass::UnknownTool => "unknown-tool",
-            DefectClass::InvalidArguments => "invalid-arguments",
-            DefectClass::ErrorHonesty => "error-honesty",
-            DefectClass::Transient => "transient",
-            DefectClass::InternalError => "internal-error",
-            DefectClass::ToolError => "tool-error",
-        }
-    }
-
-    /// Parses [`DefectClass::as_str`].
-    pub fn parse(s: &str) -> Option<DefectClass> {
-        use DefectClass::*;
-        [
-            FalseSuccess,
-            MalformedResult,
-            UnknownTool,
-            InvalidArguments,
-            ErrorHonesty,
-            Transient,
-            InternalError,
-            ToolError,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == s)
     }
 
     /// One line telling the server's author what to change.

@@ -87,6 +87,29 @@ pub fn parse_flag<T: FromStr<Err = IdError>>(flag: &str, value: &str) -> crate::
     })
 }
 
+/// An id kind of the form `prefix` and 16 lower-case hex digits (a salted
+/// hash, see [`crate::salt::Salt::id16`]).
+pub trait Prefixed {
+    /// The prefix, e.g. `s-`.
+    const PREFIX: &'static str;
+
+    /// Whether `text` has the form: the one check of this kind, which a
+    /// reader that keeps borrowed text may call without building the id.
+    fn is_valid(text: &str) -> bool {
+        is_hex16(text, Self::PREFIX)
+    }
+
+    /// The number the 16 hex digits spell, when `text` has the form: a
+    /// compact key for a reader that only compares ids.
+    fn number(text: &str) -> Option<u64> {
+        if Self::is_valid(text) {
+            u64::from_str_radix(&text[Self::PREFIX.len()..], 16).ok()
+        } else {
+            None
+        }
+    }
+}
+
 /// `prefix` followed by exactly 16 lower-case hex digits.
 fn is_hex16(text: &str, prefix: &str) -> bool {
     text.strip_prefix(prefix).is_some_and(|hex| {
@@ -115,10 +138,15 @@ macro_rules! id_type {
             /// The form every id of this kind has.
             pub const FORM: &'static str = $form;
 
+            /// Whether `text` has the form, without building the id (for a
+            /// reader that keeps borrowed text).
+            pub fn is_valid($text: &str) -> bool {
+                $check
+            }
+
             /// Checks `text` and, when it has the form, takes it as an id.
             pub fn parse(text: &str) -> Result<$name, IdError> {
-                let $text = text;
-                if $check {
+                if $name::is_valid(text) {
                     Ok($name(text.to_owned()))
                 } else {
                     Err(IdError {
@@ -236,24 +264,68 @@ id_type!(
     FindingId,
     "finding id",
     "\"finding-\" and 16 lower-case hex digits",
-    |text| is_hex16(text, "finding-")
+    |text| is_hex16(text, <FindingId as Prefixed>::PREFIX)
 );
+
+impl Prefixed for FindingId {
+    const PREFIX: &'static str = "finding-";
+}
 
 id_type!(
     /// A capture session's salted token: `s-` and 16 lower-case hex digits.
     SessionToken,
     "session token",
     "\"s-\" and 16 lower-case hex digits",
-    |text| is_hex16(text, "s-")
+    |text| is_hex16(text, <SessionToken as Prefixed>::PREFIX)
 );
+
+impl Prefixed for SessionToken {
+    const PREFIX: &'static str = "s-";
+}
+
+impl SessionToken {
+    /// The token of a capture: the salted hash of its unique id, so the
+    /// id itself never reaches the store.
+    pub fn salted(salt: &crate::salt::Salt, capture_id: &[u8]) -> SessionToken {
+        let token = format!("s-{}", salt.id16(&[capture_id]));
+        debug_assert!(SessionToken::is_valid(&token), "{token}");
+        SessionToken(token)
+    }
+}
 
 id_type!(
     /// An error template's salted id: `t-` and 16 lower-case hex digits.
     TemplateId,
     "template id",
     "\"t-\" and 16 lower-case hex digits",
-    |text| is_hex16(text, "t-")
+    |text| is_hex16(text, <TemplateId as Prefixed>::PREFIX)
 );
+
+impl Prefixed for TemplateId {
+    const PREFIX: &'static str = "t-";
+}
+
+impl TemplateId {
+    /// `t-` and `hex`, the 16 hex digits of [`crate::salt::Salt::id16`].
+    pub(crate) fn from_id16(hex: &str) -> TemplateId {
+        let id = format!("t-{hex}");
+        debug_assert!(TemplateId::is_valid(&id), "{id}");
+        TemplateId(id)
+    }
+}
+
+id_type!(
+    /// A credit binding's fingerprint: `b-` and 16 lower-case hex digits
+    /// (see [`crate::binding`]).
+    BindingId,
+    "binding",
+    "\"b-\" and 16 lower-case hex digits",
+    |text| is_hex16(text, <BindingId as Prefixed>::PREFIX)
+);
+
+impl Prefixed for BindingId {
+    const PREFIX: &'static str = "b-";
+}
 
 id_type!(
     /// One captured call's `identity.event_id`: a UUID, lower-case and
@@ -276,7 +348,7 @@ impl FindingId {
     /// `finding-` and `hex`, the 16 hex digits of [`crate::salt::Salt::id16`].
     pub(crate) fn from_id16(hex: &str) -> FindingId {
         let id = format!("finding-{hex}");
-        debug_assert!(is_hex16(&id, "finding-"), "{id}");
+        debug_assert!(FindingId::is_valid(&id), "{id}");
         FindingId(id)
     }
 }
@@ -327,6 +399,10 @@ mod tests {
         assert!(SessionToken::parse("t-0123456789abcdef").is_err());
         assert!(TemplateId::parse("t-0123456789abcdef").is_ok());
         assert!(TemplateId::parse("t-0123456789abcdef ").is_err());
+        assert!(BindingId::is_valid("b-0123456789abcdef"));
+        assert!(!BindingId::is_valid("b-0123456789ABCDEF"));
+        assert_eq!(SessionToken::number("s-00000000000000ff"), Some(255));
+        assert_eq!(SessionToken::number("t-00000000000000ff"), None);
         let uuid = "6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b";
         assert!(EventId::parse(uuid).is_ok());
         assert!(RunId::parse(uuid).is_ok());

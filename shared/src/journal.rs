@@ -89,7 +89,7 @@ fn encode_into(call: &Call, line: &mut Vec<u8>) {
         slim.args_shape = serde_json::Value::String("object".into());
         for name in [&mut slim.tool, &mut slim.server] {
             let cut = crate::sanitize::truncate(name, MAX_NAME).len();
-            name.truncate(cut);
+            name.to_mut().truncate(cut);
         }
         line.clear();
         serde_json::to_writer(&mut *line, &slim).expect("records serialize");
@@ -237,8 +237,8 @@ mod tests {
         assert_eq!(encode(&call), format!("{line}\n").into_bytes());
         // Found by fuzzing capture: names tens of kilobytes long (from a
         // client, or a server's serverInfo) made a line the index refuses.
-        call.tool = "é".repeat(40_000);
-        call.server = "\u{1}".repeat(40_000);
+        call.tool = "é".repeat(40_000).into();
+        call.server = "\u{1}".repeat(40_000).into();
         let encoded = encode(&call);
         assert!(encoded.len() <= MAX_LINE + 1, "{}", encoded.len());
         let slim: Call = serde_json::from_slice(&encoded).unwrap();

@@ -42,6 +42,7 @@ pub mod sanitize;
 pub mod score;
 #[cfg(feature = "run")]
 pub mod sibling;
+mod spelling;
 pub mod sse;
 pub mod time;
 pub mod verification;

@@ -18,6 +18,7 @@ use crate::db::{self, Schema};
 use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::id::{self, EventId, FindingId, SessionToken};
+use crate::spelling::spelled;
 
 /// The lifecycle database's migrations. Migration 1 holds annotations only;
 /// append new steps, never edit a released one.
@@ -74,51 +75,20 @@ pub fn open_if_present(home: &Home) -> Result<Option<Connection>> {
     Ok(Some(conn))
 }
 
-/// What an annotation says about its call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
-pub enum Kind {
-    /// The call reported success but did not do what was asked.
-    FalseSuccess,
-    /// The agent had to work around the tool.
-    Workaround,
-    /// The error text pointed the agent the wrong way.
-    MisleadingError,
-    /// The call took too long.
-    Slow,
-    /// Anything else worth a note.
-    Other,
-}
-
-impl Kind {
-    /// Every kind, in the order help texts list them.
-    pub const ALL: [Kind; 5] = [
-        Kind::FalseSuccess,
-        Kind::Workaround,
-        Kind::MisleadingError,
-        Kind::Slow,
-        Kind::Other,
-    ];
-
-    /// The name stored and accepted on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::FalseSuccess => "false-success",
-            Kind::Workaround => "workaround",
-            Kind::MisleadingError => "misleading-error",
-            Kind::Slow => "slow",
-            Kind::Other => "other",
-        }
-    }
-
-    /// The kind named `name`, if any.
-    pub fn parse(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.as_str() == name)
-    }
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+spelled! {
+    /// What an annotation says about its call.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+    pub enum Kind {
+        /// The call reported success but did not do what was asked.
+        FalseSuccess = "false-success",
+        /// The agent had to work around the tool.
+        Workaround = "workaround",
+        /// The error text pointed the agent the wrong way.
+        MisleadingError = "misleading-error",
+        /// The call took too long.
+        Slow = "slow",
+        /// Anything else worth a note.
+        Other = "other",
     }
 }
 
@@ -538,41 +508,19 @@ pub fn remembered_in(
     })
 }
 
-/// A finding's place in the lifecycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum State {
-    /// Promoted and not (yet) claimed fixed.
-    #[default]
-    Open,
-    /// A verification ran and was red: a fix is claimed but not shown.
-    FixClaimed,
-    /// At least one green run, fewer than three in a row.
-    Verifying,
-    /// Three consecutive green runs, or closed by hand.
-    Closed,
-}
-
-impl State {
-    /// The stored and printed name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Open => "open",
-            State::FixClaimed => "fix-claimed",
-            State::Verifying => "verifying",
-            State::Closed => "closed",
-        }
-    }
-
-    /// The state named `name`, if any.
-    pub fn parse(name: &str) -> Option<State> {
-        [
-            State::Open,
-            State::FixClaimed,
-            State::Verifying,
-            State::Closed,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == name)
+spelled! {
+    /// A finding's place in the lifecycle.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum State {
+        /// Promoted and not (yet) claimed fixed.
+        #[default]
+        Open = "open",
+        /// A verification ran and was red: a fix is claimed but not shown.
+        FixClaimed = "fix-claimed",
+        /// At least one green run, fewer than three in a row.
+        Verifying = "verifying",
+        /// Three consecutive green runs, or closed by hand.
+        Closed = "closed",
     }
 }
 

@@ -28,6 +28,7 @@ use crate::canonical;
 use crate::error::{Error, Result};
 use crate::finding::Probe;
 use crate::id::FindingId;
+use crate::spelling::spelled;
 
 /// The conventional manifest file name.
 pub const FILE_NAME: &str = "mcp-eval.manifest.json";
@@ -148,13 +149,15 @@ pub struct Step {
     pub expect: Expect,
 }
 
-/// The expected outcome of a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// A result with `isError` false or absent.
-    Ok,
-    /// A JSON-RPC error or a result with `isError: true`.
-    Error,
+spelled! {
+    /// The expected outcome of a call.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Outcome {
+        /// A result with `isError` false or absent.
+        Ok = "ok",
+        /// A JSON-RPC error or a result with `isError: true`.
+        Error = "error",
+    }
 }
 
 /// What a call's result must show.
@@ -254,11 +257,7 @@ impl Expect {
     /// The canonical value: defaults filled in, empty assertions left out.
     pub fn to_value(&self) -> Value {
         let mut out = Map::new();
-        let outcome = match self.outcome {
-            Outcome::Ok => "ok",
-            Outcome::Error => "error",
-        };
-        out.insert("outcome".into(), json!(outcome));
+        out.insert("outcome".into(), json!(self.outcome.as_str()));
         if !self.required_result_fields.is_empty() {
             out.insert(
                 "required_result_fields".into(),
@@ -718,15 +717,11 @@ impl Step {
 impl RawExpect {
     fn check(self, at: &str) -> Result<Expect, Rejection> {
         let field = |name: &str| format!("{at}/{name}");
-        let outcome = match self.outcome.as_str() {
-            "ok" => Outcome::Ok,
-            "error" => Outcome::Error,
-            _ => {
-                return Err(Rejection::at(
-                    field("outcome"),
-                    "must be \"ok\" or \"error\"",
-                ));
-            }
+        let Some(outcome) = Outcome::parse(&self.outcome) else {
+            return Err(Rejection::at(
+                field("outcome"),
+                "must be \"ok\" or \"error\"",
+            ));
         };
         if outcome == Outcome::Error {
             let ok_only = [

@@ -17,7 +17,7 @@ pub struct Classified {
     /// Set with `Outcome::Unknown`.
     pub unknown: Option<Unknown>,
     /// Set with `Outcome::Error`.
-    pub error: Option<CallError>,
+    pub error: Option<CallError<'static>>,
 }
 
 impl Classified {
@@ -46,7 +46,7 @@ impl Classified {
         }
     }
 
-    fn error(error: CallError) -> Classified {
+    fn error(error: CallError<'static>) -> Classified {
         Classified {
             outcome: Outcome::Error,
             unknown: None,
@@ -62,7 +62,7 @@ pub fn classify(response: &Value, salt: &Salt) -> Classified {
         return Classified::error(CallError {
             channel: Channel::Jsonrpc,
             code: err.get("code").and_then(code),
-            template_id: message.map(|m| sanitize::template_id(salt, m)),
+            template_id: message.map(|m| sanitize::template_id(salt, m).into_string().into()),
             retryable: err.pointer("/data/retryable").and_then(Value::as_bool),
         });
     }
@@ -90,7 +90,7 @@ pub fn classify(response: &Value, salt: &Salt) -> Classified {
             Classified::error(CallError {
                 channel: Channel::Tool,
                 code,
-                template_id: text.map(|t| sanitize::template_id(salt, &t)),
+                template_id: text.map(|t| sanitize::template_id(salt, &t).into_string().into()),
                 retryable,
             })
         }

@@ -449,10 +449,10 @@ impl Session<'_, '_> {
             Ok(Reply::Timeout) | Err(_) => (outcome::Classified::unanswered(), None, None),
         };
         let record = Call {
-            schema: SCHEMA_V1.to_owned(),
+            schema: SCHEMA_V1.into(),
             identity: Identity {
-                event_id: uuid::Uuid::new_v4().to_string(),
-                session: self.setup.session.clone(),
+                event_id: uuid::Uuid::new_v4().to_string().into(),
+                session: self.setup.session.clone().into(),
                 seq: u64::from(self.seq),
             },
             origin: Origin::Probe,
@@ -465,9 +465,10 @@ impl Session<'_, '_> {
                     .filter(|n| !n.is_empty())
                     .unwrap_or(&self.setup.fallback_server),
             )
-            .into_owned(),
-            tool: escape::clean_name(&step.tool).into_owned(),
-            started_at: crate::time::rfc3339(started_at),
+            .into_owned()
+            .into(),
+            tool: escape::clean_name(&step.tool).into_owned().into(),
+            started_at: crate::time::rfc3339(started_at).into(),
             duration_ms: duration,
             advertised: None,
             // The probe lists no tools, so no schema: field names are kept.

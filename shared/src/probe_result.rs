@@ -19,6 +19,7 @@ use crate::hash;
 use crate::id::{FindingId, RunId};
 use crate::manifest::is_identifier;
 use crate::salt::Salt;
+use crate::spelling::spelled;
 
 /// The schema tag of probe results.
 pub const SCHEMA: &str = "mcpeval.probe/1";
@@ -51,29 +52,21 @@ pub const FIELDS: [&str; 15] = [
 /// is required.
 pub const ADDED_FIELDS: [&str; 2] = ["tools", "server"];
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// The case's contract held.
-    Green,
-    /// The server answered and broke the case's contract.
-    Red,
-    /// The server could not be started, failed the handshake, broke the
-    /// protocol or returned a malformed result: no evidence either way.
-    TransportError,
+spelled! {
+    /// How a run ended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Verdict {
+        /// The case's contract held.
+        Green = "green",
+        /// The server answered and broke the case's contract.
+        Red = "red",
+        /// The server could not be started, failed the handshake, broke the
+        /// protocol or returned a malformed result: no evidence either way.
+        TransportError = "transport-error",
+    }
 }
 
 impl Verdict {
-    /// `green`, `red` or `transport-error`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Green => "green",
-            Verdict::Red => "red",
-            Verdict::TransportError => "transport-error",
-        }
-    }
-
     /// The exit status a probe run ends with (0, 1 or 5).
     pub fn exit_status(self) -> u8 {
         match self {
@@ -84,116 +77,60 @@ impl Verdict {
     }
 }
 
-/// Why a run was not green: a closed set, each with a remediation hint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reason {
-    /// Red: the case expects success; the call failed.
-    ExpectedOkGotError,
-    /// Red: the case expects an error; the call succeeded.
-    ExpectedErrorGotOk,
-    /// Red: the error's code differs from `expect.error_code`.
-    ErrorCode,
-    /// Red: a required result path (or field) is absent.
-    MissingPath,
-    /// Red: a result path (or field) holds another value.
-    NotEqual,
-    /// Red: no response within `timeout_ms`; the call was cancelled.
-    Timeout,
-    /// Red: a degradation attempt failed.
-    AttemptFailed,
-    /// Red: an error did not report a boolean `retryable`.
-    RetryableUnreported,
-    /// Red: a retryable error was not followed by a success.
-    RetryableNotRecovered,
-    /// Red: a non-retryable error did not repeat on the next attempt.
-    NonRetryableNotRepeated,
-    /// Transport: the server command could not be started.
-    ServerStart,
-    /// Transport: neither `server/discover` nor `initialize` succeeded.
-    Handshake,
-    /// Transport: the server exited or closed stdout mid-run.
-    ServerExited,
-    /// Transport: a line on stdout was not JSON.
-    NonJsonLine,
-    /// Transport: a response carried an id the probe was not waiting for.
-    IdMismatch,
-    /// Transport: JSON that is not a JSON-RPC message.
-    InvalidMessage,
-    /// Transport: a `tools/call` result that is not an object, or whose
-    /// `isError` is not a boolean.
-    MalformedResult,
-    /// Transport: the HTTP endpoint could not be reached.
-    Unreachable,
-    /// Transport: the HTTP endpoint answered with an error status, or
-    /// without a body where a response was due.
-    HttpStatus,
-    /// Transport: an HTTP answer (a body, or an event of a stream) was
-    /// not JSON.
-    NonJsonBody,
-    /// Transport: an HTTP answer ended or broke off before the JSON-RPC
-    /// response.
-    StreamEnded,
+spelled! {
+    /// Why a run was not green: a closed set, each with a remediation hint.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Reason {
+        /// Red: the case expects success; the call failed.
+        ExpectedOkGotError = "expected-ok-got-error",
+        /// Red: the case expects an error; the call succeeded.
+        ExpectedErrorGotOk = "expected-error-got-ok",
+        /// Red: the error's code differs from `expect.error_code`.
+        ErrorCode = "error-code",
+        /// Red: a required result path (or field) is absent.
+        MissingPath = "missing-path",
+        /// Red: a result path (or field) holds another value.
+        NotEqual = "not-equal",
+        /// Red: no response within `timeout_ms`; the call was cancelled.
+        Timeout = "timeout",
+        /// Red: a degradation attempt failed.
+        AttemptFailed = "attempt-failed",
+        /// Red: an error did not report a boolean `retryable`.
+        RetryableUnreported = "retryable-unreported",
+        /// Red: a retryable error was not followed by a success.
+        RetryableNotRecovered = "retryable-not-recovered",
+        /// Red: a non-retryable error did not repeat on the next attempt.
+        NonRetryableNotRepeated = "non-retryable-not-repeated",
+        /// Transport: the server command could not be started.
+        ServerStart = "server-start",
+        /// Transport: neither `server/discover` nor `initialize` succeeded.
+        Handshake = "handshake",
+        /// Transport: the server exited or closed stdout mid-run.
+        ServerExited = "server-exited",
+        /// Transport: a line on stdout was not JSON.
+        NonJsonLine = "non-json-line",
+        /// Transport: a response carried an id the probe was not waiting for.
+        IdMismatch = "id-mismatch",
+        /// Transport: JSON that is not a JSON-RPC message.
+        InvalidMessage = "invalid-message",
+        /// Transport: a `tools/call` result that is not an object, or whose
+        /// `isError` is not a boolean.
+        MalformedResult = "malformed-result",
+        /// Transport: the HTTP endpoint could not be reached.
+        Unreachable = "unreachable",
+        /// Transport: the HTTP endpoint answered with an error status, or
+        /// without a body where a response was due.
+        HttpStatus = "http-status",
+        /// Transport: an HTTP answer (a body, or an event of a stream) was
+        /// not JSON.
+        NonJsonBody = "non-json-body",
+        /// Transport: an HTTP answer ended or broke off before the JSON-RPC
+        /// response.
+        StreamEnded = "stream-ended",
+    }
 }
 
 impl Reason {
-    /// Every reason, red ones first.
-    pub const ALL: [Reason; 21] = [
-        Reason::ExpectedOkGotError,
-        Reason::ExpectedErrorGotOk,
-        Reason::ErrorCode,
-        Reason::MissingPath,
-        Reason::NotEqual,
-        Reason::Timeout,
-        Reason::AttemptFailed,
-        Reason::RetryableUnreported,
-        Reason::RetryableNotRecovered,
-        Reason::NonRetryableNotRepeated,
-        Reason::ServerStart,
-        Reason::Handshake,
-        Reason::ServerExited,
-        Reason::NonJsonLine,
-        Reason::IdMismatch,
-        Reason::InvalidMessage,
-        Reason::MalformedResult,
-        Reason::Unreachable,
-        Reason::HttpStatus,
-        Reason::NonJsonBody,
-        Reason::StreamEnded,
-    ];
-
-    /// The reason code as printed (`not-equal`, `malformed-result`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::ExpectedOkGotError => "expected-ok-got-error",
-            Reason::ExpectedErrorGotOk => "expected-error-got-ok",
-            Reason::ErrorCode => "error-code",
-            Reason::MissingPath => "missing-path",
-            Reason::NotEqual => "not-equal",
-            Reason::Timeout => "timeout",
-            Reason::AttemptFailed => "attempt-failed",
-            Reason::RetryableUnreported => "retryable-unreported",
-            Reason::RetryableNotRecovered => "retryable-not-recovered",
-            Reason::NonRetryableNotRepeated => "non-retryable-not-repeated",
-            Reason::ServerStart => "server-start",
-            Reason::Handshake => "handshake",
-            Reason::ServerExited => "server-exited",
-            Reason::NonJsonLine => "non-json-line",
-            Reason::IdMismatch => "id-mismatch",
-            Reason::InvalidMessage => "invalid-message",
-            Reason::MalformedResult => "malformed-result",
-            Reason::Unreachable => "unreachable",
-            Reason::HttpStatus => "http-status",
-            Reason::NonJsonBody => "non-json-body",
-            Reason::StreamEnded => "stream-ended",
-        }
-    }
-
-    /// Parses [`Reason::as_str`].
-    pub fn parse(s: &str) -> Option<Reason> {
-        Reason::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-
     /// Whether this reason makes a run red or a transport error.
     pub fn verdict(self) -> Verdict {
         match self {
@@ -464,8 +401,7 @@ impl ProbeResult {
 
 /// Whether `s` is a binding fingerprint: `b-` and 16 lower-case hex digits.
 pub fn is_binding(s: &str) -> bool {
-    s.strip_prefix("b-")
-        .is_some_and(|h| h.len() == 16 && unhex(h).is_some())
+    crate::id::BindingId::is_valid(s)
 }
 
 /// A detail text made safe to carry: control characters dropped, at most

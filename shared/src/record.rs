@@ -3,11 +3,24 @@
 //!
 //! These types are the journal's contract. They hold shapes, salted ids and
 //! codes only: never an argument value, never error text.
+//!
+//! [`Call`] is the one definition of a current record, for writers and
+//! readers alike. Its text fields are `Cow<'a, str>` and its arguments shape
+//! a type parameter, so a reader that wants speed deserializes it with
+//! `serde_json::from_slice` straight from the line it holds: every string
+//! without escapes is borrowed, and `Call<'a, &'a RawValue>` keeps the shape
+//! as written. Writers build a `Call<'static>` (owned text, a `Value`
+//! shape). The checks serde cannot make are written once, in
+//! [`Call::validate`], for both.
+
+use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::id::{EventId, SessionToken, TemplateId};
+use crate::spelling::spelled;
 
 /// The schema tag of current records.
 pub const SCHEMA_V1: &str = "mcpeval.call/1";
@@ -17,118 +30,134 @@ pub const SCHEMA_V0: &str = "mcpeval.call/0";
 pub const MAX_LINE: usize = 64 * 1024;
 
 /// One completed (or abandoned) `tools/call`.
+///
+/// `Shape` is how the arguments shape is held: a `Value` by writers and
+/// most readers, a borrowed `&RawValue` by one that keeps its text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Call {
+pub struct Call<'a, Shape = Value> {
     /// Always [`SCHEMA_V1`].
-    pub schema: String,
+    #[serde(borrow)]
+    pub schema: Cow<'a, str>,
     /// Who the call is.
-    pub identity: Identity,
+    #[serde(borrow)]
+    pub identity: Identity<'a>,
     /// Captured traffic or a probe's own call.
     pub origin: Origin,
     /// How the call travelled.
     pub transport: Transport,
     /// Server name (flag, `serverInfo.name`, or the executable's name),
     /// cleaned by `escape::clean_name`.
-    pub server: String,
+    #[serde(borrow)]
+    pub server: Cow<'a, str>,
     /// Tool name from `params.name`, cleaned by `escape::clean_name`.
-    pub tool: String,
+    #[serde(borrow)]
+    pub tool: Cow<'a, str>,
     /// When the request was seen, RFC 3339 UTC with milliseconds.
-    pub started_at: String,
+    #[serde(borrow)]
+    pub started_at: Cow<'a, str>,
     /// Request to response; null when no response came.
     pub duration_ms: Option<u64>,
     /// Whether the tool was in the session's last `tools/list`; null if none seen.
     pub advertised: Option<bool>,
     /// The arguments with every scalar replaced by its JSON type and every
     /// key that may be data folded into `"*"` (`sanitize::args_shape`).
-    pub args_shape: Value,
+    pub args_shape: Shape,
     /// What came back.
     pub outcome: Outcome,
     /// Why the outcome is unknown (only with `outcome: unknown`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unknown: Option<Unknown>,
     /// The error's sanitized facts (only with `outcome: error`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<CallError>,
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CallError<'a>>,
 }
 
 /// The identity of a call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Identity {
-    /// A UUID v4, unique per call.
-    pub event_id: String,
-    /// `s-` and 16 hex digits: salted hash of the capture's unique id.
-    pub session: String,
+pub struct Identity<'a> {
+    /// A UUID v4, unique per call (an [`EventId`] once in canonical text).
+    #[serde(borrow)]
+    pub event_id: Cow<'a, str>,
+    /// A [`SessionToken`]: salted hash of the capture's unique id.
+    #[serde(borrow)]
+    pub session: Cow<'a, str>,
     /// 1-based ordinal of the `tools/call` within its session: the turn.
     pub seq: u64,
 }
 
-/// Where a call came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Origin {
-    /// Real traffic relayed by `capture`.
-    Capture,
-    /// A call made by `probe` or `verify`; never promoted.
-    Probe,
+spelled! {
+    /// Where a call came from.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Origin {
+        /// Real traffic relayed by `capture`.
+        Capture = "capture",
+        /// A call made by `probe` or `verify`; never promoted.
+        Probe = "probe",
+    }
 }
 
-/// The MCP transport a call used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    /// Newline-delimited JSON-RPC over a child's stdin/stdout.
-    Stdio,
-    /// Streamable HTTP.
-    Http,
+spelled! {
+    /// The MCP transport a call used.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Transport {
+        /// Newline-delimited JSON-RPC over a child's stdin/stdout.
+        Stdio = "stdio",
+        /// Streamable HTTP.
+        Http = "http",
+    }
 }
 
-/// The outcome of a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    /// A result object with `isError` false or absent.
-    Ok,
-    /// A JSON-RPC error, or a result with `isError: true`.
-    Error,
-    /// A malformed result, or no response at all.
-    Unknown,
+spelled! {
+    /// The outcome of a call.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Outcome {
+        /// A result object with `isError` false or absent.
+        Ok = "ok",
+        /// A JSON-RPC error, or a result with `isError: true`.
+        Error = "error",
+        /// A malformed result, or no response at all.
+        Unknown = "unknown",
+    }
 }
 
-/// Why an outcome is unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Unknown {
-    /// The result was not an object, or `isError` was not a boolean.
-    Malformed,
-    /// No response arrived before the session ended.
-    Unanswered,
+spelled! {
+    /// Why an outcome is unknown.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Unknown {
+        /// The result was not an object, or `isError` was not a boolean.
+        Malformed = "malformed",
+        /// No response arrived before the session ended.
+        Unanswered = "unanswered",
+    }
 }
 
 /// The sanitized facts of an error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CallError {
+pub struct CallError<'a> {
     /// Which channel reported it.
     pub channel: Channel,
     /// JSON-RPC error code, or the tool's own integer code; null if none
     /// or outside the 32-bit signed range.
     pub code: Option<i64>,
-    /// `t-` and 16 hex digits: salted hash of the normalized message.
-    pub template_id: Option<String>,
+    /// A [`TemplateId`]: salted hash of the normalized message.
+    #[serde(borrow)]
+    pub template_id: Option<Cow<'a, str>>,
     /// What the server said about retrying; null when it said nothing.
     pub retryable: Option<bool>,
 }
 
-/// The channel an error came through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Channel {
-    /// A JSON-RPC error response.
-    Jsonrpc,
-    /// A `CallToolResult` with `isError: true`.
-    Tool,
+spelled! {
+    /// The channel an error came through.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Channel {
+        /// A JSON-RPC error response.
+        Jsonrpc = "jsonrpc",
+        /// A `CallToolResult` with `isError: true`.
+        Tool = "tool",
+    }
 }
 
 /// A record as earlier releases wrote it: no identity, no transport.
@@ -159,7 +188,7 @@ pub struct LegacyCall {
     pub args_shape: Value,
 }
 
-impl Call {
+impl<Shape> Call<'_, Shape> {
     /// Checks what serde cannot: tags, id formats, time stamps, and that
     /// `error`/`unknown` appear exactly with their outcome. The error text
     /// names the offending field.
@@ -170,10 +199,8 @@ impl Call {
                 self.schema
             )));
         }
-        if uuid::Uuid::parse_str(&self.identity.event_id).is_err() {
-            return Err(Error::rejected("identity.event_id is not a UUID"));
-        }
-        check_token(&self.identity.session, "s-", "identity.session")?;
+        check_uuid(&self.identity.event_id)?;
+        check_token::<SessionToken>(&self.identity.session, "identity.session")?;
         check_seq(self.identity.seq)?;
         check_name(&self.server, "server")?;
         check_name(&self.tool, "tool")?;
@@ -182,7 +209,7 @@ impl Call {
             (Outcome::Ok, None, None) => {}
             (Outcome::Error, Some(err), None) => {
                 if let Some(t) = &err.template_id {
-                    check_token(t, "t-", "error.template_id")?;
+                    check_token::<TemplateId>(t, "error.template_id")?;
                 }
             }
             (Outcome::Unknown, None, Some(_)) => {}
@@ -205,31 +232,90 @@ impl LegacyCall {
                 self.schema
             )));
         }
-        check_token(&self.session, "s-", "session")?;
+        check_token::<SessionToken>(&self.session, "session")?;
         check_seq(self.seq)?;
         check_name(&self.server, "server")?;
         check_name(&self.tool, "tool")?;
         check_time(&self.ts, "ts")?;
         if let Some(t) = &self.template_id {
-            check_token(t, "t-", "template_id")?;
+            check_token::<TemplateId>(t, "template_id")?;
         }
         Ok(())
     }
 }
 
-fn check_token(value: &str, prefix: &str, field: &str) -> Result<()> {
-    let ok = value.len() == prefix.len() + 16
-        && value.starts_with(prefix)
-        && value[prefix.len()..]
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
-    if ok {
+/// A salted token, checked by its id type; the message keeps the wording
+/// journals have always been refused with.
+fn check_token<Id: crate::id::Prefixed>(value: &str, field: &str) -> Result<()> {
+    if Id::is_valid(value) {
         Ok(())
     } else {
         Err(Error::rejected(format!(
-            "{field} is not \"{prefix}\" followed by 16 lower-case hex digits"
+            "{field} is not \"{}\" followed by 16 lower-case hex digits",
+            Id::PREFIX
         )))
     }
+}
+
+/// Any UUID text `uuid` accepts; readers store it in [`EventId`]'s
+/// canonical form, which needs no parse.
+fn check_uuid(value: &str) -> Result<()> {
+    if EventId::is_valid(value) || uuid::Uuid::parse_str(value).is_ok() {
+        Ok(())
+    } else {
+        Err(Error::rejected("identity.event_id is not a UUID"))
+    }
+}
+
+/// Whether `text` is a time stamp in the form capture writes and readers
+/// store, `YYYY-MM-DDTHH:MM:SS.mmmZ`, naming a real instant. Such a text
+/// needs no parse; leap seconds and every other form are left to
+/// [`crate::time::parse`].
+pub fn is_stored_time(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits = |from: usize, to: usize| -> Option<u32> {
+        b[from..to].iter().try_fold(0u32, |n, c| {
+            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+        })
+    };
+    if b.len() != 24
+        || [
+            (4, b'-'),
+            (7, b'-'),
+            (10, b'T'),
+            (13, b':'),
+            (16, b':'),
+            (19, b'.'),
+            (23, b'Z'),
+        ]
+        .iter()
+        .any(|&(at, c)| b[at] != c)
+    {
+        return false;
+    }
+    let fields = (
+        digits(0, 4),
+        digits(5, 7),
+        digits(8, 10),
+        digits(11, 13),
+        digits(14, 16),
+        digits(17, 19),
+        digits(20, 23),
+    );
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second), Some(_)) =
+        fields
+    else {
+        return false;
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day) && hour < 24 && minute < 60 && second < 60
 }
 
 fn check_seq(seq: u64) -> Result<()> {
@@ -249,11 +335,12 @@ fn check_name(value: &str, field: &str) -> Result<()> {
 }
 
 fn check_time(value: &str, field: &str) -> Result<()> {
-    match crate::time::parse(value) {
-        Some(_) => Ok(()),
-        None => Err(Error::rejected(format!(
+    if is_stored_time(value) || crate::time::parse(value).is_some() {
+        Ok(())
+    } else {
+        Err(Error::rejected(format!(
             "{field} is not an RFC 3339 time stamp"
-        ))),
+        )))
     }
 }
 
@@ -261,7 +348,7 @@ fn check_time(value: &str, field: &str) -> Result<()> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
     /// An `mcpeval.call/1` record.
-    V1(Call),
+    V1(Call<'static>),
     /// A legacy `mcpeval.call/0` record.
     V0(LegacyCall),
 }
@@ -289,7 +376,8 @@ impl Record {
             .map(str::to_owned);
         match schema.as_deref() {
             Some(SCHEMA_V1) => {
-                let call: Call = serde_json::from_value(value)
+                // `Call` borrows where it can; from a `Value` it owns.
+                let call = Call::deserialize(value)
                     .map_err(|e| Error::rejected(format!("invalid {SCHEMA_V1} record: {e}")))?;
                 call.validate().map_err(|e| {
                     Error::rejected(format!("invalid {SCHEMA_V1} record")).with_source(e)
@@ -386,7 +474,7 @@ impl Record {
     /// The event id (current records only).
     pub fn event_id(&self) -> Option<&str> {
         match self {
-            Record::V1(c) => Some(&c.identity.event_id),
+            Record::V1(c) => Some(c.identity.event_id.as_ref()),
             Record::V0(_) => None,
         }
     }

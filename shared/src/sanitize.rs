@@ -223,8 +223,8 @@ pub fn normalize(message: &str) -> String {
 }
 
 /// `t-` + the salted hash of the normalized message; the text is dropped.
-pub fn template_id(salt: &Salt, message: &str) -> String {
-    format!("t-{}", salt.id16(&[normalize(message).as_bytes()]))
+pub fn template_id(salt: &Salt, message: &str) -> crate::id::TemplateId {
+    crate::id::TemplateId::from_id16(&salt.id16(&[normalize(message).as_bytes()]))
 }
 
 /// The first `max` bytes of `s`, cut at a character boundary.

@@ -71,15 +71,17 @@ impl Signals {
     }
 }
 
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
-    /// score < 0.2
-    Low,
-    /// 0.2 ≤ score < 0.5, or capped here without an attached probe
-    Medium,
-    /// score ≥ 0.5 with an attached probe
-    High,
+crate::spelling::spelled! {
+    /// How bad a finding is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    pub enum Severity {
+        /// score < 0.2
+        Low = "low",
+        /// 0.2 ≤ score < 0.5, or capped here without an attached probe
+        Medium = "medium",
+        /// score ≥ 0.5 with an attached probe
+        High = "high",
+    }
 }
 
 impl Severity {
@@ -96,15 +98,6 @@ impl Severity {
             raw
         } else {
             raw.min(Severity::Medium)
-        }
-    }
-
-    /// `high`, `medium` or `low`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
         }
     }
 }

@@ -265,7 +265,7 @@ impl State {
         self.tally.unparsed += session.unparsed;
     }
 
-    fn append(&mut self, calls: Vec<Call>) {
+    fn append(&mut self, calls: Vec<Call<'static>>) {
         for call in calls {
             match self.writer.append(&call) {
                 Ok(()) => self.tally.journaled += 1,
