@@ -4,7 +4,9 @@
 //! Ids are salted hashes of the group's key, so they are stable across
 //! rebuilds of the index and meaningless outside this store.
 
+#[cfg(feature = "store")]
 use crate::id::FindingId;
+#[cfg(feature = "store")]
 use crate::salt::Salt;
 
 /// What kind of group a finding stands for.
@@ -37,6 +39,7 @@ impl Kind {
 }
 
 /// The id of the finding a group becomes in this store.
+#[cfg(feature = "store")]
 pub fn finding_id(
     salt: &Salt,
     kind: Kind,
@@ -60,6 +63,7 @@ pub fn finding_id(
 
 /// The id earlier releases gave an error group: one per error code, which
 /// split one defect across several findings. Kept to re-key old state.
+#[cfg(feature = "store")]
 pub fn legacy_finding_id(
     salt: &Salt,
     server: &str,
@@ -324,6 +328,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "store")]
     fn ids_are_salted_and_stable() {
         let salt = Salt::from_bytes([5; 32]);
         let a = finding_id(&salt, Kind::Error, "s", "t", Some("t-0123456789abcdef"));

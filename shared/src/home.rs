@@ -34,7 +34,7 @@ fn check_private(dir: &Path, meta: &fs::Metadata) -> Result<()> {
     if mode & 0o077 != 0 {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
             .context(format_args!("cannot make {} private", dir.display()))?;
-        crate::cli::warn(
+        warn(
             &program(),
             format_args!(
                 "the store directory {} was open to other users (mode {mode:04o}); it is now 0700",
@@ -46,6 +46,12 @@ fn check_private(dir: &Path, meta: &fs::Metadata) -> Result<()> {
 }
 
 /// The running program's name, for the warning line.
+/// Writes `program: warning: message` to stderr, as `cli::warn` does.
+fn warn(program: &str, message: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{program}: warning: {message}");
+}
+
 fn program() -> String {
     std::env::args_os()
         .next()

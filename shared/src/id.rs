@@ -222,6 +222,7 @@ macro_rules! id_type {
             }
         }
 
+        #[cfg(feature = "store")]
         impl rusqlite::ToSql for $name {
             fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
                 self.0.to_sql()
@@ -274,6 +275,7 @@ id_type!(
 
 impl FindingId {
     /// `finding-` and `hex`, the 16 hex digits of [`crate::salt::Salt::id16`].
+    #[cfg(feature = "store")]
     pub(crate) fn from_id16(hex: &str) -> FindingId {
         let id = format!("finding-{hex}");
         debug_assert!(is_hex16(&id, "finding-"), "{id}");
