@@ -11,6 +11,7 @@ use crate::salt::Salt;
 
 /// What kind of group a finding stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Kind {
     /// Errors sharing (server, tool, template).
     Error,
@@ -121,6 +122,7 @@ impl Probe {
 
 /// Defect classes, in the order they are tried: the first that applies wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DefectClass {
     /// Success reported for a call that did not do its job.
     FalseSuccess,

@@ -174,6 +174,7 @@ pub struct Expect {
 
 /// The first expectation a result did not meet.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Unmet {
     /// Nothing at this JSON Pointer into the result.
     Missing(String),
