@@ -117,7 +117,7 @@ pub struct Run {
 /// Runs the three siblings; the first to fail ends the report with its
 /// message (see [`siblings::json`]).
 pub fn gather(config: &Config) -> Result<Evidence> {
-    let home = config.home.root();
+    let home = config.home.root().as_std_path();
     // `--server=NAME` in one word: a name starting with `-` stays a value.
     let servers: Vec<String> = config
         .servers

@@ -109,7 +109,7 @@ impl Args {
             None => std::env::current_dir()
                 .map_err(|e| Error::io("cannot find the current directory", e))?,
         };
-        let workspace = Workspace::open(&dir, home.root())?;
+        let workspace = Workspace::open(&dir, home.root().as_std_path())?;
         let commands = if self.allow_any_command {
             Allowlist::Any
         } else {

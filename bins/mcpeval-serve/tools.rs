@@ -415,7 +415,12 @@ impl Drop for Scratch {
 
 /// Runs `mcpeval-<sub>` for this store, in the workspace.
 fn run(config: &Config, sub: &str, argv: &[OsString]) -> Result<Ran, String> {
-    siblings::run(sub, config.home.root(), config.workspace.root(), argv)
+    siblings::run(
+        sub,
+        config.home.root().as_std_path(),
+        config.workspace.root(),
+        argv,
+    )
 }
 
 fn generate_manifest(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {

@@ -39,8 +39,13 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
         dir: None,
         stderr: Stderr::Relay,
     };
-    let out = sibling::run(&program, home.root(), probe_args(config), options)
-        .map_err(|e| Error::io(format_args!("cannot run {}", program.display()), e))?;
+    let out = sibling::run(
+        &program,
+        home.root().as_std_path(),
+        probe_args(config),
+        options,
+    )
+    .map_err(|e| Error::io(format_args!("cannot run {}", program.display()), e))?;
 
     let code = match out.ended {
         Ended::Exit(code) => code,

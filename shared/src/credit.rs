@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
 use crate::home::Home;
-use crate::{escape, lifecycle, probe};
+use crate::{escape, index_db, lifecycle};
 
 /// Names are compared, and carried in results, cut to this many bytes:
 /// the journal cuts names of an oversized record to the same length.
@@ -39,7 +39,7 @@ pub fn subject(home: &Home, finding: &str) -> Result<Option<Subject>> {
     if let Some((server, tool)) = lifecycle::remembered(home, finding)? {
         return Ok(Some(Subject { server, tool }));
     }
-    Ok(probe::finding_facts(home, finding)?.and_then(|facts| {
+    Ok(index_db::finding_facts(home, finding)?.and_then(|facts| {
         Some(Subject {
             server: facts.server?,
             tool: facts.tool?,

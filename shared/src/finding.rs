@@ -4,13 +4,16 @@
 //! Ids are salted hashes of the group's key, so they are stable across
 //! rebuilds of the index and meaningless outside this store.
 
+#[cfg(feature = "store")]
 use crate::id::FindingId;
+#[cfg(feature = "store")]
 use crate::salt::Salt;
 use crate::spelling::spelled;
 
 spelled! {
     /// What kind of group a finding stands for.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    #[non_exhaustive]
     pub enum Kind {
         /// Errors sharing (server, tool, template).
         Error = "error",
@@ -22,6 +25,7 @@ spelled! {
 }
 
 /// The id of the finding a group becomes in this store.
+#[cfg(feature = "store")]
 pub fn finding_id(
     salt: &Salt,
     kind: Kind,
@@ -45,6 +49,7 @@ pub fn finding_id(
 
 /// The id earlier releases gave an error group: one per error code, which
 /// split one defect across several findings. Kept to re-key old state.
+#[cfg(feature = "store")]
 pub fn legacy_finding_id(
     salt: &Salt,
     server: &str,
@@ -81,6 +86,7 @@ spelled! {
 spelled! {
     /// Defect classes, in the order they are tried: the first that applies wins.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
     pub enum DefectClass {
         /// Success reported for a call that did not do its job.
         FalseSuccess = "false-success",
@@ -258,6 +264,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "store")]
     fn ids_are_salted_and_stable() {
         let salt = Salt::from_bytes([5; 32]);
         let a = finding_id(&salt, Kind::Error, "s", "t", Some("t-0123456789abcdef"));

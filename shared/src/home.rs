@@ -10,6 +10,8 @@ use std::fs;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use camino::{Utf8Path, Utf8PathBuf};
+
 use crate::error::{Error, IoContext, Result};
 
 /// Refuses a store directory the effective user does not own, and takes
@@ -34,7 +36,7 @@ fn check_private(dir: &Path, meta: &fs::Metadata) -> Result<()> {
     if mode & 0o077 != 0 {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
             .context(format_args!("cannot make {} private", dir.display()))?;
-        crate::cli::warn(
+        warn(
             &program(),
             format_args!(
                 "the store directory {} was open to other users (mode {mode:04o}); it is now 0700",
@@ -46,6 +48,12 @@ fn check_private(dir: &Path, meta: &fs::Metadata) -> Result<()> {
 }
 
 /// The running program's name, for the warning line.
+/// Writes `program: warning: message` to stderr, as `cli::warn` does.
+fn warn(program: &str, message: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{program}: warning: {message}");
+}
+
 fn program() -> String {
     std::env::args_os()
         .next()
@@ -58,16 +66,22 @@ fn program() -> String {
 }
 
 /// The store directory and the fixed names inside it.
+///
+/// Store paths are UTF-8 ([`Utf8Path`]), so every path the suite prints, in
+/// JSON or in prose, is the path itself, never a lossy rendering of it.
 #[derive(Debug, Clone)]
 pub struct Home {
-    root: PathBuf,
+    root: Utf8PathBuf,
 }
 
 impl Home {
-    /// Resolves the store from the `--home` flag, then the environment.
+    /// Resolves the store from the `--home` flag, then the environment
+    /// (`MCPEVAL_HOME`, then `$XDG_DATA_HOME/mcpeval`, then
+    /// `$HOME/.local/share/mcpeval`). A directory that is not valid UTF-8 is
+    /// a usage error (status 2) naming where it came from.
     pub fn resolve(flag: Option<&Path>) -> Result<Home> {
         if let Some(dir) = flag {
-            return Ok(Home::at(dir));
+            return Home::named(dir.to_path_buf(), "the --home directory");
         }
         let var = |name| {
             std::env::var_os(name)
@@ -75,24 +89,41 @@ impl Home {
                 .map(PathBuf::from)
         };
         if let Some(dir) = var(crate::HOME_ENV) {
-            return Ok(Home::at(&dir));
+            return Home::named(dir, "MCPEVAL_HOME");
         }
         // XDG says a relative XDG_DATA_HOME is invalid and must be ignored.
         if let Some(data) = var("XDG_DATA_HOME").filter(|d| d.is_absolute()) {
-            return Ok(Home::at(&data.join("mcpeval")));
+            return Home::named(data.join("mcpeval"), "XDG_DATA_HOME");
         }
         match var("HOME") {
-            Some(home) => Ok(Home::at(&home.join(".local/share/mcpeval"))),
+            Some(home) => Home::named(home.join(".local/share/mcpeval"), "HOME"),
             None => Err(Error::usage(
                 "cannot find the store: set MCPEVAL_HOME or HOME, or pass --home DIR",
             )),
         }
     }
 
-    /// A store rooted at `dir`.
+    fn named(dir: PathBuf, source: &str) -> Result<Home> {
+        match Utf8PathBuf::from_path_buf(dir) {
+            Ok(root) => Ok(Home { root }),
+            Err(_) => Err(Error::usage(format!(
+                "{source} is not valid UTF-8; the store path must be"
+            ))
+            .with_hint("point --home or MCPEVAL_HOME at a directory whose path is UTF-8")),
+        }
+    }
+
+    /// A store rooted at `dir`, a path the program made itself.
+    ///
+    /// # Panics
+    ///
+    /// If `dir` is not valid UTF-8; a path from the user goes through
+    /// [`Home::resolve`], which refuses it with a message instead.
     pub fn at(dir: &Path) -> Home {
         Home {
-            root: dir.to_path_buf(),
+            root: Utf8Path::from_path(dir)
+                .expect("store paths made by the program are UTF-8")
+                .to_path_buf(),
         }
     }
 
@@ -101,7 +132,7 @@ impl Home {
     /// error, status 2, before anything is written); one open to group or
     /// others is made 0700 again, with a warning on stderr.
     pub fn ensure(&self) -> Result<()> {
-        for dir in [self.root.as_path(), &self.journals()] {
+        for dir in [self.root.as_std_path(), &self.journals()] {
             if let Ok(meta) = fs::metadata(dir)
                 && meta.is_dir()
             {
@@ -125,13 +156,13 @@ impl Home {
     }
 
     /// The store directory.
-    pub fn root(&self) -> &Path {
+    pub fn root(&self) -> &Utf8Path {
         &self.root
     }
 
     /// `journals/`: capture journals, never rewritten by mcpeval.
     pub fn journals(&self) -> PathBuf {
-        self.root.join("journals")
+        self.root.join("journals").into_std_path_buf()
     }
 
     /// `journals/.lock`: shared by journal writers and the index.
@@ -141,27 +172,27 @@ impl Home {
 
     /// `lifecycle.db`: authoritative lifecycle state and history.
     pub fn lifecycle_db(&self) -> PathBuf {
-        self.root.join("lifecycle.db")
+        self.root.join("lifecycle.db").into_std_path_buf()
     }
 
     /// `index.db`: derived, disposable.
     pub fn index_db(&self) -> PathBuf {
-        self.root.join("index.db")
+        self.root.join("index.db").into_std_path_buf()
     }
 
     /// `trends.db`: derived readiness cache.
     pub fn trends_db(&self) -> PathBuf {
-        self.root.join("trends.db")
+        self.root.join("trends.db").into_std_path_buf()
     }
 
     /// `config.json`: the user's settings.
     pub fn config(&self) -> PathBuf {
-        self.root.join("config.json")
+        self.root.join("config.json").into_std_path_buf()
     }
 
     /// `.salt`: 32 secret bytes keying every salted hash.
     pub fn salt(&self) -> PathBuf {
-        self.root.join(".salt")
+        self.root.join(".salt").into_std_path_buf()
     }
 }
 
@@ -175,12 +206,29 @@ mod tests {
         let home = Home::at(&dir.path().join("home"));
         home.ensure().unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
-        assert_eq!(mode(home.root()), 0o700);
+        assert_eq!(mode(home.root().as_std_path()), 0o700);
         assert_eq!(mode(&home.journals()), 0o700);
         fs::set_permissions(home.root(), fs::Permissions::from_mode(0o777)).unwrap();
         fs::set_permissions(home.journals(), fs::Permissions::from_mode(0o750)).unwrap();
         home.ensure().unwrap();
-        assert_eq!(mode(home.root()), 0o700);
+        assert_eq!(mode(home.root().as_std_path()), 0o700);
         assert_eq!(mode(&home.journals()), 0o700);
+    }
+
+    #[test]
+    fn a_store_path_that_is_not_utf8_is_refused_by_name() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let dir = Path::new(OsStr::from_bytes(b"/tmp/store-\xff"));
+        let err = Home::resolve(Some(dir)).unwrap_err();
+        assert_eq!(err.status(), crate::exit::USAGE);
+        let text = err.to_string();
+        assert!(
+            text.contains("the --home directory is not valid UTF-8"),
+            "{text}"
+        );
+        assert!(!text.contains('\u{fffd}'), "{text}");
+        let home = Home::resolve(Some(Path::new("/tmp/store"))).unwrap();
+        assert_eq!(home.root(), Utf8Path::new("/tmp/store"));
     }
 }

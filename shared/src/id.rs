@@ -250,6 +250,7 @@ macro_rules! id_type {
             }
         }
 
+        #[cfg(feature = "store")]
         impl rusqlite::ToSql for $name {
             fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
                 self.0.to_sql()
@@ -283,6 +284,7 @@ impl Prefixed for SessionToken {
     const PREFIX: &'static str = "s-";
 }
 
+#[cfg(feature = "store")]
 impl SessionToken {
     /// The token of a capture: the salted hash of its unique id, so the
     /// id itself never reaches the store.
@@ -305,6 +307,7 @@ impl Prefixed for TemplateId {
     const PREFIX: &'static str = "t-";
 }
 
+#[cfg(feature = "store")]
 impl TemplateId {
     /// `t-` and `hex`, the 16 hex digits of [`crate::salt::Salt::id16`].
     pub(crate) fn from_id16(hex: &str) -> TemplateId {
@@ -346,6 +349,7 @@ id_type!(
 
 impl FindingId {
     /// `finding-` and `hex`, the 16 hex digits of [`crate::salt::Salt::id16`].
+    #[cfg(feature = "store")]
     pub(crate) fn from_id16(hex: &str) -> FindingId {
         let id = format!("finding-{hex}");
         debug_assert!(FindingId::is_valid(&id), "{id}");

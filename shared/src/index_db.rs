@@ -10,10 +10,11 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use crate::db::{self, Schema};
 use crate::error::{Error, Result};
+use crate::finding::DefectClass;
 use crate::home::Home;
 use crate::lifecycle::Target;
 
@@ -265,6 +266,83 @@ pub fn resolve(conn: &Connection, path: &Path, target: &Target) -> Result<Link> 
         [id] => Link::Linked(id),
         _ => Link::Ambiguous,
     })
+}
+
+/// What the store knows about a finding that a probe needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FindingFacts {
+    /// Failures over calls of the finding's (server, tool).
+    pub failure_rate: Option<f64>,
+    /// The finding's class, when it is one this release knows.
+    pub defect_class: Option<DefectClass>,
+    /// The server the finding is about.
+    pub server: Option<String>,
+    /// The tool the finding is about.
+    pub tool: Option<String>,
+}
+
+/// Reads the finding's row from `index.db`'s `findings` table, if both exist.
+/// The index is derived and may predate promotion: a missing file, table
+/// or row is `None`; a damaged database is an error (status 3).
+pub fn finding_facts(home: &Home, finding: &str) -> Result<Option<FindingFacts>> {
+    let path = home.index_db();
+    if !path.exists() {
+        return Ok(None);
+    }
+    let fail = |e: rusqlite::Error| {
+        Error::unavailable(format!("{}: cannot read findings: {e}", path.display()))
+            .with_hint("rebuild the index with `mcpeval index --rebuild` and `mcpeval promote`")
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = rusqlite::Connection::open_with_flags(&path, flags).map_err(fail)?;
+    crate::fault::watch(&conn);
+    conn.busy_timeout(crate::db::BUSY_TIMEOUT).map_err(fail)?;
+    let mut columns = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare("SELECT name FROM pragma_table_info('findings')")
+            .map_err(fail)?;
+        let rows = stmt
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(fail)?;
+        for name in rows {
+            columns.push(name.map_err(fail)?);
+        }
+    }
+    if !columns.iter().any(|c| c == "id") {
+        return Ok(None);
+    }
+    let pick = |name: &str| {
+        if columns.iter().any(|c| c == name) {
+            name.to_owned()
+        } else {
+            "NULL".to_owned()
+        }
+    };
+    let sql = format!(
+        "SELECT {}, {}, {}, {} FROM findings WHERE id = ?1",
+        pick("failure_rate"),
+        pick("defect_class"),
+        pick("server"),
+        pick("tool")
+    );
+    let row = conn
+        .query_row(&sql, [finding], |row| {
+            Ok((
+                row.get::<_, Option<f64>>(0)?,
+                row.get::<_, Option<String>>(1)?,
+                row.get::<_, Option<String>>(2)?,
+                row.get::<_, Option<String>>(3)?,
+            ))
+        })
+        .optional()
+        .map_err(fail)?;
+    Ok(row.map(|(failure_rate, class, server, tool)| FindingFacts {
+        failure_rate: failure_rate.filter(|p| p.is_finite()),
+        defect_class: class.as_deref().and_then(DefectClass::parse),
+        server: server.filter(|s| !s.is_empty()),
+        tool: tool.filter(|t| !t.is_empty()),
+    }))
 }
 
 #[cfg(test)]

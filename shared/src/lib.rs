@@ -1,50 +1,148 @@
-//! The stable contract of the mcpeval suite.
+//! The stable contract of the mcpeval suite, and a plugin author's guide.
 //!
-//! Every `mcpeval-*` binary, including third-party ones, can build on this
-//! crate: the store layout and its environment variables, the journal record
-//! types, the sanitizer that keeps raw values out of the store, the SQLite
-//! plumbing and the exit statuses. Logic that one binary alone needs lives in
-//! that binary, never here.
+//! mcpeval is a suite of small binaries (`mcpeval-capture`, `mcpeval-index`,
+//! `mcpeval-findings`, …) behind a front, `mcpeval SUB ARGS…`, that runs
+//! `mcpeval-SUB` from its own directory or from `PATH`. A third party adds a
+//! command by putting an executable `mcpeval-foo` on `PATH`: `mcpeval foo`
+//! then runs it with two variables set, [`HOME_ENV`] (`MCPEVAL_HOME`, the
+//! store directory) and [`FRONT_ENV`] (`MCPEVAL`, the front's own path, to
+//! call back into the suite). This crate is what such a command builds on.
+//!
+//! # What the contract holds (default features)
+//!
+//! With default features the crate depends on serde, serde_json and camino
+//! (and the few small crates its records parse with), so a plugin builds in
+//! seconds:
+//!
+//! - [`record`]: the journal record, `mcpeval.call/1` (and the legacy
+//!   `mcpeval.call/0`), one JSON object a line; [`record::Record::parse`]
+//!   reads and checks one line and never echoes it in an error.
+//! - [`id`]: typed identifiers, checked once when parsed or deserialized
+//!   (`FindingId`, `EventId`, `SessionToken`, `TemplateId`, `RunId`): a bad
+//!   id in JSON is an error naming the field, never a value.
+//! - [`finding`]: finding kinds, probes and defect classes, with their one
+//!   spelling each.
+//! - [`manifest`]: the probe manifest a server's maintainer writes.
+//! - [`home`]: the store and the paths inside it; [`config`]: its
+//!   `config.json`.
+//! - [`exit`]: the exit statuses every binary shares; [`error`]: the error
+//!   type that carries one; [`escape`] and [`canonical`]: printing untrusted
+//!   text safely and canonical JSON; [`score`], [`time`].
+//!
+//! # Features
+//!
+//! Plumbing that several of the suite's binaries share sits behind cargo
+//! features; a plugin normally enables none of them.
+//!
+//! - `store`: SQLite access to `index.db`, `lifecycle.db` and the
+//!   verification history, the store's salt and salted hashes, the journal
+//!   writer and its lock, the sanitizer, signed probe results, fix bindings.
+//! - `mcp` (turns on `store` and `http`): the MCP client and the probe
+//!   machinery.
+//! - `http`: the HTTP client connector (hyper, rustls, tokio) and the SSE
+//!   reader.
+//! - `cli`: warnings, man pages and shell completions from clap definitions.
+//!
+//! # Reading a journal
+//!
+//! Journals are `MCPEVAL_HOME/journals/*.jsonl` ([`home::Home::journals`]);
+//! the byte order of their names is creation order, a finished file is never
+//! rewritten, and each line is one record. Read a file line by line and give
+//! each line to [`record::Record::parse`]. Records hold shapes and salted
+//! ids only, never raw argument values or raw error text. Open journals for
+//! reading only; the capture appends under `journals/.lock`.
+//!
+//! # Reading findings
+//!
+//! `mcpeval findings --format json` prints `{"findings": [...]}` on one
+//! line (`mcpeval.findings/1`): each finding has at least `id` (a
+//! [`id::FindingId`]), `kind`, `server`, `tool`, `defect_class`, `fix_hint`,
+//! `score`, `severity` and `state` (`open`, `fix-claimed`, `verifying`,
+//! `closed`). Deserialize the fields you use into your own struct and let
+//! serde ignore the rest: the format grows by adding fields. For the same
+//! reason the contract's enums that may grow ([`finding::Kind`],
+//! [`finding::DefectClass`], [`manifest::Unmet`]) are `#[non_exhaustive]`:
+//! match them with a wildcard arm. The journal's enums are exhaustive on
+//! purpose: a new variant there is a new schema version, and the suite's
+//! own readers (the index, `share`'s re-keying) must handle every one.
+//!
+//! # Behaving like a member of the suite
+//!
+//! - Data on stdout, diagnostics on stderr as `mcpeval-foo: error: …`; a
+//!   closed pipe ends a reader quietly with status 0.
+//! - Exit with the statuses of [`exit`]: 0 success, 1 red, 2 usage, 3
+//!   evidence unavailable, 4 input rejected, 5 transport, 6 refused, 74 I/O.
+//! - Take `--home DIR` over `MCPEVAL_HOME` over the default store
+//!   ([`home::Home::resolve`] does this), and never print an untrusted value
+//!   raw ([`escape`]).
+//!
+//! `examples/plugin/` in the repository is a complete plugin,
+//! `mcpeval-hello`, built with default features only.
 
+#[cfg(feature = "store")]
 pub mod atomic_file;
+#[cfg(feature = "store")]
 pub mod binding;
 pub mod canonical;
+#[cfg(feature = "store")]
 pub mod catalog;
+#[cfg(feature = "store")]
 pub mod checkpoint;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
+#[cfg(feature = "http")]
 pub mod connector;
+#[cfg(feature = "store")]
 pub mod credit;
+#[cfg(feature = "store")]
 pub mod db;
+#[cfg(feature = "store")]
 pub mod endpoint;
+#[cfg(feature = "store")]
 pub mod envelope;
 pub mod error;
 pub mod escape;
+#[cfg(feature = "store")]
 pub mod evidence;
 pub mod exit;
+#[cfg(feature = "store")]
 pub mod fault;
 pub mod finding;
+#[cfg(feature = "store")]
 pub mod hash;
 pub mod home;
 pub mod id;
+#[cfg(feature = "store")]
 pub mod index_db;
+#[cfg(feature = "store")]
 pub mod journal;
+#[cfg(feature = "store")]
 pub mod lifecycle;
+#[cfg(feature = "store")]
 pub mod lock;
 pub mod manifest;
+#[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "store")]
 pub mod outcome;
+#[cfg(feature = "mcp")]
 pub mod probe;
+#[cfg(feature = "store")]
 pub mod probe_result;
 pub mod record;
+#[cfg(feature = "store")]
 pub mod salt;
+#[cfg(feature = "store")]
 pub mod sanitize;
 pub mod score;
 #[cfg(feature = "run")]
 pub mod sibling;
 mod spelling;
+#[cfg(feature = "http")]
 pub mod sse;
 pub mod time;
+#[cfg(feature = "store")]
 pub mod verification;
 
 pub use error::{Error, Result};

@@ -18,9 +18,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::Path;
-use std::sync::LazyLock;
 
-use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -179,6 +177,7 @@ pub struct Expect {
 
 /// The first expectation a result did not meet.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Unmet {
     /// Nothing at this JSON Pointer into the result.
     Missing(String),
@@ -400,12 +399,19 @@ impl Case {
     }
 }
 
-static PLACEHOLDER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"<fill:[^<>]*>").expect("placeholder pattern"));
+/// Whether `s` holds a placeholder, `<fill:` then anything but `<` and `>`,
+/// then `>`.
+fn has_placeholder(s: &str) -> bool {
+    s.match_indices("<fill:").any(|(at, open)| {
+        let rest = &s[at + open.len()..];
+        rest.find(['<', '>'])
+            .is_some_and(|end| rest.as_bytes()[end] == b'>')
+    })
+}
 
 fn collect_placeholders(value: &Value, at: String, found: &mut Vec<String>) {
     match value {
-        Value::String(s) if PLACEHOLDER.is_match(s) => found.push(at),
+        Value::String(s) if has_placeholder(s) => found.push(at),
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 collect_placeholders(item, format!("{at}/{i}"), found);

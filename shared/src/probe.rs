@@ -20,13 +20,12 @@
 
 use std::time::{Duration, Instant};
 
-use rusqlite::{OpenFlags, OptionalExtension};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::escape;
-use crate::finding::{DefectClass, Probe};
-use crate::home::Home;
+use crate::finding::Probe;
+
 use crate::journal::Writer;
 use crate::manifest::{Case, Expect, Outcome as Expected, Step, Unmet};
 use crate::mcp::{Broken, Client, Reply, Target};
@@ -42,82 +41,7 @@ pub const DEGRADATION_CAP: u32 = 100;
 /// Attempts cap for error-honesty.
 pub const ERROR_HONESTY_CAP: u32 = 20;
 
-/// What the store knows about a finding that a probe needs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FindingFacts {
-    /// Failures over calls of the finding's (server, tool).
-    pub failure_rate: Option<f64>,
-    /// The finding's class, when it is one this release knows.
-    pub defect_class: Option<DefectClass>,
-    /// The server the finding is about.
-    pub server: Option<String>,
-    /// The tool the finding is about.
-    pub tool: Option<String>,
-}
-
-/// Reads the finding's row from `index.db`'s `findings` table, if both exist.
-/// The index is derived and may predate promotion: a missing file, table
-/// or row is `None`; a damaged database is an error (status 3).
-pub fn finding_facts(home: &Home, finding: &str) -> Result<Option<FindingFacts>> {
-    let path = home.index_db();
-    if !path.exists() {
-        return Ok(None);
-    }
-    let fail = |e: rusqlite::Error| {
-        Error::unavailable(format!("{}: cannot read findings: {e}", path.display()))
-            .with_hint("rebuild the index with `mcpeval index --rebuild` and `mcpeval promote`")
-    };
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = rusqlite::Connection::open_with_flags(&path, flags).map_err(fail)?;
-    crate::fault::watch(&conn);
-    conn.busy_timeout(crate::db::BUSY_TIMEOUT).map_err(fail)?;
-    let mut columns = Vec::new();
-    {
-        let mut stmt = conn
-            .prepare("SELECT name FROM pragma_table_info('findings')")
-            .map_err(fail)?;
-        let rows = stmt
-            .query_map([], |row| row.get::<_, String>(0))
-            .map_err(fail)?;
-        for name in rows {
-            columns.push(name.map_err(fail)?);
-        }
-    }
-    if !columns.iter().any(|c| c == "id") {
-        return Ok(None);
-    }
-    let pick = |name: &str| {
-        if columns.iter().any(|c| c == name) {
-            name.to_owned()
-        } else {
-            "NULL".to_owned()
-        }
-    };
-    let sql = format!(
-        "SELECT {}, {}, {}, {} FROM findings WHERE id = ?1",
-        pick("failure_rate"),
-        pick("defect_class"),
-        pick("server"),
-        pick("tool")
-    );
-    let row = conn
-        .query_row(&sql, [finding], |row| {
-            Ok((
-                row.get::<_, Option<f64>>(0)?,
-                row.get::<_, Option<String>>(1)?,
-                row.get::<_, Option<String>>(2)?,
-                row.get::<_, Option<String>>(3)?,
-            ))
-        })
-        .optional()
-        .map_err(fail)?;
-    Ok(row.map(|(failure_rate, class, server, tool)| FindingFacts {
-        failure_rate: failure_rate.filter(|p| p.is_finite()),
-        defect_class: class.as_deref().and_then(DefectClass::parse),
-        server: server.filter(|s| !s.is_empty()),
-        tool: tool.filter(|t| !t.is_empty()),
-    }))
-}
+pub use crate::index_db::{FindingFacts, finding_facts};
 
 /// The attempt budget of a case: its own `attempts`, else sized from the
 /// failure rate (`score::attempts`, capped at 100 for degradation and 20
@@ -516,6 +440,8 @@ impl Session<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::finding::DefectClass;
+    use crate::home::Home;
     use crate::manifest::Manifest;
 
     fn case(probe: &str, extra: &str) -> Case {
