@@ -192,7 +192,7 @@ fn a_builtin_found_only_on_path_keeps_its_description() {
     let share = script(&dir, "mcpeval-share", "exit 0", 0o755);
     let lone = plugin_dir(&store, "lone");
     let copy = lone.join("mcpeval");
-    fs::copy(bin("mcpeval"), &copy).unwrap();
+    crate::support::copy_bin("mcpeval", &copy);
     let mut cmd = Command::new(&copy);
     store.env(&mut cmd);
     let path = std::iter::once(dir.clone()).chain(std::env::split_paths(SYSTEM_PATH));

@@ -12,7 +12,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::records::{self, Rec};
-use crate::support::{SYSTEM_PATH, Store, bin, bin_dir, repo, text};
+use crate::support::{SYSTEM_PATH, Store, bin_dir, repo, text};
 use crate::verify::Bench;
 
 /// The seed corpus is charted as of this time: its last captured day is
@@ -478,7 +478,7 @@ fn siblings_are_found_beside_the_report_else_on_path() {
     let store = Bench::new().store;
     let alone = store.scratch().join("alone");
     std::fs::create_dir(&alone).unwrap();
-    std::fs::copy(bin("mcpeval-report"), alone.join("mcpeval-report")).unwrap();
+    crate::support::copy_bin("mcpeval-report", &alone.join("mcpeval-report"));
     let run = |path: &str| {
         let mut cmd = Command::new(alone.join("mcpeval-report"));
         store.env(&mut cmd);

@@ -257,7 +257,7 @@ fn a_missing_sibling_is_named_in_an_is_error_result() {
     let lone = store.scratch().join("lone");
     std::fs::create_dir_all(&lone).unwrap();
     let copy = lone.join("mcpeval-serve");
-    std::fs::copy(bin("mcpeval-serve"), &copy).unwrap();
+    crate::support::copy_bin("mcpeval-serve", &copy);
     let file = store.scratch().join("script.json");
     let script = json!([call(
         "generate_manifest",

@@ -24,6 +24,20 @@ pub fn private_dir(dir: &Path) {
         .unwrap();
 }
 
+/// Copies the built binary `name` to `dest`, ready to run. The copy is
+/// written by a child `cp`, not by this process: a file this process
+/// held open for writing could be inherited by a child another test
+/// forks at that moment, and exec'ing the copy would then fail with
+/// "Text file busy" until that child execs.
+pub fn copy_bin(name: &str, dest: &Path) {
+    let status = Command::new("cp")
+        .arg(bin(name))
+        .arg(dest)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cp {name} {}", dest.display());
+}
+
 /// The directory holding every built binary (`target/<profile>/`).
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
