@@ -127,7 +127,7 @@ fn is_uuid(text: &str) -> bool {
 }
 
 macro_rules! id_type {
-    ($(#[$doc:meta])* $name:ident, $kind:literal, $form:literal, |$text:ident| $check:expr) => {
+    ($(#[$doc:meta])* $name:ident, $kind:literal, $form:expr, |$text:ident| $check:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(String);
@@ -259,30 +259,38 @@ macro_rules! id_type {
     };
 }
 
-id_type!(
+/// An id that is a prefix and 16 lower-case hex digits (a salted hash):
+/// the [`id_type!`] and its [`Prefixed`] impl from one place.
+macro_rules! prefixed_id {
+    ($(#[$doc:meta])* $name:ident, $what:literal, $prefix:literal) => {
+        id_type!(
+            $(#[$doc])*
+            $name,
+            $what,
+            concat!("\"", $prefix, "\" and 16 lower-case hex digits"),
+            |text| is_hex16(text, $prefix)
+        );
+
+        impl Prefixed for $name {
+            const PREFIX: &'static str = $prefix;
+        }
+    };
+}
+
+prefixed_id!(
     /// A finding of this store: `finding-` and 16 lower-case hex digits
     /// (a salted hash of the group's key, see [`crate::finding::finding_id`]).
     FindingId,
     "finding id",
-    "\"finding-\" and 16 lower-case hex digits",
-    |text| is_hex16(text, <FindingId as Prefixed>::PREFIX)
+    "finding-"
 );
 
-impl Prefixed for FindingId {
-    const PREFIX: &'static str = "finding-";
-}
-
-id_type!(
+prefixed_id!(
     /// A capture session's salted token: `s-` and 16 lower-case hex digits.
     SessionToken,
     "session token",
-    "\"s-\" and 16 lower-case hex digits",
-    |text| is_hex16(text, <SessionToken as Prefixed>::PREFIX)
+    "s-"
 );
-
-impl Prefixed for SessionToken {
-    const PREFIX: &'static str = "s-";
-}
 
 #[cfg(feature = "store")]
 impl SessionToken {
@@ -295,17 +303,12 @@ impl SessionToken {
     }
 }
 
-id_type!(
+prefixed_id!(
     /// An error template's salted id: `t-` and 16 lower-case hex digits.
     TemplateId,
     "template id",
-    "\"t-\" and 16 lower-case hex digits",
-    |text| is_hex16(text, <TemplateId as Prefixed>::PREFIX)
+    "t-"
 );
-
-impl Prefixed for TemplateId {
-    const PREFIX: &'static str = "t-";
-}
 
 #[cfg(feature = "store")]
 impl TemplateId {
@@ -317,18 +320,13 @@ impl TemplateId {
     }
 }
 
-id_type!(
+prefixed_id!(
     /// A credit binding's fingerprint: `b-` and 16 lower-case hex digits
     /// (see [`crate::binding`]).
     BindingId,
     "binding",
-    "\"b-\" and 16 lower-case hex digits",
-    |text| is_hex16(text, <BindingId as Prefixed>::PREFIX)
+    "b-"
 );
-
-impl Prefixed for BindingId {
-    const PREFIX: &'static str = "b-";
-}
 
 id_type!(
     /// One captured call's `identity.event_id`: a UUID, lower-case and
