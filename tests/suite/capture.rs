@@ -275,6 +275,68 @@ fn real_sdk_client_sees_the_same_session_through_capture() {
 }
 
 #[test]
+fn a_client_that_passes_only_its_default_environment_reaches_the_store_named_by_home() {
+    // The Python SDK starts a server with HOME, LOGNAME, PATH, SHELL, TERM
+    // and USER alone: MCPEVAL_HOME never arrives, so only `--home` in the
+    // arguments names the store.
+    let store = Store::new();
+    let script = store.scratch().join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"tool": "echo", "arguments": {"message": "Zanzibar-7781"}}]).to_string(),
+    )
+    .unwrap();
+    let named = store.scratch().join("named-store");
+    let session = |capture_args: &[&std::ffi::OsStr]| {
+        let mut cmd = Command::new(Deps::python());
+        store.env(&mut cmd);
+        let out = cmd
+            .arg(repo().join("tests/clients/session.py"))
+            .arg(&script)
+            .args(["--sdk-env", "--"])
+            .arg(crate::support::bin("mcpeval"))
+            .arg("capture")
+            .args(capture_args)
+            .arg(Deps::server_everything())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "client: {}", text(&out.stderr));
+        let transcript: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(transcript["calls"][0]["is_error"], false, "{transcript}");
+    };
+    let journals = |home: &std::path::Path| -> Vec<Value> {
+        let Ok(dir) = std::fs::read_dir(home.join("journals")) else {
+            return Vec::new();
+        };
+        dir.map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .flat_map(|p| {
+                std::fs::read_to_string(p)
+                    .unwrap()
+                    .lines()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect::<Vec<Value>>()
+            })
+            .collect()
+    };
+
+    session(&["--home".as_ref(), named.as_os_str()]);
+    let records = journals(&named);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0]["tool"], "echo");
+    assert_eq!(records[0]["args_shape"], json!({"message": "string"}));
+    assert!(!records[0].to_string().contains("Zanzibar-7781"));
+    assert!(store.journals().is_empty(), "MCPEVAL_HOME reached capture");
+
+    // Without it, the records go to the default store under HOME.
+    session(&[]);
+    let default = store.scratch().join(".local/share/mcpeval");
+    assert_eq!(journals(&default).len(), 1);
+    assert!(store.journals().is_empty(), "MCPEVAL_HOME reached capture");
+    assert_eq!(journals(&named).len(), 1);
+}
+
+#[test]
 fn bytes_pass_unchanged_in_both_directions() {
     // client → tap A → capture → tap B → real server: what A forwarded is
     // what B received, and what B's server wrote is what A received.
