@@ -1,7 +1,8 @@
 //! Command-line flags of `mcpeval-capture`, checked into a [`Config`].
 //!
-//! Two modes share the binary: stdio (`-- CMD`) and Streamable HTTP
-//! (`--listen ADDR --upstream URL`). clap keeps them exclusive; this module
+//! Two modes share the binary: stdio (`CMD ARGS…`, after capture's own
+//! options, with or without `--`) and Streamable HTTP (`--listen ADDR
+//! --upstream URL`). clap keeps them exclusive; this module
 //! turns either into a validated [`Mode`], so the work never re-checks flags.
 
 use std::ffi::OsString;
@@ -24,7 +25,10 @@ use crate::http::upstream::Upstream;
     about = "Relay an MCP server's traffic (stdio or Streamable HTTP) unchanged and journal every tool call",
     long_about = "Relay an MCP server's traffic unchanged and journal every tool call.\n\n\
 Over stdio, put mcpeval-capture in front of the server command in your MCP \
-client's configuration. The client talks to it exactly as to the server: every \
+client's configuration. Capture's own options come first; everything from the \
+first argument that is not one of them is the server command, passed on \
+untouched, its own options and any later -- included. A -- before the command \
+is accepted and ends capture's options. The client talks to it exactly as to the server: every \
 byte passes through unchanged and in order, the server's stderr goes to \
 mcpeval-capture's stderr, and its exit status (or the signal that killed it) \
 is mcpeval-capture's own.\n\n\
@@ -57,17 +61,21 @@ value, error text or header. A call still unanswered when its session ends is \
 recorded with outcome unknown.",
     after_help = shared::cli::footer(
         "Examples:\n  \
-mcpeval capture -- npx -y @modelcontextprotocol/server-everything\n  \
-mcpeval capture --server weather -- python -m weather_server --port 0\n  \
+mcpeval capture npx -y @modelcontextprotocol/server-everything\n  \
+mcpeval capture --server weather python -m weather_server --port 0\n  \
+mcpeval capture --home /srv/mcpeval -- ./my-server --home /var/lib/my-server\n  \
 mcpeval capture --listen 127.0.0.1:8931 --upstream http://127.0.0.1:3001/mcp\n  \
 mcpeval capture --listen 8931 --upstream https://mcp.example.com/mcp --session-header X-Agent-Session\n\n\
 In a client configuration, replace \"command\": \"my-server\" with\n  \
-\"command\": \"mcpeval-capture\", \"args\": [\"--\", \"my-server\", ...]\n\
-or replace the server's URL http://HOST:PORT/mcp with http://127.0.0.1:8931/mcp.\n\n\
+\"command\": \"mcpeval\", \"args\": [\"capture\", \"--home\", \"/path/to/store\", \"my-server\", ...]\n\
+or replace the server's URL http://HOST:PORT/mcp with http://127.0.0.1:8931/mcp.\n\
+Give --home in the args: many clients start servers with a few variables\n\
+only (HOME, PATH, USER, ...), so MCPEVAL_HOME or XDG_DATA_HOME set in your\n\
+shell would not reach capture and the records would go to the default store.\n\n\
 Records go to <MCPEVAL_HOME>/journals/YYYYMMDDTHHMMSS.fffZ-XXXXXXXX.jsonl, one\n\
 file per capture, rotated at 64 MiB or when the UTC day changes."
     ),
-    override_usage = "mcpeval-capture [OPTIONS] -- <CMD>...\n       \
+    override_usage = "mcpeval-capture [OPTIONS] [--] <CMD> [ARGS]...\n       \
 mcpeval-capture [OPTIONS] --listen <ADDR> --upstream <URL> [--session-header <NAME>]",
     group(ArgGroup::new("mode").required(true).args(["command", "listen"]))
 )]
@@ -96,8 +104,8 @@ pub struct Args {
     #[arg(long, value_name = "NAME", requires = "listen")]
     pub session_header: Option<String>,
 
-    /// The server command and its arguments, after `--`
-    #[arg(last = true, value_name = "CMD")]
+    /// The server command and its arguments, passed on untouched (a `--` before it is optional)
+    #[arg(value_name = "CMD", trailing_var_arg = true, num_args = 1..)]
     pub command: Vec<OsString>,
 }
 
@@ -161,9 +169,9 @@ impl Args {
 
 fn stdio(command: Vec<OsString>) -> Result<Stdio> {
     let mut command = command.into_iter();
-    let program = command
-        .next()
-        .ok_or_else(|| Error::usage("missing the server command after --"))?;
+    let program = command.next().ok_or_else(|| {
+        Error::usage("missing the server command: give it after capture's options")
+    })?;
     let fallback_server = Path::new(&program)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -1,7 +1,7 @@
 //! `mcpeval-capture`: sit between an MCP client and server, relay every
 //! byte unchanged, and journal each tool call as a sanitized record.
 //!
-//! Two transports: stdio (`-- CMD`, in [`stdio`]) and Streamable HTTP
+//! Two transports: stdio (`CMD ARGS…`, in [`stdio`]) and Streamable HTTP
 //! (`--listen ADDR --upstream URL`, in [`http`]). Nothing of capture's own
 //! ever goes to stdout; diagnostics go to stderr.
 

@@ -24,6 +24,11 @@ impl Raw {
     pub(crate) fn start(store: &Store, capture_args: &[&str], server: &[&str]) -> Raw {
         let mut cmd = store.cmd("mcpeval-capture");
         cmd.args(capture_args).arg("--").args(server);
+        Raw::spawn(cmd)
+    }
+
+    /// Runs `cmd` (a capture, however its argv is spelled) as the peer.
+    pub(crate) fn spawn(mut cmd: Command) -> Raw {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -270,6 +275,68 @@ fn real_sdk_client_sees_the_same_session_through_capture() {
 }
 
 #[test]
+fn a_client_that_passes_only_its_default_environment_reaches_the_store_named_by_home() {
+    // The Python SDK starts a server with HOME, LOGNAME, PATH, SHELL, TERM
+    // and USER alone: MCPEVAL_HOME never arrives, so only `--home` in the
+    // arguments names the store.
+    let store = Store::new();
+    let script = store.scratch().join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"tool": "echo", "arguments": {"message": "Zanzibar-7781"}}]).to_string(),
+    )
+    .unwrap();
+    let named = store.scratch().join("named-store");
+    let session = |capture_args: &[&std::ffi::OsStr]| {
+        let mut cmd = Command::new(Deps::python());
+        store.env(&mut cmd);
+        let out = cmd
+            .arg(repo().join("tests/clients/session.py"))
+            .arg(&script)
+            .args(["--sdk-env", "--"])
+            .arg(crate::support::bin("mcpeval"))
+            .arg("capture")
+            .args(capture_args)
+            .arg(Deps::server_everything())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "client: {}", text(&out.stderr));
+        let transcript: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(transcript["calls"][0]["is_error"], false, "{transcript}");
+    };
+    let journals = |home: &std::path::Path| -> Vec<Value> {
+        let Ok(dir) = std::fs::read_dir(home.join("journals")) else {
+            return Vec::new();
+        };
+        dir.map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .flat_map(|p| {
+                std::fs::read_to_string(p)
+                    .unwrap()
+                    .lines()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect::<Vec<Value>>()
+            })
+            .collect()
+    };
+
+    session(&["--home".as_ref(), named.as_os_str()]);
+    let records = journals(&named);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0]["tool"], "echo");
+    assert_eq!(records[0]["args_shape"], json!({"message": "string"}));
+    assert!(!records[0].to_string().contains("Zanzibar-7781"));
+    assert!(store.journals().is_empty(), "MCPEVAL_HOME reached capture");
+
+    // Without it, the records go to the default store under HOME.
+    session(&[]);
+    let default = store.scratch().join(".local/share/mcpeval");
+    assert_eq!(journals(&default).len(), 1);
+    assert!(store.journals().is_empty(), "MCPEVAL_HOME reached capture");
+    assert_eq!(journals(&named).len(), 1);
+}
+
+#[test]
 fn bytes_pass_unchanged_in_both_directions() {
     // client → tap A → capture → tap B → real server: what A forwarded is
     // what B received, and what B's server wrote is what A received.
@@ -486,4 +553,135 @@ fn the_store_is_private() {
     assert_eq!(mode(&store.home().join(".salt")), 0o600);
     assert_eq!(std::fs::read(store.home().join(".salt")).unwrap().len(), 32);
     assert_eq!(mode(&store.journals()[0]), 0o600);
+}
+
+/// A server that prints its own arguments as one JSON line and exits.
+const PRINT_ARGV: &str = "import json, sys; print(json.dumps(sys.argv[1:]))";
+
+/// What the server started by `mcpeval-capture CAPTURE_ARGS` (or the front's
+/// `mcpeval capture`) was given, with the store's scratch as the working
+/// directory; asserts success.
+fn server_argv(store: &Store, front: bool, capture_args: &[&str]) -> Vec<String> {
+    let mut cmd = if front {
+        let mut cmd = store.cmd("mcpeval");
+        cmd.arg("capture");
+        cmd
+    } else {
+        store.cmd("mcpeval-capture")
+    };
+    let out = cmd
+        .current_dir(store.scratch())
+        .args(capture_args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{}: {e}", text(&out.stdout)))
+}
+
+#[test]
+fn the_server_command_needs_no_double_dash() {
+    let store = Store::new();
+    let server = fixture("misbehaving_server.py");
+    let server = server.to_str().unwrap();
+    // As a client that strips the first `--` would start it.
+    let mut cmd = store.cmd("mcpeval-capture");
+    cmd.args(["--server", "plain", "python3", server]);
+    let mut c = Raw::spawn(cmd);
+    c.call(1, "ok", json!({"city": "Zanzibar-7781"}));
+    c.finish().assert().success();
+    // The same through the front.
+    let mut cmd = store.cmd("mcpeval");
+    cmd.args(["capture", "python3", server, "--name", "fronted"]);
+    let mut c = Raw::spawn(cmd);
+    c.request(0, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    c.call(1, "ok", json!({}));
+    c.finish().assert().success();
+
+    let records = store.records();
+    let servers: Vec<&Value> = records.iter().map(|r| &r["server"]).collect();
+    assert_eq!(
+        servers,
+        [&json!("plain"), &json!("fronted")],
+        "{records:#?}"
+    );
+    assert!(records.iter().all(|r| r["outcome"] == "ok"));
+    assert!(!contains(&store.all_bytes(), "Zanzibar-7781"));
+}
+
+#[test]
+fn a_double_dash_before_the_command_is_still_accepted() {
+    let store = Store::new();
+    for front in [false, true] {
+        assert_eq!(
+            server_argv(
+                &store,
+                front,
+                &["--", "python3", "-c", PRINT_ARGV, "a", "--", "b"]
+            ),
+            ["a", "--", "b"]
+        );
+        assert_eq!(
+            server_argv(
+                &store,
+                front,
+                &[
+                    "--server", "s", "--", "python3", "-c", PRINT_ARGV, "--server", "t"
+                ]
+            ),
+            ["--server", "t"]
+        );
+    }
+}
+
+#[test]
+fn arguments_after_the_command_go_to_the_server_even_when_they_look_like_capture_flags() {
+    let store = Store::new();
+    let elsewhere = store.scratch().join("elsewhere");
+    for front in [false, true] {
+        let argv = server_argv(
+            &store,
+            front,
+            &[
+                "--server",
+                "s",
+                "python3",
+                "-c",
+                PRINT_ARGV,
+                "--home",
+                "elsewhere",
+                "--listen",
+                "8931",
+                "--",
+                "--help",
+            ],
+        );
+        assert_eq!(
+            argv,
+            ["--home", "elsewhere", "--listen", "8931", "--", "--help"]
+        );
+    }
+    // Capture kept its own store; the server's --home was not capture's.
+    assert!(!elsewhere.exists());
+    assert!(store.home().join(".salt").exists());
+}
+
+#[test]
+fn no_server_command_is_a_usage_error() {
+    let store = Store::new();
+    for args in [
+        &[][..],
+        &["--"],
+        &["--server", "s"],
+        &["--server", "s", "--"],
+    ] {
+        store
+            .bin("mcpeval-capture")
+            .args(args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains("<CMD|--listen <ADDR>>"));
+    }
+    assert!(store.journals().is_empty());
 }

@@ -14,6 +14,7 @@ mod generate;
 mod hostile_capture;
 mod ids;
 mod index;
+mod inspector;
 mod names;
 mod privacy;
 mod probe;
