@@ -236,3 +236,39 @@ fn the_readme_verify_example_runs_as_printed() {
     assert_eq!(stores.len(), 1, "{stores:?}");
     assert!(!store.home().exists());
 }
+
+/// The demo, with its output read by a program rather than a terminal,
+/// writes no colour escape, marks what the servers wrote, ends with the
+/// finding closed and leaves no temporary store behind.
+#[test]
+fn the_demo_off_a_terminal_has_no_colour_and_leaves_no_store() {
+    crate::support::Deps::python();
+    let store = Store::new();
+    let tmp = store.scratch().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = std::process::Command::new(repo().join("scripts/demo"));
+    store.env(&mut cmd);
+    let path = format!(
+        "{}:{}",
+        crate::support::bin_dir().display(),
+        crate::support::SYSTEM_PATH
+    );
+    let out = cmd
+        .env_remove("NO_COLOR")
+        .env_remove("MCPEVAL_HOME")
+        .env("PATH", path)
+        .env("TMPDIR", &tmp)
+        .arg("--no-build")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(!out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b));
+    assert!(stdout.contains(r#""state":"closed""#), "{stdout}");
+    assert!(stderr.contains("\nserver: "), "{stderr}");
+    let records = stdout.lines().filter(|l| l.contains("mcpeval.call/1"));
+    assert_eq!(records.count(), 2, "{stdout}");
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
