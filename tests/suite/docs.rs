@@ -272,3 +272,86 @@ fn the_demo_off_a_terminal_has_no_colour_and_leaves_no_store() {
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// What bash offers for the words of `line` (the last one being
+/// completed), with `path` as PATH, after sourcing the front's completion.
+fn bash_completes(line: &[&str], path: &str) -> Vec<String> {
+    let script = r#"source completions/bash/mcpeval
+COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _mcpeval
+printf '%s\n' "${COMPREPLY[@]}""#;
+    let out = std::process::Command::new("bash")
+        .env_clear()
+        .env("PATH", path)
+        .current_dir(repo())
+        .args(["-c", script, "bash"])
+        .args(line)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.is_empty(), "{stderr}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `mcpeval <TAB>` offers the built-in commands and the plugins on PATH
+/// (found when completing), and after a command's name its own flags and
+/// values, by that command's generated completion; the zsh and fish
+/// scripts at least parse, where those shells are installed.
+#[test]
+fn the_front_completes_commands_plugins_and_their_flags() {
+    let store = Store::new();
+    let plugins = store.scratch().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let foo = plugins.join("mcpeval-foo");
+    std::fs::write(&foo, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&foo, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // Not executable, or not a valid name: not a command.
+    std::fs::write(plugins.join("mcpeval-bar"), "#!/bin/sh\n").unwrap();
+    let path = format!("{}:{}", plugins.display(), crate::support::SYSTEM_PATH);
+
+    let names = bash_completes(&["mcpeval", ""], &path);
+    for name in ["findings", "verify", "capture", "help", "foo"] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    assert!(!names.iter().any(|n| n == "bar"), "{names:?}");
+    assert_eq!(bash_completes(&["mcpeval", "fo"], &path), ["foo"]);
+    assert_eq!(
+        bash_completes(&["mcpeval", "--home", "/tmp", "fin"], &path),
+        ["findings"]
+    );
+    let flags = bash_completes(&["mcpeval", "findings", "--"], &path);
+    assert!(flags.iter().any(|f| f == "--format"), "{flags:?}");
+    assert!(flags.iter().any(|f| f == "--state"), "{flags:?}");
+    assert_eq!(
+        bash_completes(&["mcpeval", "findings", "--format", "j"], &path),
+        ["json"]
+    );
+    let verify = bash_completes(&["mcpeval", "--home", "/tmp", "verify", "--fin"], &path);
+    assert_eq!(verify, ["--finding"]);
+    assert_eq!(
+        bash_completes(&["mcpeval", "--"], &path).first().unwrap(),
+        "--home"
+    );
+
+    for (shell, file) in [
+        ("zsh", "completions/zsh/_mcpeval"),
+        ("fish", "completions/fish/mcpeval.fish"),
+    ] {
+        let Ok(out) = std::process::Command::new(shell)
+            .args(["-n"])
+            .arg(repo().join(file))
+            .output()
+        else {
+            continue; // that shell is not installed here
+        };
+        assert!(
+            out.status.success(),
+            "{shell} -n {file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
