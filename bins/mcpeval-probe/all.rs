@@ -38,7 +38,7 @@ pub fn run(config: &Config, manifest: &Manifest) -> Result<u8> {
     let mut results: Vec<ProbeResult> = Vec::with_capacity(cases.len());
     for (case, admitted) in cases.iter().zip(admitted) {
         let result = runner.run(manifest, case, admitted)?;
-        run::explain(&result, config.hint);
+        run::explain(&result, runner.server_stderr(), config.hint);
         if config.format != Format::Junit {
             // Streamed, so a long manifest shows progress as it runs.
             output::print(&result, config.format)?;

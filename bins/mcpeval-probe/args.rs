@@ -26,8 +26,8 @@ version, garbage, an exit, or silence) the server is started afresh for the lega
 (2025-11-25), since a legacy server is in an undefined state after an unknown request. Each \
 handshake request waits --handshake-timeout (default 10000 ms, server start-up included), so a \
 server that ignores server/discover costs that long once per run. \
-Server requests (ping, roots/list) are answered. The server's stderr is discarded unless \
---server-stderr is given; at the end its stdin is closed, then SIGTERM and SIGKILL follow, 2 s apart.\n\n\
+Server requests (ping, roots/list) are answered. The server's stderr is not shown unless \
+--server-stderr is given, except its last 20 lines when the handshake fails; at the end its stdin is closed, then SIGTERM and SIGKILL follow, 2 s apart.\n\n\
 Streamable HTTP (--url URL, with --header \"Name: value\" for each extra request header, such as \
 Authorization): every message is a POST; an answer may be one JSON body or an event stream that \
 carries notifications and server requests (answered with a POST) before the response. \

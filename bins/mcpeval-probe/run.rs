@@ -6,9 +6,11 @@ use std::path::Path;
 
 use shared::binding;
 use shared::credit::{self, Subject};
+use shared::escape;
 use shared::finding::{DefectClass, Probe};
 use shared::journal::Writer;
 use shared::manifest::{Case, Manifest};
+use shared::mcp::StderrTail;
 use shared::probe::{self, Setup};
 use shared::probe_result::{ProbeResult, SCHEMA, Verdict};
 use shared::salt::Salt;
@@ -30,7 +32,7 @@ pub fn run(config: Config) -> Result<u8> {
     let mut runner = Runner::new(&config)?;
     let result = runner.run(&manifest, case, admitted)?;
     output::print(&result, config.format)?;
-    explain(&result, config.hint);
+    explain(&result, runner.server_stderr(), config.hint);
     Ok(result.result.exit_status())
 }
 
@@ -96,6 +98,8 @@ pub struct Runner<'c> {
     salt: Salt,
     journal: Writer,
     evaluator: [u8; 32],
+    /// The end of the server's stderr when the last run's handshake failed.
+    server_stderr: Option<StderrTail>,
 }
 
 impl<'c> Runner<'c> {
@@ -104,6 +108,7 @@ impl<'c> Runner<'c> {
             salt: Salt::load_or_create(&config.home)?,
             journal: Writer::new(&config.home)?,
             evaluator: binding::evaluator()?,
+            server_stderr: None,
             config,
         })
     }
@@ -133,6 +138,7 @@ impl<'c> Runner<'c> {
 
         let started_at = shared::time::now_rfc3339();
         let verdicted = probe::run(case, setup, &mut self.journal)?;
+        self.server_stderr = verdicted.server_stderr;
         let finished_at = shared::time::now_rfc3339();
         pinned.recheck().map_err(binding::Changed::into_error)?;
 
@@ -159,6 +165,12 @@ impl<'c> Runner<'c> {
         };
         result.sign(salt);
         Ok(result)
+    }
+
+    /// What the server of the last run wrote last on stderr, when its
+    /// handshake failed.
+    pub fn server_stderr(&self) -> Option<&StderrTail> {
+        self.server_stderr.as_ref()
     }
 }
 
@@ -205,9 +217,10 @@ pub fn refuse_placeholders(case: &Case, file: &Path) -> Result<()> {
     .with_hint("replace each \"<fill:TYPE>\" with a real value of that type"))
 }
 
-/// Says on stderr why a run was not green, then (with `hint`) the
-/// remediation hint.
-pub fn explain(result: &ProbeResult, hint: bool) {
+/// Says on stderr why a run was not green, then what the server wrote
+/// last on its stderr (escaped: the server's bytes are untrusted), then
+/// (with `hint`) the remediation hint.
+pub fn explain(result: &ProbeResult, server_stderr: Option<&StderrTail>, hint: bool) {
     let Some(reason) = result.reason else {
         return;
     };
@@ -223,6 +236,21 @@ pub fn explain(result: &ProbeResult, hint: bool) {
         result.case,
         reason.as_str()
     );
+    if let Some(tail) = server_stderr.filter(|t| !t.lines.is_empty()) {
+        let shown = tail.lines.len();
+        let which = if tail.total > shown as u64 {
+            format!("its last {shown} of {} lines", tail.total)
+        } else {
+            format!("{shown} line{}", if shown == 1 { "" } else { "s" })
+        };
+        let _ = writeln!(
+            err,
+            "  the server's stderr ({which}; --server-stderr shows all of it as it is written):"
+        );
+        for line in &tail.lines {
+            let _ = writeln!(err, "    {}", escape::terminal(line));
+        }
+    }
     if hint {
         let _ = writeln!(err, "  hint: {}", reason.hint());
     }

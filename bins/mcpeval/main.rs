@@ -7,6 +7,7 @@
 
 mod args;
 mod builtin;
+mod completion;
 mod dispatch;
 mod exec;
 mod listing;
@@ -28,7 +29,13 @@ fn main() -> ExitCode {
     // The same hidden switch every binary has, for scripts/gen-docs.
     if argv.get(1).is_some_and(|a| a == "--generate") {
         let kind = argv.get(2).and_then(|k| k.to_str()).unwrap_or("");
-        return cli::finish(PROGRAM, cli::generate(args::command(), kind));
+        // clap cannot complete external subcommands: the front writes its own.
+        let generated = if kind.starts_with("complete-") {
+            completion::write(args::command(), kind)
+        } else {
+            cli::generate(args::command(), kind)
+        };
+        return cli::finish(PROGRAM, generated);
     }
     cli::finish(PROGRAM, run(argv.into_iter().skip(1)))
 }

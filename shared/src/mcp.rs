@@ -25,7 +25,10 @@
 //! What the server writes is never echoed: a line that is not JSON is
 //! dropped in the reader with only its line number kept, and the errors of
 //! this module describe what was wrong, never the bytes. The server's
-//! stderr is discarded unless the caller asks for it to be inherited.
+//! stderr reaches ours when the caller asks for it to be inherited;
+//! otherwise only its last [`STDERR_LINES`] lines are kept, in memory, so
+//! that a handshake that fails can say what the server wrote before it
+//! stopped (the caller escapes them: they are the server's bytes).
 //!
 //! Shutdown: close stdin, wait, SIGTERM to the server's process group,
 //! wait, SIGKILL. The server runs in its own process group so helpers it
@@ -35,13 +38,14 @@
 
 mod http;
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -68,6 +72,10 @@ pub const MAX_LINE: u64 = 64 * 1024 * 1024;
 /// How long a server may take to exit after its stdin closes, and again
 /// after SIGTERM.
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How many of the server's last stderr lines a failed handshake keeps.
+pub const STDERR_LINES: usize = 20;
+/// A kept stderr line is cut to this many bytes.
+pub const STDERR_LINE_BYTES: usize = 1024;
 
 /// How to start the server.
 #[derive(Debug, Clone)]
@@ -181,6 +189,60 @@ impl Broken {
     }
 }
 
+/// What a stdio server wrote last on its stderr: raw text (lossy UTF-8),
+/// to be escaped wherever it is shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StderrTail {
+    /// The last [`STDERR_LINES`] lines at most, in the order written,
+    /// without their line ends, each cut to [`STDERR_LINE_BYTES`].
+    pub lines: Vec<String>,
+    /// How many lines the server wrote in all.
+    pub total: u64,
+}
+
+/// Why no conversation could be opened: how it broke and, for a stdio
+/// server whose stderr was not inherited, what it wrote there last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unopened {
+    /// How the handshake (or the start) failed.
+    pub broken: Broken,
+    /// The server's last stderr lines; `None` over HTTP, with inherited
+    /// stderr, or when the server never started.
+    pub stderr: Option<StderrTail>,
+}
+
+impl From<Broken> for Unopened {
+    fn from(broken: Broken) -> Unopened {
+        Unopened {
+            broken,
+            stderr: None,
+        }
+    }
+}
+
+/// The kept end of a server's stderr, filled by a reader thread.
+struct Tail {
+    kept: Arc<Mutex<(VecDeque<Vec<u8>>, u64)>>,
+    /// Disconnects when the reader thread ends (stderr closed).
+    ended: Receiver<()>,
+}
+
+impl Tail {
+    /// Waits up to `wait` for stderr to close, then copies what is kept.
+    fn snapshot(&self, wait: Duration) -> StderrTail {
+        let _ = self.ended.recv_timeout(wait);
+        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        StderrTail {
+            lines: kept
+                .0
+                .iter()
+                .map(|l| String::from_utf8_lossy(l).into_owned())
+                .collect(),
+            total: kept.1,
+        }
+    }
+}
+
 /// The answer to one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
@@ -217,6 +279,8 @@ struct Process {
     stdin: Option<mpsc::Sender<Vec<u8>>>,
     rx: Receiver<Incoming>,
     done: bool,
+    /// The end of its stderr, unless stderr is inherited.
+    tail: Option<Tail>,
 }
 
 /// A connected server.
@@ -242,16 +306,17 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// Reaches the server of `target` and completes a handshake, modern
     /// first. Each handshake request waits at most `timeout`.
-    pub fn open(target: &Target, timeout: Duration) -> Result<Client, Broken> {
+    pub fn open(target: &Target, timeout: Duration) -> Result<Client, Unopened> {
         match target {
             Target::Stdio(launch) => Client::connect(launch, timeout),
-            Target::Http(remote) => Client::connect_http(remote, timeout),
+            Target::Http(remote) => Ok(Client::connect_http(remote, timeout)?),
         }
     }
 
     /// Starts the server and completes a handshake, modern first. Each
-    /// handshake request waits at most `timeout`.
-    pub fn connect(launch: &Launch, timeout: Duration) -> Result<Client, Broken> {
+    /// handshake request waits at most `timeout`. A failed legacy
+    /// handshake ends the server and keeps the end of its stderr.
+    pub fn connect(launch: &Launch, timeout: Duration) -> Result<Client, Unopened> {
         let mut first = Client::start(launch)?;
         if first.discover(timeout).unwrap_or(false) {
             first.era = Era::Modern;
@@ -259,7 +324,16 @@ impl Client {
         }
         first.shutdown();
         let mut second = Client::start(launch)?;
-        second.initialize(timeout)?;
+        if let Err(broken) = second.initialize(timeout) {
+            second.shutdown();
+            let stderr = match &second.link {
+                Link::Stdio(Process {
+                    tail: Some(tail), ..
+                }) => Some(tail.snapshot(Duration::from_millis(500))),
+                _ => None,
+            };
+            return Err(Unopened { broken, stderr });
+        }
         Ok(second)
     }
 
@@ -304,7 +378,7 @@ impl Client {
             .stderr(if launch.inherit_stderr {
                 Stdio::inherit()
             } else {
-                Stdio::null()
+                Stdio::piped()
             })
             .process_group(0);
         let mut child = cmd.spawn().map_err(|err| {
@@ -315,6 +389,13 @@ impl Client {
         })?;
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
+        let tail = child.stderr.take().map(|stderr| {
+            let kept = Arc::new(Mutex::new((VecDeque::new(), 0)));
+            let (alive, ended) = mpsc::channel();
+            let shared = Arc::clone(&kept);
+            std::thread::spawn(move || read_tail(stderr, &shared, alive));
+            Tail { kept, ended }
+        });
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || read_lines(stdout, &tx));
         let (to_server, lines) = mpsc::channel();
@@ -325,6 +406,7 @@ impl Client {
                 stdin: Some(to_server),
                 rx,
                 done: false,
+                tail,
             }),
             era: Era::Legacy,
             next_id: 1,
@@ -490,7 +572,7 @@ impl Client {
                 Incoming::NotJson(line) => return Err(Broken::NonJson(line)),
                 Incoming::Closed => {
                     return Err(Broken::Exited(format!(
-                        "the server {} while {method} was pending",
+                        "the server {} before answering {method}",
                         self.exit_description()
                     )));
                 }
@@ -693,6 +775,48 @@ fn write_lines(mut stdin: ChildStdin, lines: &Receiver<Vec<u8>>) {
             return;
         }
     }
+}
+
+/// Keeps the last [`STDERR_LINES`] lines of the server's stderr until it
+/// closes, each cut to [`STDERR_LINE_BYTES`], so a server that writes
+/// without end costs bounded memory and is never blocked on a full pipe.
+/// `alive` is dropped when stderr closes.
+fn read_tail(stderr: ChildStderr, kept: &Mutex<(VecDeque<Vec<u8>>, u64)>, alive: mpsc::Sender<()>) {
+    let keep = |mut line: Vec<u8>| {
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+        kept.0.push_back(line);
+        if kept.0.len() > STDERR_LINES {
+            kept.0.pop_front();
+        }
+        kept.1 += 1;
+    };
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok([]) => break,
+            Ok(buf) => buf,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let (part, used, ends) = match buf.iter().position(|&b| b == b'\n') {
+            Some(at) => (&buf[..at], at + 1, true),
+            None => (buf, buf.len(), false),
+        };
+        let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&part[..part.len().min(room)]);
+        reader.consume(used);
+        if ends {
+            keep(std::mem::take(&mut line));
+        }
+    }
+    if !line.is_empty() {
+        keep(line);
+    }
+    drop(alive);
 }
 
 /// Reads stdout line by line until it closes. Raw lines never leave this

@@ -28,7 +28,7 @@ use crate::finding::Probe;
 
 use crate::journal::Writer;
 use crate::manifest::{Case, Expect, Outcome as Expected, Step, Unmet};
-use crate::mcp::{Broken, Client, Reply, Target};
+use crate::mcp::{Broken, Client, Reply, StderrTail, Target};
 use crate::outcome;
 use crate::probe_result::{Reason, Verdict, clean_detail};
 use crate::record::{Call, Channel, Identity, Origin, Outcome, SCHEMA_V1};
@@ -93,6 +93,10 @@ pub struct Verdicted {
     /// [`crate::credit::MAX_NAME`] bytes; `None` when it gave none (or the
     /// handshake failed).
     pub server: Option<String>,
+    /// What a stdio server wrote last on stderr before its handshake
+    /// failed (raw: escape it to show it); `None` otherwise. Never part
+    /// of the result.
+    pub server_stderr: Option<StderrTail>,
 }
 
 /// Runs `case` against the server of `setup`, journaling every call to
@@ -109,7 +113,12 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
     let timeout = Duration::from_millis(case.timeout_ms);
     let mut client = match Client::open(&setup.target, setup.handshake_timeout) {
         Ok(client) => client,
-        Err(broken) => return Ok(transport(&broken, 0)),
+        Err(unopened) => {
+            return Ok(Verdicted {
+                server_stderr: unopened.stderr,
+                ..transport(&unopened.broken, 0)
+            });
+        }
     };
     let named = client
         .server_name()
@@ -149,6 +158,7 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
             detail: None,
             attempts,
             server: named,
+            server_stderr: None,
         }),
         Ok(Some((reason, detail))) => Ok(Verdicted {
             verdict: reason.verdict(),
@@ -156,6 +166,7 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
             detail: Some(clean_detail(&detail)),
             attempts,
             server: named,
+            server_stderr: None,
         }),
         Err(Stop::Broken(broken)) => Ok(Verdicted {
             server: named,
@@ -167,6 +178,7 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
             detail: Some(clean_detail(&detail)),
             attempts,
             server: named,
+            server_stderr: None,
         }),
         Err(Stop::Journal(err)) => Err(err),
     }
@@ -179,6 +191,7 @@ fn transport(broken: &Broken, attempts: u32) -> Verdicted {
         detail: Some(clean_detail(&broken.describe())),
         attempts,
         server: None,
+        server_stderr: None,
     }
 }
 

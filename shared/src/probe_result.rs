@@ -105,7 +105,7 @@ spelled! {
         ServerStart = "server-start",
         /// Transport: neither `server/discover` nor `initialize` succeeded.
         Handshake = "handshake",
-        /// Transport: the server exited or closed stdout mid-run.
+        /// Transport: the server's stdout closed (it exited) before an answer.
         ServerExited = "server-exited",
         /// Transport: a line on stdout was not JSON.
         NonJsonLine = "non-json-line",
@@ -189,7 +189,7 @@ impl Reason {
                 "The server completed neither server/discover nor initialize: check that it speaks MCP on stdio, or Streamable HTTP at --url."
             }
             Reason::ServerExited => {
-                "The server exited or closed stdout mid-run: keep serving until stdin closes."
+                "The server stopped before it answered: what it wrote on stderr says why (all of it with --server-stderr)."
             }
             Reason::NonJsonLine => {
                 "The server wrote a line that is not JSON on stdout: send logs to stderr."

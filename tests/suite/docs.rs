@@ -139,3 +139,219 @@ fn the_front_help_reads_as_reviewed() {
     let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     insta::assert_snapshot!("mcpeval_help", help);
 }
+
+/// The fenced blocks of the README's section `heading`, in order, as
+/// (info string, body).
+fn readme_blocks(heading: &str) -> Vec<(String, String)> {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = readme
+        .split(&format!("\n{heading}\n"))
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or_else(|| panic!("README has a section {heading:?}"))
+        .to_owned();
+    let mut blocks = Vec::new();
+    let mut open: Option<(String, String)> = None;
+    for line in section.lines() {
+        match (line.strip_prefix("```"), open.take()) {
+            (Some(_), Some(block)) => blocks.push(block),
+            (Some(info), None) => open = Some((info.to_owned(), String::new())),
+            (None, Some((info, mut body))) => {
+                body.push_str(line);
+                body.push('\n');
+                open = Some((info, body));
+            }
+            (None, None) => {}
+        }
+    }
+    blocks
+}
+
+/// `text` with finding ids and run ids made the same in every store.
+fn same_ids(text: &str) -> String {
+    let store = Store::new();
+    let text = store.redact_ids(text);
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("run=") {
+        out.push_str(&rest[..at]);
+        out.push_str("run=[RUN]");
+        rest = rest[at + 4..].trim_start_matches(|c: char| c.is_ascii_hexdigit() || c == '-');
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The verify example runs as printed on a fresh clone: in a directory
+/// holding only the bundled corpus, with the suite on PATH and a cleared
+/// environment, it ends with the red line and hint the README shows, and
+/// keeps its store in the temporary directory it makes.
+#[test]
+fn the_readme_verify_example_runs_as_printed() {
+    let blocks = readme_blocks("## Verify a fix");
+    let at = blocks
+        .iter()
+        .position(|(info, _)| info == "sh")
+        .expect("a sh block");
+    let (script, shown) = (&blocks[at].1, &blocks[at + 1].1);
+    let store = Store::new();
+    let clone = store.scratch().join("clone");
+    let tmp = store.scratch().join("tmp");
+    std::fs::create_dir_all(clone.join("corpus")).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-R")
+        .arg(repo().join("corpus/demo"))
+        .arg(clone.join("corpus/demo"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let mut cmd = std::process::Command::new("bash");
+    store.env(&mut cmd);
+    let path = format!(
+        "{}:{}",
+        crate::support::bin_dir().display(),
+        crate::support::SYSTEM_PATH
+    );
+    let out = cmd
+        .env_remove("MCPEVAL_HOME")
+        .env("PATH", path)
+        .env("TMPDIR", &tmp)
+        .args(["-e", "-c", script])
+        .current_dir(&clone)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a red verify\n{stdout}\n{stderr}"
+    );
+    let last: Vec<&str> = stdout.lines().rev().take(2).collect();
+    let last = format!("{}\n{}", last[1], last[0]);
+    assert_eq!(same_ids(&last), same_ids(shown.trim()), "{stderr}");
+    // The store went where the example said: a fresh temporary directory.
+    let stores: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert_eq!(stores.len(), 1, "{stores:?}");
+    assert!(!store.home().exists());
+}
+
+/// The demo, with its output read by a program rather than a terminal,
+/// writes no colour escape, marks what the servers wrote, ends with the
+/// finding closed and leaves no temporary store behind.
+#[test]
+fn the_demo_off_a_terminal_has_no_colour_and_leaves_no_store() {
+    crate::support::Deps::python();
+    let store = Store::new();
+    let tmp = store.scratch().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = std::process::Command::new(repo().join("scripts/demo"));
+    store.env(&mut cmd);
+    let path = format!(
+        "{}:{}",
+        crate::support::bin_dir().display(),
+        crate::support::SYSTEM_PATH
+    );
+    let out = cmd
+        .env_remove("NO_COLOR")
+        .env_remove("MCPEVAL_HOME")
+        .env("PATH", path)
+        .env("TMPDIR", &tmp)
+        .arg("--no-build")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(!out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b));
+    assert!(stdout.contains(r#""state":"closed""#), "{stdout}");
+    assert!(stderr.contains("\nserver: "), "{stderr}");
+    let records = stdout.lines().filter(|l| l.contains("mcpeval.call/1"));
+    assert_eq!(records.count(), 2, "{stdout}");
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// What bash offers for the words of `line` (the last one being
+/// completed), with `path` as PATH, after sourcing the front's completion.
+fn bash_completes(line: &[&str], path: &str) -> Vec<String> {
+    let script = r#"source completions/bash/mcpeval
+COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _mcpeval
+printf '%s\n' "${COMPREPLY[@]}""#;
+    let out = std::process::Command::new("bash")
+        .env_clear()
+        .env("PATH", path)
+        .current_dir(repo())
+        .args(["-c", script, "bash"])
+        .args(line)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.is_empty(), "{stderr}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `mcpeval <TAB>` offers the built-in commands and the plugins on PATH
+/// (found when completing), and after a command's name its own flags and
+/// values, by that command's generated completion; the zsh and fish
+/// scripts at least parse, where those shells are installed.
+#[test]
+fn the_front_completes_commands_plugins_and_their_flags() {
+    let store = Store::new();
+    let plugins = store.scratch().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let foo = plugins.join("mcpeval-foo");
+    std::fs::write(&foo, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&foo, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // Not executable, or not a valid name: not a command.
+    std::fs::write(plugins.join("mcpeval-bar"), "#!/bin/sh\n").unwrap();
+    let path = format!("{}:{}", plugins.display(), crate::support::SYSTEM_PATH);
+
+    let names = bash_completes(&["mcpeval", ""], &path);
+    for name in ["findings", "verify", "capture", "help", "foo"] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    assert!(!names.iter().any(|n| n == "bar"), "{names:?}");
+    assert_eq!(bash_completes(&["mcpeval", "fo"], &path), ["foo"]);
+    assert_eq!(
+        bash_completes(&["mcpeval", "--home", "/tmp", "fin"], &path),
+        ["findings"]
+    );
+    let flags = bash_completes(&["mcpeval", "findings", "--"], &path);
+    assert!(flags.iter().any(|f| f == "--format"), "{flags:?}");
+    assert!(flags.iter().any(|f| f == "--state"), "{flags:?}");
+    assert_eq!(
+        bash_completes(&["mcpeval", "findings", "--format", "j"], &path),
+        ["json"]
+    );
+    let verify = bash_completes(&["mcpeval", "--home", "/tmp", "verify", "--fin"], &path);
+    assert_eq!(verify, ["--finding"]);
+    assert_eq!(
+        bash_completes(&["mcpeval", "--"], &path).first().unwrap(),
+        "--home"
+    );
+
+    for (shell, file) in [
+        ("zsh", "completions/zsh/_mcpeval"),
+        ("fish", "completions/fish/mcpeval.fish"),
+    ] {
+        let Ok(out) = std::process::Command::new(shell)
+            .args(["-n"])
+            .arg(repo().join(file))
+            .output()
+        else {
+            continue; // that shell is not installed here
+        };
+        assert!(
+            out.status.success(),
+            "{shell} -n {file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -824,7 +824,7 @@ fn protocol_breaks_are_transport_errors() {
     transport(
         &b.run("exit", &[]),
         "server-exited",
-        "the server exited with status 3 while tools/call was pending",
+        "the server exited with status 3 before answering tools/call",
         1,
     );
     let missing = b.run_argv(&[], "status", &["no-such-server-xyz".to_owned()]);
@@ -850,6 +850,62 @@ fn protocol_breaks_are_transport_errors() {
         let run = b.run(id, &[]);
         assert!(!run.stdout.contains(MARK) && !run.stderr.contains(MARK));
     }
+}
+
+/// A server that dies before its handshake (a missing file, a failed
+/// import) said why on its stderr: the error shows the last 20 lines of
+/// it in order, escaped, names --server-stderr and blames nobody; the
+/// signed result on stdout carries none of it.
+#[test]
+fn a_server_that_exits_before_its_handshake_shows_its_last_stderr_lines() {
+    let b = Bench::new();
+    b.cases(json!([case("status", "instruction-fidelity", "status")]));
+    let argv = vec![
+        "python3".to_owned(),
+        fixture("stderr_then_exit.py").display().to_string(),
+    ];
+    let run = b.run_argv(&[], "status", &argv);
+    transport(
+        &run,
+        "server-exited",
+        "the server exited with status 3 before answering initialize",
+        0,
+    );
+    assert!(!run.stdout.contains("stderr line"), "{}", run.stdout);
+    let shown: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("stderr line"))
+        .collect();
+    let expected: Vec<String> = (11..=30)
+        .map(|n| {
+            let mark = if n == 25 { "\\u{1b}[31m" } else { "" };
+            format!("    stderr line {n}{mark}")
+        })
+        .collect();
+    assert_eq!(shown, expected, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("the server's stderr (its last 20 of 30 lines; --server-stderr shows all"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains('\x1b'), "{}", run.stderr);
+    assert!(!run.stderr.contains("closed stdout"), "{}", run.stderr);
+
+    // With --server-stderr the server's own stderr arrives whole instead.
+    let whole = b.run_argv(&["--server-stderr"], "status", &argv);
+    assert_eq!(whole.status, 5, "{}", whole.stderr);
+    assert!(
+        whole.stderr.starts_with("stderr line 1\n"),
+        "{}",
+        whole.stderr
+    );
+    assert!(
+        !whole.stderr.contains("the server's stderr ("),
+        "{}",
+        whole.stderr
+    );
 }
 
 #[test]
