@@ -22,6 +22,7 @@ mod probe_http;
 mod promote;
 mod property;
 mod readiness;
+mod reading;
 mod records;
 mod report;
 mod seeded;

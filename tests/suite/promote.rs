@@ -423,13 +423,20 @@ fn statuses_follow_the_contract() {
         ok(&store, "mcpeval-promote", &[]),
         "promoted 0 of 0 issues\n"
     );
-    // Indexing again after new calls drops the findings until promote runs.
+    // Indexing again after new calls makes the findings out of date until
+    // promote runs: status 3, never an empty list.
     records::append(&store, 1, &Rec::ok(2, 1, 2, "forecast").line());
     ok(&store, "mcpeval-index", &[]);
     store
         .bin("mcpeval-findings")
+        .args(["--format", "json"])
         .assert()
-        .stderr(predicate::str::contains("run `mcpeval promote`"));
+        .code(3)
+        .stdout("")
+        .stderr(
+            "mcpeval-findings: error: findings are out of date: the index changed after \
+             the last promote; run mcpeval promote\n",
+        );
 }
 
 /// The seed corpus in a fresh store, annotated as its labels say.
