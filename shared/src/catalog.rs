@@ -478,3 +478,61 @@ pub const OUTDATED_MIGRATION: &str = "
 -- NULL while the findings are current.
 ALTER TABLE promotion ADD COLUMN outdated_at TEXT;
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db;
+
+    fn why(err: &Error) -> Option<Unpromoted> {
+        err.chain()
+            .find_map(|e| e.downcast_ref::<Unpromoted>().copied())
+    }
+
+    #[test]
+    fn the_load_tells_never_promoted_from_out_of_date() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let mut conn = db::open(&home.index_db(), &index_db::SCHEMA).unwrap();
+        conn.execute(
+            "INSERT INTO state(id, indexed_at, calls, annotations_max_id, annotations_count)
+             VALUES (1, '2026-11-30T07:00:00.000Z', 4, 0, 0)",
+            [],
+        )
+        .unwrap();
+        let never = load(&home).unwrap_err();
+        assert_eq!(never.status(), crate::exit::UNAVAILABLE);
+        assert_eq!(why(&never), Some(Unpromoted::Never { calls: 4 }));
+
+        let promotion = Promotion {
+            promoted_at: "2026-11-30T08:00:00.000Z".into(),
+            scored_as_of: "2026-11-30T08:00:00.000Z".into(),
+            threshold: 0.0,
+            issues: 0,
+            promoted: 0,
+            one_session: 0,
+            below_threshold: 0,
+        };
+        let tx = conn.transaction().unwrap();
+        replace(&tx, &home, &promotion, &[]).unwrap();
+        tx.commit().unwrap();
+        let current = load(&home).unwrap();
+        assert_eq!(current.promotion, Some(promotion.clone()));
+        assert_eq!(current.calls, 4);
+
+        clear(&conn, &home.index_db()).unwrap();
+        let stale = load(&home).unwrap_err();
+        assert_eq!(why(&stale), Some(Unpromoted::OutOfDate));
+        assert_eq!(
+            stale.to_string(),
+            "findings are out of date: the index changed after the last promote; \
+             run mcpeval promote"
+        );
+
+        // promote again: current once more.
+        let tx = conn.transaction().unwrap();
+        replace(&tx, &home, &promotion, &[]).unwrap();
+        tx.commit().unwrap();
+        assert!(load(&home).is_ok());
+    }
+}
