@@ -103,12 +103,6 @@ pub fn run(args: Args) -> Result<()> {
         stale.len(),
         if args.prune { " (pruned)" } else { "" }
     );
-    if catalog.promotion.is_none() {
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "{PROGRAM}: note: nothing was promoted since the index last changed; run `mcpeval promote`"
-        );
-    }
     Ok(())
 }
 

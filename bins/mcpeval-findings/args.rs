@@ -17,8 +17,12 @@ Every format holds sanitized identifiers, aggregate figures, the defect class \
 and its fix hint, argument shapes and the lifecycle state: never an error \
 template, an annotation note, a session token, the salt or a raw value.\n\n\
 With a valid index and no findings, a one-line explanation goes to stderr and \
-the status is 0. A missing, damaged or incomplete index is unavailable \
-evidence (status 3).\n\n\
+the status is 0 (on a store with nothing captured yet, it says how to start). A missing, \
+damaged or incomplete index is unavailable evidence (status 3), and so are findings out of \
+date: when the index changed after the last promote (new journals indexed, or --rebuild), or \
+promote never ran on this store, every format prints nothing on stdout and says \
+\"findings are out of date: ... run mcpeval promote\" (or \"not promoted yet\") with \
+status 3, so a script never takes a stale store for one without failures.\n\n\
 --from FILE reads the findings of a share envelope (mcpeval.share/1, written by \
 `mcpeval share`) instead of the store, so a maintainer renders what was shared in \
 any format, with a store of their own or none at all; the store is not opened. The \
@@ -30,6 +34,10 @@ Pointer of the value at fault, e.g. /findings/3/server.\n\n\
 Every format escapes names for its medium: markdown text and code spans, a quoted literal in \
 the agent format (so a name never starts a line), JSON with every control and bidirectional \
 character escaped.\n\n\
+In the agent format each finding ends with the next step its lifecycle state needs: an open \
+finding never verified gets the generate and verify commands; fix-claimed, reopened and \
+verifying ones get verify again (with the green runs still needed to close); a closed one \
+gets no command, only how it closed and that a red verification run reopens it.\n\n\
 --history --format json prints, instead of the findings, the lifecycle history of each listed \
 finding from lifecycle.db: {history: [{finding, state, streak, reopened, events: [{at, event, \
 from, to, reopened}], runs: [{run_id, result, reason, started_at, finished_at, recorded_at, \

@@ -32,6 +32,7 @@ fn run(args: Args) -> Result<()> {
     let catalog = match &args.from {
         Some(file) => catalog::Catalog {
             promotion: None,
+            calls: 0,
             findings: shared::envelope::read_findings(file)?,
         },
         None => catalog::load(&args.home.resolve()?)?,
@@ -68,17 +69,19 @@ fn run(args: Args) -> Result<()> {
     Ok(out.flush()?)
 }
 
-/// The one-line explanation for an empty answer.
+/// The one-line explanation for an empty answer from the store, whose
+/// findings are current (`catalog::load` refuses any others).
 fn why_none(catalog: &catalog::Catalog, total: usize) -> String {
     match &catalog.promotion {
-        None => {
-            "no findings: nothing was promoted since the index last changed; run `mcpeval promote`"
-                .into()
-        }
-        Some(p) if total == 0 => format!(
+        _ if total > 0 => format!("no findings match the filters ({total} findings in all)"),
+        _ if catalog.calls == 0 => format!(
+            "no findings: nothing was captured yet (the index holds no calls); {}",
+            catalog::START
+        ),
+        Some(p) => format!(
             "no findings: promote found none of {} issues recurring in two sessions at threshold {} ({} seen in one session only, {} below threshold)",
             p.issues, p.threshold, p.one_session, p.below_threshold
         ),
-        Some(_) => format!("no findings match the filters ({total} findings in all)"),
+        None => "no findings".into(),
     }
 }

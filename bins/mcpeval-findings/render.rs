@@ -126,7 +126,6 @@ three consecutive green verification runs.\n"
         // An id from a tampered index could hold anything; a valid one
         // comes out unchanged.
         let id = terminal(&d.id);
-        let manifest = format!("{id}.manifest.json");
         writeln!(
             out,
             "{}. {id} [{}; severity {}, score {:.3}, state {}]",
@@ -158,27 +157,72 @@ three consecutive green verification runs.\n"
             shapes(&d.args_shapes, |s| s.to_owned())
         )?;
         writeln!(out, "   fix: {}", d.fix_hint)?;
-        let expect = if d.defect_class == "false-success" {
-            " --expect expect.json"
-        } else {
-            ""
-        };
-        if d.defect_class == "false-success" {
+        next_steps(out, f, &id)?;
+    }
+    Ok(())
+}
+
+/// What to do next, by lifecycle state: a manifest case to write only
+/// while none was verified, runs of `verify` while it is open, and
+/// nothing for a closed finding but what would reopen it.
+fn next_steps(out: &mut impl Write, f: &Finding, id: &str) -> Result<()> {
+    let manifest = format!("{id}.manifest.json");
+    let verify = format!(
+        "mcpeval verify --finding {id} --case {id} --manifest {manifest} -- <server command>"
+    );
+    let reopens = "a red verification run reopens it";
+    match f.state {
+        "closed" => {
+            let how = if f.streak >= 3 {
+                "by three consecutive green verification runs"
+            } else {
+                "by hand (mcpeval close)"
+            };
             writeln!(
                 out,
-                "   first: write expect.json with the result that proves the contract holds, e.g.\n   \
-{{\"outcome\": \"ok\", \"equals_paths\": {{\"/structuredContent/status\": \"ready\"}}}}"
+                "   closed {how}: nothing to do; if the failure comes back, {reopens}\n"
             )?;
         }
-        writeln!(
+        "verifying" => {
+            let left = 3u32.saturating_sub(f.streak).max(1);
+            writeln!(
+                out,
+                "   verifying: {} of 3 green runs; run verify {left} more time{}, green each time, to close it ({reopens} instead):\n         \
+{verify}\n",
+                f.streak,
+                if left == 1 { "" } else { "s" }
+            )?;
+        }
+        "fix-claimed" => writeln!(
             out,
-            "   next: mcpeval generate --finding {id} --confirm-read-only{expect} --output {manifest}"
-        )?;
-        writeln!(
+            "   fix claimed, but the last verification run was red: fix the server, then run\n         \
+{verify}\n"
+        )?,
+        _ if f.probe_attached => writeln!(
             out,
-            "   then: fill the placeholders it lists, and run\n         \
-mcpeval verify --finding {id} --case {id} --manifest {manifest} -- <server command>\n"
-        )?;
+            "   reopened by a red verification run: fix the server, then run\n         \
+{verify}\n"
+        )?,
+        _ => {
+            let expect = if f.derived.defect_class == "false-success" {
+                writeln!(
+                    out,
+                    "   first: write expect.json with the result that proves the contract holds, e.g.\n   \
+{{\"outcome\": \"ok\", \"equals_paths\": {{\"/structuredContent/status\": \"ready\"}}}}"
+                )?;
+                " --expect expect.json"
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "   next: mcpeval generate --finding {id} --confirm-read-only{expect} --output {manifest}"
+            )?;
+            writeln!(
+                out,
+                "   then: fill the placeholders it lists, and run\n         {verify}\n"
+            )?;
+        }
     }
     Ok(())
 }

@@ -26,6 +26,9 @@ fn main() -> ExitCode {
 }
 
 fn run(config: Config) -> Result<()> {
+    // Findings not promoted since the index changed end the run first,
+    // before the trends cache is touched.
+    let catalog = shared::catalog::load_if_indexed(&config.home)?;
     let refresh = cache::refresh(&config.home)?;
     if let Some(reason) = &refresh.rebuilt {
         let _ = writeln!(
@@ -33,7 +36,6 @@ fn run(config: Config) -> Result<()> {
             "{PROGRAM}: trends.db rebuilt: {reason}"
         );
     }
-    let catalog = shared::catalog::load_if_indexed(&config.home)?;
     let report = verdict::report(&config, &refresh, catalog.as_ref());
     let mut out = std::io::stdout().lock();
     match config.format {

@@ -123,8 +123,8 @@ pub struct Report {
     pub days: Vec<String>,
     /// [`RATE_LIMIT_PERCENT`] as a fraction.
     pub rate_limit: f64,
-    /// `index` (open findings read from it), `not-promoted` (an index, but
-    /// no promotion since it changed) or `no-index`.
+    /// `index` (open findings read from it) or `no-index`. An index not
+    /// promoted since it changed is no report at all (status 3).
     pub findings: &'static str,
     pub servers: Vec<Server>,
     pub cache: Cache,
@@ -177,7 +177,6 @@ pub fn report(config: &Config, refresh: &Refresh, catalog: Option<&Catalog>) -> 
     }
     let findings = match catalog {
         None => "no-index",
-        Some(c) if c.promotion.is_none() => "not-promoted",
         Some(_) => "index",
     };
 
@@ -277,9 +276,6 @@ fn judge(
         "no-index" => {
             Some("open findings unknown: no index yet (run `mcpeval index` and `mcpeval promote`)")
         }
-        "not-promoted" => Some(
-            "open findings unknown: nothing promoted since the index last changed (run `mcpeval promote`)",
-        ),
         _ => None,
     };
     let (verdict, mut reasons) = if !not_ready.is_empty() {

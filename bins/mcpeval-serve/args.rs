@@ -36,7 +36,8 @@ with --home set to this store and the workspace as their directory, and relay th
 status, stdout and stderr, so each rule has one implementation. A failed command, like a \
 refused input, is an isError result whose text is exactly what the command printed on \
 stderr. Before the first `mcpeval index`, list_findings returns no findings with a note; with \
-a damaged or incomplete index it returns the error `mcpeval findings` prints. Nothing \
+a damaged or incomplete index, or findings out of date (the index changed after the last \
+promote), it returns the error `mcpeval findings` prints, never an empty list. Nothing \
 unsanitized is ever returned: findings hold identifiers, aggregates and shapes only.\n\n\
 Trust model: serve acts with your rights for an MCP client (an agent), which gets no more \
 than these flags give it.\n\n\

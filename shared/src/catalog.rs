@@ -107,14 +107,70 @@ pub struct Promotion {
     pub below_threshold: u64,
 }
 
-/// Everything a reader needs: whether promotion ran, and its findings.
+/// Everything a reader needs: the promotion its findings come from, and
+/// the findings.
 #[derive(Debug, Clone)]
 pub struct Catalog {
-    /// `None` when no promotion ran since the index last changed.
+    /// The promote run of the findings. Loaded from a store it is always
+    /// there ([`load`] refuses findings no current promotion stands for);
+    /// `None` for findings read from elsewhere (a share file).
     pub promotion: Option<Promotion>,
+    /// Calls the index holds (0 for findings read from elsewhere): none
+    /// means nothing was captured yet.
+    pub calls: u64,
     /// Findings, highest score first.
     pub findings: Vec<Finding>,
 }
+
+/// Why a complete index has no findings to read: the evidence is
+/// unavailable (status 3), because `promote` has not run on what the index
+/// now holds. Decided once, in [`load`], so that every reader of findings
+/// (`findings`, `export-issues`, `readiness`, `share`, `serve`, `report`)
+/// refuses in the same words instead of showing an empty list that a
+/// script would take for "no failures".
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unpromoted {
+    /// `index` changed the evidence after the last `promote`, which
+    /// dropped that run's findings.
+    OutOfDate,
+    /// The store was indexed, but `promote` never ran on it; the index
+    /// holds `calls` calls.
+    Never {
+        /// Calls the index holds; none means nothing was captured yet.
+        calls: u64,
+    },
+}
+
+impl std::fmt::Display for Unpromoted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unpromoted::OutOfDate => f.write_str(
+                "findings are out of date: the index changed after the last promote; \
+                 run mcpeval promote",
+            ),
+            Unpromoted::Never { calls: 0 } => write!(
+                f,
+                "no findings yet: nothing was captured yet (the index holds no calls) and \
+                 promote never ran on this store; {START}"
+            ),
+            Unpromoted::Never { calls } => write!(
+                f,
+                "findings are not promoted yet: the index holds {calls} call{} but promote \
+                 never ran on this store; run mcpeval promote",
+                if *calls == 1 { "" } else { "s" }
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Unpromoted {}
+
+/// How to begin on a store with nothing captured: every reader that meets
+/// an empty store says it in these words.
+pub const START: &str = "start by capturing in front of a server \
+    (`mcpeval capture -- <server command>`, then let an agent use it), \
+    then run `mcpeval index` and `mcpeval promote`";
 
 /// Replaces the derived findings (inside the caller's transaction).
 pub fn replace(
@@ -178,22 +234,60 @@ pub fn replace(
     Ok(())
 }
 
-/// Empties the findings and the promotion record: `index` calls it
-/// whenever calls or annotation links change, so `promote` must run again.
+/// Empties the findings and marks the promotion record out of date:
+/// `index` calls it whenever calls or annotation links change, so
+/// `promote` must run again, and until it does every reader refuses with
+/// [`Unpromoted::OutOfDate`] (the record says a promote did run once).
 pub fn clear(conn: &Connection, path: &std::path::Path) -> Result<()> {
-    conn.execute_batch("DELETE FROM findings; DELETE FROM promotion;")
+    conn.execute("DELETE FROM findings", [])
+        .and_then(|_| {
+            conn.execute(
+                "UPDATE promotion SET outdated_at = ?1 WHERE outdated_at IS NULL",
+                [crate::time::now_rfc3339()],
+            )
+        })
+        .map(drop)
         .map_err(|e| sql_error(path, e))
 }
 
-/// Loads the catalog: the index must be complete (else status 3); a store
-/// with no lifecycle.db yet has every finding open.
+/// Loads the catalog: the index must be complete, and promoted since it
+/// last changed (else status 3, [`Unpromoted`]); a store with no
+/// lifecycle.db yet has every finding open.
 pub fn load(home: &Home) -> Result<Catalog> {
+    let path = home.index_db();
+    if !path.exists() {
+        return Err(no_index(home, &path));
+    }
     let index = index_db::open_complete(home)?;
+    let calls = index_db::require_state(&index, &path)?.calls;
     let states = match lifecycle::open_if_present(home)? {
         Some(conn) => lifecycle::states(&conn, &home.lifecycle_db())?,
         None => HashMap::new(),
     };
-    load_from(&index, home, &states)
+    load_from(&index, home, &states, u64::try_from(calls).unwrap_or(0))
+}
+
+/// There is no index: say whether anything was captured to index.
+fn no_index(home: &Home, path: &std::path::Path) -> Error {
+    let journals = home.journals();
+    let captured = std::fs::read_dir(&journals).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(crate::journal::is_journal_name)
+        })
+    });
+    if captured {
+        Error::unavailable(format!("no index yet: {} does not exist", path.display()))
+            .with_hint("run `mcpeval index`, then `mcpeval promote`")
+    } else {
+        Error::unavailable(format!(
+            "no index yet: {} does not exist, and nothing was captured yet ({} holds no journal)",
+            path.display(),
+            journals.display()
+        ))
+        .with_hint(START)
+    }
 }
 
 /// Like [`load`], but a store that was never indexed (no `index.db`)
@@ -211,16 +305,18 @@ fn load_from(
     index: &Connection,
     home: &Home,
     states: &HashMap<FindingId, FindingState>,
+    calls: u64,
 ) -> Result<Catalog> {
     let path = home.index_db();
     let fail = |e| sql_error(&path, e);
     let promotion = index
         .query_row(
-            "SELECT promoted_at, scored_as_of, threshold, issues, promoted, one_session, below_threshold
+            "SELECT promoted_at, scored_as_of, threshold, issues, promoted, one_session, below_threshold,
+                    outdated_at IS NOT NULL
              FROM promotion WHERE id = 1",
             [],
             |r| {
-                Ok(Promotion {
+                let promotion = Promotion {
                     promoted_at: r.get(0)?,
                     scored_as_of: r.get(1)?,
                     threshold: r.get(2)?,
@@ -228,11 +324,17 @@ fn load_from(
                     promoted: r.get(4)?,
                     one_session: r.get(5)?,
                     below_threshold: r.get(6)?,
-                })
+                };
+                Ok((promotion, r.get::<_, bool>(7)?))
             },
         )
         .optional()
         .map_err(fail)?;
+    let promotion = match promotion {
+        Some((promotion, false)) => promotion,
+        Some((_, true)) => return Err(unpromoted(Unpromoted::OutOfDate)),
+        None => return Err(unpromoted(Unpromoted::Never { calls })),
+    };
     let mut stmt = index
         .prepare(
             "SELECT id, kind, server, tool, template_id, defect_class, score, failures, calls, failure_rate,
@@ -295,9 +397,16 @@ fn load_from(
         });
     }
     Ok(Catalog {
-        promotion,
+        promotion: Some(promotion),
+        calls,
         findings,
     })
+}
+
+/// The status-3 error of `why`, whose words are the whole message (a
+/// reader finds the kind again with `err.chain()` and a downcast).
+fn unpromoted(why: Unpromoted) -> Error {
+    Error::unavailable("").with_source(why)
 }
 
 /// A finding row of index.db whose id is not a finding id (status 3).
@@ -346,8 +455,8 @@ CREATE TABLE findings(
     retryable           INTEGER,
     args_shapes         TEXT NOT NULL
 );
--- promotion: one row describing the last promote run; none when no promote
--- ran since the index last changed.
+-- promotion: one row describing the last promote run; none when promote
+-- never ran on this index.
 CREATE TABLE promotion(
     id              INTEGER PRIMARY KEY CHECK (id = 1),
     promoted_at     TEXT NOT NULL,
@@ -359,3 +468,71 @@ CREATE TABLE promotion(
     below_threshold INTEGER NOT NULL
 );
 ";
+
+/// The third migration of index.db: `promotion.outdated_at`, set by
+/// `index` (see [`clear`]) when the evidence changed after that promote
+/// run, so readers tell "out of date" from "never promoted".
+pub const OUTDATED_MIGRATION: &str = "
+-- promotion.outdated_at: RFC 3339 time `index` changed the calls or
+-- annotation links after this promote run (and dropped its findings);
+-- NULL while the findings are current.
+ALTER TABLE promotion ADD COLUMN outdated_at TEXT;
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db;
+
+    fn why(err: &Error) -> Option<Unpromoted> {
+        err.chain()
+            .find_map(|e| e.downcast_ref::<Unpromoted>().copied())
+    }
+
+    #[test]
+    fn the_load_tells_never_promoted_from_out_of_date() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let mut conn = db::open(&home.index_db(), &index_db::SCHEMA).unwrap();
+        conn.execute(
+            "INSERT INTO state(id, indexed_at, calls, annotations_max_id, annotations_count)
+             VALUES (1, '2026-11-30T07:00:00.000Z', 4, 0, 0)",
+            [],
+        )
+        .unwrap();
+        let never = load(&home).unwrap_err();
+        assert_eq!(never.status(), crate::exit::UNAVAILABLE);
+        assert_eq!(why(&never), Some(Unpromoted::Never { calls: 4 }));
+
+        let promotion = Promotion {
+            promoted_at: "2026-11-30T08:00:00.000Z".into(),
+            scored_as_of: "2026-11-30T08:00:00.000Z".into(),
+            threshold: 0.0,
+            issues: 0,
+            promoted: 0,
+            one_session: 0,
+            below_threshold: 0,
+        };
+        let tx = conn.transaction().unwrap();
+        replace(&tx, &home, &promotion, &[]).unwrap();
+        tx.commit().unwrap();
+        let current = load(&home).unwrap();
+        assert_eq!(current.promotion, Some(promotion.clone()));
+        assert_eq!(current.calls, 4);
+
+        clear(&conn, &home.index_db()).unwrap();
+        let stale = load(&home).unwrap_err();
+        assert_eq!(why(&stale), Some(Unpromoted::OutOfDate));
+        assert_eq!(
+            stale.to_string(),
+            "findings are out of date: the index changed after the last promote; \
+             run mcpeval promote"
+        );
+
+        // promote again: current once more.
+        let tx = conn.transaction().unwrap();
+        replace(&tx, &home, &promotion, &[]).unwrap();
+        tx.commit().unwrap();
+        assert!(load(&home).is_ok());
+    }
+}

@@ -21,7 +21,11 @@ use crate::lifecycle::Target;
 /// The migrations of `index.db`; append new steps, never edit a released one.
 pub const SCHEMA: Schema = Schema {
     name: "index.db",
-    migrations: &[MIGRATION_1, crate::catalog::INDEX_MIGRATION],
+    migrations: &[
+        MIGRATION_1,
+        crate::catalog::INDEX_MIGRATION,
+        crate::catalog::OUTDATED_MIGRATION,
+    ],
     // Large pages make the bulk work of building the index cheaper: fewer
     // pages to balance, sort into and write through the WAL.
     page_size: Some(16384),

@@ -75,21 +75,29 @@ crate::spelling::spelled! {
     /// How bad a finding is.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
     pub enum Severity {
-        /// score < 0.2
+        /// score < [`Severity::MEDIUM`]
         Low = "low",
-        /// 0.2 ≤ score < 0.5, or capped here without an attached probe
+        /// [`Severity::MEDIUM`] ≤ score < [`Severity::HIGH`], or capped
+        /// here without an attached probe
         Medium = "medium",
-        /// score ≥ 0.5 with an attached probe
+        /// score ≥ [`Severity::HIGH`] with an attached probe
         High = "high",
     }
 }
 
 impl Severity {
+    /// The least score that is high. The score is a conservative failure
+    /// rate, discounted for age and weighted by cost, so it is small: a
+    /// fresh, costly failure of one call in ten scores about this much.
+    pub const HIGH: f64 = 0.08;
+    /// The least score that is medium.
+    pub const MEDIUM: f64 = 0.02;
+
     /// Severity of `score`; without an attached probe it is capped at medium.
     pub fn of(score: f64, probe_attached: bool) -> Severity {
-        let raw = if score >= 0.5 {
+        let raw = if score >= Severity::HIGH {
             Severity::High
-        } else if score >= 0.2 {
+        } else if score >= Severity::MEDIUM {
             Severity::Medium
         } else {
             Severity::Low
@@ -178,8 +186,38 @@ mod tests {
     fn severity_is_capped_without_probe() {
         assert_eq!(Severity::of(0.9, false), Severity::Medium);
         assert_eq!(Severity::of(0.9, true), Severity::High);
-        assert_eq!(Severity::of(0.2, true), Severity::Medium);
-        assert_eq!(Severity::of(0.1999, true), Severity::Low);
+        assert_eq!(Severity::of(0.08, false), Severity::Medium);
+        assert_eq!(Severity::of(0.01, false), Severity::Low);
+    }
+
+    #[test]
+    fn severity_thresholds_are_the_contracts() {
+        assert_eq!(Severity::of(0.08, true), Severity::High);
+        assert_eq!(Severity::of(0.0799, true), Severity::Medium);
+        assert_eq!(Severity::of(0.02, true), Severity::Medium);
+        assert_eq!(Severity::of(0.0199, true), Severity::Low);
+        assert_eq!(Severity::of(0.0, true), Severity::Low);
+    }
+
+    #[test]
+    fn a_fresh_costly_failure_of_one_call_in_ten_is_high() {
+        // 100 failures of 1,000 calls today, each costing 15 turns and
+        // reaching 5 tools: the score is the Wilson bound itself, 0.083.
+        let costly = Signals {
+            failures: 100,
+            calls: 1000,
+            age_days: 0.0,
+            median_turns: 15.0,
+            blast_radius: 5,
+        };
+        assert_eq!(Severity::of(costly.score(), true), Severity::High);
+        // The same rate at the least cost (one turn, one tool) is medium.
+        let cheap = Signals {
+            median_turns: 1.0,
+            blast_radius: 1,
+            ..costly
+        };
+        assert_eq!(Severity::of(cheap.score(), true), Severity::Medium);
     }
 
     #[test]

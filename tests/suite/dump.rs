@@ -112,7 +112,9 @@ pub fn findings(home: &Path) -> Dump {
             "promotion",
             rows(
                 &conn,
-                "SELECT scored_as_of, threshold, issues, promoted, one_session, below_threshold FROM promotion",
+                // A promotion the index made out of date stands for no findings.
+                "SELECT scored_as_of, threshold, issues, promoted, one_session, below_threshold
+                 FROM promotion WHERE outdated_at IS NULL",
             ),
         ),
     ]

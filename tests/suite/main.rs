@@ -23,6 +23,7 @@ mod probe_http;
 mod promote;
 mod property;
 mod readiness;
+mod reading;
 mod records;
 mod report;
 mod seeded;

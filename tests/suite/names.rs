@@ -227,9 +227,13 @@ fn readiness_escapes_names_in_markdown_and_json() {
     assert!(!has_raw_control(&json), "{json:?}");
     let report: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(report["servers"][0]["server"], SERVER);
-    assert_eq!(
-        report["servers"][0]["reasons"][0],
-        format!("{TOOL} failed 2 of 4 calls (50.0%) on 2026-11-30, over 5%")
+    // Its finding (medium by score) is a reason too; the tool's is the name's.
+    let reasons = report["servers"][0]["reasons"].as_array().unwrap();
+    assert!(
+        reasons.contains(&Value::from(format!(
+            "{TOOL} failed 2 of 4 calls (50.0%) on 2026-11-30, over 5%"
+        ))),
+        "{reasons:?}"
     );
 }
 

@@ -98,7 +98,8 @@ fn score_and_window_figures_match_hand_computation() {
     assert_eq!(f["err_code"], Value::Null);
     assert_eq!(f["err_codes"], json!([]));
     assert_eq!(f["state"], "open");
-    assert_eq!(f["severity"], "low");
+    // 0.11 is high by score (≥ 0.08), capped at medium with no probe.
+    assert_eq!(f["severity"], "medium");
     assert_eq!(
         f["args_shapes"],
         json!([{"city": "string", "days": "integer"}])
@@ -422,13 +423,20 @@ fn statuses_follow_the_contract() {
         ok(&store, "mcpeval-promote", &[]),
         "promoted 0 of 0 issues\n"
     );
-    // Indexing again after new calls drops the findings until promote runs.
+    // Indexing again after new calls makes the findings out of date until
+    // promote runs: status 3, never an empty list.
     records::append(&store, 1, &Rec::ok(2, 1, 2, "forecast").line());
     ok(&store, "mcpeval-index", &[]);
     store
         .bin("mcpeval-findings")
+        .args(["--format", "json"])
         .assert()
-        .stderr(predicate::str::contains("run `mcpeval promote`"));
+        .code(3)
+        .stdout("")
+        .stderr(
+            "mcpeval-findings: error: findings are out of date: the index changed after \
+             the last promote; run mcpeval promote\n",
+        );
 }
 
 /// The seed corpus in a fresh store, annotated as its labels say.
@@ -546,6 +554,55 @@ fn the_default_threshold_maximizes_f1_on_the_seed_corpus() {
     assert_eq!(
         default, chosen,
         "DEFAULT_THRESHOLD in bins/mcpeval-promote/args.rs must be {chosen}"
+    );
+}
+
+/// The README's figures of the seed corpus's severity spread are what the
+/// suite measures: by score (as if every finding had an attached probe)
+/// and as shown before any verification (capped at medium).
+#[test]
+fn the_readme_gives_the_seed_corpus_severity_spread() {
+    let (store, labels) = seed_store();
+    index_and_promote(&store, &["--now", labels["as_of"].as_str().unwrap()]);
+    let listed = findings(&store);
+    let spread = |severity: &dyn Fn(&Value) -> String| {
+        let mut n = [0usize; 3];
+        for f in &listed {
+            let at = ["high", "medium", "low"]
+                .iter()
+                .position(|s| *s == severity(f))
+                .unwrap();
+            n[at] += 1;
+        }
+        n
+    };
+    let by_score = spread(&|f| {
+        shared::score::Severity::of(f["score"].as_f64().unwrap(), true)
+            .as_str()
+            .to_owned()
+    });
+    let shown = spread(&|f| f["severity"].as_str().unwrap().to_owned());
+    let want = format!(
+        "Of the seed corpus's {} findings, {} score high, {} medium and {} low; before any \
+         verification they show as {} high, {} medium and {} low.",
+        listed.len(),
+        by_score[0],
+        by_score[1],
+        by_score[2],
+        shown[0],
+        shown[1],
+        shown[2]
+    );
+    eprintln!("severity spread: {want}");
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&want),
+        "the README's calibration paragraph must say: {want}"
+    );
+    assert!(
+        by_score[0] > 0 && by_score[1] > 0,
+        "the spread is not all low"
     );
 }
 

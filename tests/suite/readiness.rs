@@ -346,8 +346,17 @@ fn open_findings_decide_the_verdict_when_an_index_exists() {
     }
     records::write(&store, 1, &records::lines(&recs));
     ok(&store, "mcpeval-index", &[]);
-    let (not_promoted, _) = report(&store, &[]);
-    assert_eq!(not_promoted["findings"], "not-promoted");
+    // Indexed, never promoted: no verdict on findings that do not exist yet.
+    store
+        .bin("mcpeval-readiness")
+        .args(["--format", "json", "--now", NOW])
+        .assert()
+        .code(3)
+        .stdout("")
+        .stderr(
+            "mcpeval-readiness: error: findings are not promoted yet: the index holds 60 calls \
+             but promote never ran on this store; run mcpeval promote\n",
+        );
     ok(
         &store,
         "mcpeval-promote",
