@@ -19,6 +19,7 @@ mod privacy;
 mod probe;
 mod probe_all;
 mod probe_http;
+mod probe_resume;
 mod promote;
 mod property;
 mod readiness;
