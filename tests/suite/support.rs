@@ -94,6 +94,24 @@ impl Deps {
     pub fn server_everything() -> PathBuf {
         Deps::path("node/node_modules/.bin/mcp-server-everything")
     }
+
+    /// Node 22 (an npm package of its own), for the clients that need it.
+    pub fn node22() -> PathBuf {
+        Deps::path("node22/node_modules/.bin/node")
+    }
+
+    /// The MCP Inspector's launcher script (`inspector --cli ...`); run it
+    /// with [`Deps::node22`].
+    pub fn inspector() -> PathBuf {
+        Deps::path(
+            "node/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js",
+        )
+    }
+
+    /// The MCP conformance suite's entry script; run it with [`Deps::node22`].
+    pub fn conformance() -> PathBuf {
+        Deps::path("node/node_modules/@modelcontextprotocol/conformance/dist/index.js")
+    }
 }
 
 /// A private store in a temporary directory, removed when dropped.
