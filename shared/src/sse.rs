@@ -45,7 +45,7 @@ pub struct Decoder {
     oversized: bool,
     /// The longest line or event data held, in bytes.
     limit: usize,
-    /// The id of the event being built, set by its `id` field.
+    /// The id an `id` field set since the last dispatch.
     id_buffer: Option<Vec<u8>>,
     /// The last event id of a dispatched event, if any `id` field came.
     last_id: Option<Vec<u8>>,
@@ -190,9 +190,9 @@ impl Decoder {
     }
 
     fn dispatch(&mut self, emit: &mut impl FnMut(Item)) {
-        if let Some(id) = &self.id_buffer {
-            // The buffer stays: later events without `id` keep this one.
-            self.last_id = Some(id.clone());
+        if let Some(id) = self.id_buffer.take() {
+            // Later events without an `id` field keep this one.
+            self.last_id = Some(id);
         }
         if std::mem::take(&mut self.oversized) {
             emit(Item::Oversized);
