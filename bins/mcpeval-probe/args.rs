@@ -37,7 +37,10 @@ and a call past its timeout is cancelled by closing its response stream. On any 
 fresh client falls back to initialize: the Mcp-Session-Id it issues and the negotiated \
 MCP-Protocol-Version go with every later request, an expired call is cancelled with \
 notifications/cancelled, and the session ends with DELETE. An endpoint that cannot be reached at \
-all gets no fallback. Credentials in the URL are refused; header values, the URL's path and query \
+all gets no fallback. An event stream that ends or breaks off before its response, having named \
+an event id, is resumed with a GET carrying Last-Event-ID after the wait its retry field set (1 s \
+when it set none); five resumed streams in a row without a message end the case (stream-ended). \
+Credentials in the URL are refused; header values, the URL's path and query \
 are never printed, journaled or stored: messages show the origin (scheme://host:port) and header \
 names only. https is checked against the system's trusted roots (SSL_CERT_FILE and SSL_CERT_DIR \
 name others).\n\n\

@@ -8,6 +8,12 @@
 //! colon is stripped, multi-line data is joined with `\n`, and a blank line
 //! dispatches. It never buffers more than one event, and only decodes: what
 //! the data means is the caller's business.
+//!
+//! It also keeps the two fields a reader needs to resume a broken stream:
+//! the last event id (an `id` field without NUL sets it, an empty one
+//! clears it; it takes effect when its event is dispatched, data or not)
+//! and the reconnection time (a `retry` field of ASCII digits only, in
+//! milliseconds; any other value is ignored).
 
 /// An event's data longer than this is not decoded unless a decoder is
 /// given another limit ([`Decoder::with_limit`]).
@@ -39,6 +45,12 @@ pub struct Decoder {
     oversized: bool,
     /// The longest line or event data held, in bytes.
     limit: usize,
+    /// The id an `id` field set since the last dispatch.
+    id_buffer: Option<Vec<u8>>,
+    /// The last event id of a dispatched event, if any `id` field came.
+    last_id: Option<Vec<u8>>,
+    /// The last valid `retry` value, in milliseconds.
+    retry: Option<u64>,
 }
 
 impl Default for Decoder {
@@ -64,7 +76,23 @@ impl Decoder {
             at_start: true,
             oversized: false,
             limit,
+            id_buffer: None,
+            last_id: None,
+            retry: None,
         }
+    }
+
+    /// The last event id this stream set, as of its last dispatched event:
+    /// `None` when no `id` field came, empty when one cleared it. A reader
+    /// resuming the stream sends it as `Last-Event-ID` unless it is empty.
+    pub fn last_event_id(&self) -> Option<&[u8]> {
+        self.last_id.as_deref()
+    }
+
+    /// The reconnection time the stream asked for with `retry`, in
+    /// milliseconds (the last valid one), if it asked.
+    pub fn retry(&self) -> Option<u64> {
+        self.retry
     }
 
     /// Feeds one chunk and calls `emit` for every event it completed.
@@ -133,6 +161,19 @@ impl Decoder {
             }
             None => (line, &[][..]),
         };
+        match field {
+            b"id" if !value.contains(&0) => {
+                self.id_buffer = Some(value.to_vec());
+                return;
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // Too many digits to be a wait anyone means: the longest.
+                let ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+                self.retry = Some(ms.unwrap_or(u64::MAX));
+                return;
+            }
+            _ => {}
+        }
         if field != b"data" || self.oversized {
             return;
         }
@@ -149,6 +190,10 @@ impl Decoder {
     }
 
     fn dispatch(&mut self, emit: &mut impl FnMut(Item)) {
+        if let Some(id) = self.id_buffer.take() {
+            // Later events without an `id` field keep this one.
+            self.last_id = Some(id);
+        }
         if std::mem::take(&mut self.oversized) {
             emit(Item::Oversized);
         } else if self.has_data {
@@ -212,5 +257,65 @@ mod tests {
         }
         assert_eq!(out, [Item::Oversized, Item::Oversized, data("ok")]);
         assert!(d.line.capacity() <= 16 && d.data.capacity() <= 16);
+    }
+
+    fn fields(chunks: &[&[u8]]) -> (Option<Vec<u8>>, Option<u64>) {
+        let mut d = Decoder::new();
+        for c in chunks {
+            d.feed(c, &mut |_| {});
+        }
+        (d.last_event_id().map(<[u8]>::to_vec), d.retry())
+    }
+
+    #[test]
+    fn ids_take_effect_when_their_event_is_dispatched() {
+        let id = |s: &str| Some(s.as_bytes().to_vec());
+        assert_eq!(fields(&[b"data: x\n\n"]), (None, None));
+        // A priming event: an id and empty data.
+        assert_eq!(fields(&[b"id: event-1\ndata: \n\n"]), (id("event-1"), None));
+        assert_eq!(fields(&[b"id: 7\n\n"]), (id("7"), None), "no data");
+        assert_eq!(fields(&[b"id: 7\n\nid: 8\ndata: x\n"]), (id("7"), None));
+        assert_eq!(
+            fields(&[b"id: 7\n\ndata: later\n\n"]),
+            (id("7"), None),
+            "the id stays for events without one"
+        );
+        assert_eq!(fields(&[b"id: 7\n\nid\n\n"]), (id(""), None), "cleared");
+        assert_eq!(
+            fields(&[b"id: 7\n\nid: a\0b\n\n"]),
+            (id("7"), None),
+            "an id with NUL is ignored"
+        );
+        assert_eq!(fields(&[b"id:  x \n\n"]), (id(" x "), None));
+        let split: Vec<&[u8]> = b"i\x64: e-2\r\n\r\n".chunks(1).collect();
+        assert_eq!(fields(&split), (id("e-2"), None));
+    }
+
+    #[test]
+    fn retry_takes_digits_only() {
+        assert_eq!(fields(&[b"retry: 500\n"]), (None, Some(500)), "at once");
+        assert_eq!(fields(&[b"retry: 500\nretry: 20\n\n"]).1, Some(20));
+        for bad in [
+            &b"retry: 5s\n"[..],
+            b"retry: -1\n",
+            b"retry:\n",
+            b"retry: 1.5\n",
+        ] {
+            assert_eq!(fields(&[b"retry: 9\n", bad]).1, Some(9), "{bad:?}");
+        }
+        assert_eq!(
+            fields(&[b"retry: 99999999999999999999999\n"]).1,
+            Some(u64::MAX)
+        );
+        assert_eq!(
+            fields(&[b"retry:  5\n"]).1,
+            None,
+            "a second space is a value"
+        );
+        assert_eq!(
+            decode(&[b"id: 1\nretry: 500\ndata: {}\n\n"]),
+            [data("{}")],
+            "neither is data"
+        );
     }
 }

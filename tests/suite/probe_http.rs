@@ -359,7 +359,8 @@ fn protocol_breaks_over_http_are_transport_errors() {
             ),
             (
                 "stream-ended",
-                "the event stream answering tools/call ended before its response",
+                "the event stream answering tools/call ended before its response, and the \
+endpoint offers no stream to resume (HTTP 405 to GET)",
             ),
         ];
         for (tool, (reason, detail)) in tools.iter().zip(want) {

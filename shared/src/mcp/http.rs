@@ -9,6 +9,10 @@
 //! handshake, the negotiated `MCP-Protocol-Version`. The legacy session
 //! ends with a DELETE.
 //!
+//! An event stream that ends (or breaks off) before its response, having
+//! named an event id, is resumed as the 2025-11-25 transport defines: a
+//! GET with `Last-Event-ID`, after the wait the server set with `retry`.
+//!
 //! The probe waits on a std channel exactly as over stdio: a one-worker
 //! tokio runtime, owned by this transport, reads each answer in the
 //! background and puts what it finds on that channel, so an event stream
@@ -45,6 +49,7 @@ const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 /// The methods whose `Mcp-Name` header mirrors `params.name` or `params.uri`.
 const NAMED: [&str; 3] = ["tools/call", "resources/read", "prompts/get"];
@@ -283,7 +288,8 @@ fn lock(learnt: &Mutex<Learnt>) -> std::sync::MutexGuard<'_, Learnt> {
 }
 
 /// Sends one request and puts what its answer carries on the channel,
-/// up to and including the response to `id`.
+/// up to and including the response to `id`. An event stream that ends
+/// or breaks before the response is resumed (see [`resume`]).
 async fn exchange(
     shared: &Shared,
     request: Request<Full<Bytes>>,
@@ -291,6 +297,7 @@ async fn exchange(
     method: &str,
 ) -> Result<(), Broken> {
     let sent_session = request.headers().contains_key(SESSION_ID);
+    let again = Again::of(&request);
     let response = shared
         .pool
         .request(request)
@@ -304,7 +311,7 @@ async fn exchange(
         lock(&shared.learnt).session = Some(session.clone());
     }
     match media_type(&parts.headers).as_str() {
-        "text/event-stream" => events(shared, body, id, method).await,
+        "text/event-stream" => resume(shared, &again, body, id, method).await,
         m if m == "application/json" || m.ends_with("+json") => {
             json_body(shared, body, id, method).await
         }
@@ -312,6 +319,128 @@ async fn exchange(
             "the answer to {method} is neither application/json nor text/event-stream"
         ))),
     }
+}
+
+/// How many resumed streams in a row may end without bringing a message
+/// before the request is given up.
+const RESUMPTIONS: u32 = 5;
+
+/// The wait before resuming a stream that named none with `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+
+/// What a resumption GET carries from the request it resumes: the
+/// endpoint, the user's headers and the era's session and version.
+struct Again {
+    uri: http::Uri,
+    headers: HeaderMap,
+}
+
+impl Again {
+    fn of(request: &Request<Full<Bytes>>) -> Again {
+        let mut headers = request.headers().clone();
+        for name in [CONTENT_TYPE, ACCEPT, MCP_METHOD, MCP_NAME] {
+            headers.remove(name);
+        }
+        Again {
+            uri: request.uri().clone(),
+            headers,
+        }
+    }
+}
+
+/// Reads the event stream answering `id`, and resumes it as the
+/// 2025-11-25 transport defines while it ends (or breaks off) before the
+/// response: after the wait the server set with `retry` (else 1 s), a GET
+/// with `Last-Event-ID` set to the last event id seen. A stream without
+/// an event id cannot be resumed; [`RESUMPTIONS`] resumed streams in a
+/// row without a message end the request.
+async fn resume(
+    shared: &Shared,
+    again: &Again,
+    mut body: Body,
+    id: i64,
+    method: &str,
+) -> Result<(), Broken> {
+    let mut last_id: Option<Vec<u8>> = None;
+    let mut wait = DEFAULT_RETRY;
+    let mut idle = 0;
+    let mut resumed = false;
+    loop {
+        let mut decoder = Decoder::new();
+        let read = events(shared, body, id, method, &mut decoder).await;
+        if let Some(seen) = decoder.last_event_id() {
+            last_id = Some(seen.to_vec());
+        }
+        if let Some(ms) = decoder.retry() {
+            wait = Duration::from_millis(ms);
+        }
+        let (delivered, cut) = match read? {
+            Read::Answered => return Ok(()),
+            Read::Cut { delivered, why } => (delivered, why),
+        };
+        let Some(last) = last_id.as_deref().filter(|l| !l.is_empty()) else {
+            return Err(cut);
+        };
+        idle = if delivered || !resumed { 0 } else { idle + 1 };
+        if idle == RESUMPTIONS {
+            return Err(Broken::StreamEnded(format!(
+                "the event stream answering {method} ended before its response, and \
+{RESUMPTIONS} resumptions in a row (GET with Last-Event-ID) brought no message"
+            )));
+        }
+        let Ok(last) = HeaderValue::from_bytes(last) else {
+            return Err(Broken::StreamEnded(format!(
+                "the event stream answering {method} ended before its response, and its \
+last event id cannot be sent back as Last-Event-ID"
+            )));
+        };
+        tokio::time::sleep(wait).await;
+        body = reopen(shared, again, last, method).await?;
+        resumed = true;
+    }
+}
+
+/// The GET that resumes the stream answering `method` after `last`.
+async fn reopen(
+    shared: &Shared,
+    again: &Again,
+    last: HeaderValue,
+    method: &str,
+) -> Result<Body, Broken> {
+    let what = format!("the resumption of {method}");
+    let mut request = Request::new(Full::default());
+    *request.method_mut() = Method::GET;
+    *request.uri_mut() = again.uri.clone();
+    let headers = request.headers_mut();
+    *headers = again.headers.clone();
+    if !headers.contains_key(SESSION_ID)
+        && let Some(session) = lock(&shared.learnt).session.clone()
+    {
+        // The stream answering initialize broke after issuing a session.
+        headers.insert(SESSION_ID, session);
+    }
+    let sent_session = headers.contains_key(SESSION_ID);
+    headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    headers.insert(LAST_EVENT_ID, last);
+    let response = shared
+        .pool
+        .request(request)
+        .await
+        .map_err(|err| failure(&err, &shared.origin, &what))?;
+    let (parts, body) = response.into_parts();
+    if parts.status == StatusCode::METHOD_NOT_ALLOWED {
+        return Err(Broken::StreamEnded(format!(
+            "the event stream answering {method} ended before its response, and the endpoint \
+offers no stream to resume (HTTP 405 to GET)"
+        )));
+    }
+    check_status(parts.status, &what, sent_session, true)?;
+    if media_type(&parts.headers) != "text/event-stream" {
+        return Err(Broken::NonJsonBody(format!(
+            "the answer to {what} is not text/event-stream"
+        )));
+    }
+    Ok(body)
 }
 
 /// A JSON answer: one message (or batch) that must hold the response.
@@ -341,19 +470,41 @@ async fn json_body(shared: &Shared, mut body: Body, id: i64, method: &str) -> Re
     }
 }
 
+/// How reading one event stream ended.
+enum Read {
+    /// The response to the request came.
+    Answered,
+    /// The stream ended or broke off first; `delivered` when it brought
+    /// at least one message.
+    Cut { delivered: bool, why: Broken },
+}
+
 /// An event stream: every event's data is a message; reading stops at the
 /// response to `id`. Events without data (a stream's priming event) and
-/// comments carry nothing.
-async fn events(shared: &Shared, mut body: Body, id: i64, method: &str) -> Result<(), Broken> {
-    let mut decoder = Decoder::new();
+/// comments carry nothing. `decoder` keeps the event id and `retry` seen.
+async fn events(
+    shared: &Shared,
+    mut body: Body,
+    id: i64,
+    method: &str,
+    decoder: &mut Decoder,
+) -> Result<Read, Broken> {
     let mut items = Vec::new();
+    let mut delivered = false;
     loop {
         let Some(frame) = body.frame().await else {
-            return Err(Broken::StreamEnded(format!(
+            let why = Broken::StreamEnded(format!(
                 "the event stream answering {method} ended before its response"
-            )));
+            ));
+            return Ok(Read::Cut { delivered, why });
         };
-        let frame = frame.map_err(|err| broke_off(&err, method))?;
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(err) => {
+                let why = broke_off(&err, method);
+                return Ok(Read::Cut { delivered, why });
+            }
+        };
         let Some(data) = frame.data_ref() else {
             continue;
         };
@@ -372,9 +523,10 @@ async fn events(shared: &Shared, mut body: Body, id: i64, method: &str) -> Resul
                 Broken::NonJsonBody(format!("an event answering {method} is not JSON"))
             })?;
             let answered = responds_to(&message, id);
+            delivered = true;
             if shared.tx.send(Incoming::Message(message)).is_err() || answered {
                 // The rest of the stream is not read: the connection closes.
-                return Ok(());
+                return Ok(Read::Answered);
             }
         }
     }
