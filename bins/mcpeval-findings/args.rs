@@ -20,7 +20,7 @@ With a valid index and no findings, a one-line explanation goes to stderr and \
 the status is 0. A missing, damaged or incomplete index is unavailable \
 evidence (status 3).\n\n\
 --from FILE reads the findings of a share envelope (mcpeval.share/1, written by \
-`mcpeval share`) instead of the store, so a maintainer renders what was shared in \
+`mcpeval share`; --from - reads it from standard input) instead of the store, so a maintainer renders what was shared in \
 any format, with a store of their own or none at all; the store is not opened. The \
 file is untrusted input and is checked whole: known fields only, ids of their exact form, \
 enums, numbers in range, and server, tool and argument names as capture writes them (no \
@@ -49,7 +49,7 @@ pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
 
-    /// Read the findings of this share envelope instead of the store
+    /// Read the findings of this share envelope instead of the store (- for standard input)
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
 
