@@ -15,6 +15,7 @@ mod hostile_capture;
 mod ids;
 mod index;
 mod names;
+mod pipes;
 mod privacy;
 mod probe;
 mod probe_all;
