@@ -465,10 +465,12 @@ fn outputs_that_are_not_regular_files_are_written_in_place() {
         if force {
             all.push("--force".to_owned());
         }
-        b.store.duct(
-            "mcpeval-generate",
-            &all.iter().map(String::as_str).collect::<Vec<_>>(),
-        )
+        b.store
+            .duct(
+                "mcpeval-generate",
+                &all.iter().map(String::as_str).collect::<Vec<_>>(),
+            )
+            .dir(&dir)
     };
     let manifest = run(generate(Path::new("-"), false)).stdout;
 
@@ -605,6 +607,10 @@ fn gates() -> Vec<Gate> {
 fn the_readme_makefile_gates_ci_on_the_statuses() {
     for gate in gates() {
         let b = Bench::new();
+        // Two cases, so verify records JSON Lines, as it does in CI.
+        let mut again = status_case(&b.finding);
+        again["id"] = json!("again");
+        b.cases(json!([status_case(&b.finding), again]));
         let makefile = readme_makefile(b.store.scratch());
         let server = (gate.server)(&b);
         let path = format!("{}:{SYSTEM_PATH}", bin_dir().display());
