@@ -156,7 +156,10 @@ impl Output {
             }
         }
     }
+}
 
+#[cfg(feature = "store")]
+impl Output {
     /// Whether `path` is written in place: it exists and is neither a
     /// regular file nor a directory. The link itself is looked at, not
     /// what it points to: `/dev/stdout` is a link, and replacing it by a
@@ -164,10 +167,7 @@ impl Output {
     fn in_place(path: &Path) -> bool {
         std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
     }
-}
 
-#[cfg(feature = "store")]
-impl Output {
     /// Writes `bytes`, replacing a regular file atomically (a new file
     /// gets `mode`), writing in place into anything else that exists, or
     /// to standard output.
