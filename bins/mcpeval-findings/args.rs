@@ -24,7 +24,7 @@ promote never ran on this store, every format prints nothing on stdout and says 
 \"findings are out of date: ... run mcpeval promote\" (or \"not promoted yet\") with \
 status 3, so a script never takes a stale store for one without failures.\n\n\
 --from FILE reads the findings of a share envelope (mcpeval.share/1, written by \
-`mcpeval share`) instead of the store, so a maintainer renders what was shared in \
+`mcpeval share`; --from - reads it from standard input) instead of the store, so a maintainer renders what was shared in \
 any format, with a store of their own or none at all; the store is not opened. The \
 file is untrusted input and is checked whole: known fields only, ids of their exact form, \
 enums, numbers in range, and server, tool and argument names as capture writes them (no \
@@ -57,7 +57,7 @@ pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
 
-    /// Read the findings of this share envelope instead of the store
+    /// Read the findings of this share envelope instead of the store (- for standard input)
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
 

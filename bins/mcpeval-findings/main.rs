@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use shared::Result;
 use shared::catalog::{self, Finding};
+use shared::file_arg::Input;
 
 use crate::args::{Args, Format};
 
@@ -29,11 +30,12 @@ fn run(args: Args) -> Result<()> {
             "--history prints JSON only; add --format json",
         ));
     }
-    let catalog = match &args.from {
-        Some(file) => catalog::Catalog {
+    let from = args.from.clone().map(Input::new);
+    let catalog = match &from {
+        Some(input) => catalog::Catalog {
             promotion: None,
             calls: 0,
-            findings: shared::envelope::read_findings(file)?,
+            findings: shared::envelope::read_findings(input)?,
         },
         None => catalog::load(&args.home.resolve()?)?,
     };
@@ -48,8 +50,8 @@ fn run(args: Args) -> Result<()> {
         .collect();
 
     if findings.is_empty() {
-        let why = match &args.from {
-            Some(file) if total == 0 => format!("no findings in {}", file.display()),
+        let why = match &from {
+            Some(input) if total == 0 => format!("no findings in {input}"),
             Some(_) => format!("no findings match the filters ({total} findings in all)"),
             None => why_none(&catalog, total),
         };

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use shared::cli::HomeArg;
+use shared::file_arg::{Input, Output};
 use shared::home::Home;
 use shared::id::FindingId;
 use shared::{Error, Result};
@@ -18,7 +19,7 @@ use shared::{Error, Result};
 The case id is the finding id. The probe follows the finding's defect class: error-honesty \
 findings get an error-honesty probe, transient ones a degradation probe, every other class an \
 instruction-fidelity probe expecting outcome ok; false-success findings need --expect. --expect \
-FILE (one expect object, at most 64 KiB, unknown properties rejected) selects instruction-fidelity \
+FILE (one expect object, at most 64 KiB, unknown properties rejected; - reads standard input) selects instruction-fidelity \
 for any class and is copied into the case. A false-success finding is refused without an expect \
 that asserts on the result or expects an error: checking outcome ok alone would miss the defect, \
 and captured metadata holds no result payload to invent that oracle from.\n\n\
@@ -34,13 +35,18 @@ Generation reads the store only: it never calls the server and never journals an
 the arguments you fill in changes nothing you care about.\n\n\
 The manifest is validated before the output is opened, written to a temporary file beside it and \
 renamed into place. An existing file is replaced only with --force (without it: status 2), and \
-invalid input never replaces it, even with --force.",
+invalid input never replaces it, even with --force. --output - writes the manifest to standard \
+output; an output that exists and is not a regular file (a FIFO, a device, a symbolic link such as \
+/dev/stdout) is written in place, with or without --force, and never replaced.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval generate --finding finding-0123456789abcdef --confirm-read-only --output m.json\n  \
 mcpeval generate --finding finding-0123456789abcdef --confirm-read-only \\\n      \
 --expect expect.json --output m.json --force\n  \
-jq '.cases[0].arguments.job = \"job_1\"' m.json > filled.json\n\n\
+jq '.cases[0].arguments.job = \"job_1\"' m.json > filled.json\n  \
+mcpeval generate --finding finding-0123456789abcdef --confirm-read-only --output - \\\n      \
+| jq '.cases[0].arguments.job = \"job_1\"' \\\n      \
+| mcpeval probe --manifest - --case finding-0123456789abcdef -- my-server\n\n\
 An expect file: {\"outcome\": \"ok\", \"equals_paths\": {\"/structuredContent/status\": \"ready\"}}"
     )
 )]
@@ -56,11 +62,11 @@ pub struct Args {
     #[arg(long)]
     pub confirm_read_only: bool,
 
-    /// An expect object (at most 64 KiB) for an instruction-fidelity case
+    /// An expect object (at most 64 KiB) for an instruction-fidelity case, or - for standard input
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
 
-    /// The manifest file to write
+    /// The manifest file to write, or - for standard output
     #[arg(long, value_name = "FILE")]
     pub output: PathBuf,
 
@@ -74,8 +80,8 @@ pub struct Args {
 pub struct Config {
     pub home: Home,
     pub finding: FindingId,
-    pub expect: Option<PathBuf>,
-    pub output: PathBuf,
+    pub expect: Option<Input>,
+    pub output: Output,
     pub force: bool,
 }
 
@@ -92,17 +98,17 @@ impl Args {
             ));
         }
         let finding = shared::id::parse_flag("--finding", &self.finding)?;
-        if self.output.file_name().is_none() {
+        let output = Output::new(self.output);
+        if output.path().is_some_and(|p| p.file_name().is_none()) {
             return Err(Error::usage(format!(
-                "invalid --output {}: it names no file",
-                self.output.display()
+                "invalid --output {output}: it names no file"
             )));
         }
         Ok(Config {
             home: self.home.resolve()?,
             finding,
-            expect: self.expect,
-            output: self.output,
+            expect: self.expect.map(Input::new),
+            output,
             force: self.force,
         })
     }

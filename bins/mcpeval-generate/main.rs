@@ -23,14 +23,10 @@ fn main() -> ExitCode {
 }
 
 fn generate(config: Config) -> Result<()> {
-    if !config.force && config.output.exists() {
+    if !config.force && config.output.replaces() {
         return Err(output::exists_error(&config.output));
     }
-    let expect = config
-        .expect
-        .as_deref()
-        .map(Expect::parse_file)
-        .transpose()?;
+    let expect = config.expect.as_ref().map(Expect::parse_file).transpose()?;
     let catalog = catalog::load(&config.home)?;
     let finding = catalog::find(&catalog, &config.finding).ok_or_else(|| {
         Error::usage(format!(
@@ -54,7 +50,7 @@ fn generate(config: Config) -> Result<()> {
     let _ = writeln!(
         err,
         "{PROGRAM}: wrote {}: case {} ({}, tool {}{})",
-        config.output.display(),
+        config.output,
         case.id,
         case.probe.as_str(),
         case.steps[0].tool,

@@ -1,26 +1,27 @@
 //! Writing the manifest: a temporary file beside the output, then a
 //! rename (with `--force`) or a hard link that fails on an existing file
 //! (without it), so an existing manifest is either replaced whole by a
-//! valid one or left byte for byte.
+//! valid one or left byte for byte. Standard output (`-`) and what is not
+//! a regular file (a FIFO, `/dev/stdout`) are written in place.
 
-use std::path::Path;
+use shared::file_arg::Output;
+use shared::{Error, Result};
 
-use shared::{Error, Result, atomic_file};
-
-/// The refusal when `path` exists and `--force` was not given.
-pub fn exists_error(path: &Path) -> Error {
-    Error::usage(format!("{} exists; nothing was written", path.display()))
+/// The refusal when `output` exists and `--force` was not given.
+pub fn exists_error(output: &Output) -> Error {
+    Error::usage(format!("{output} exists; nothing was written"))
         .with_hint("pass --force to replace it, or choose another --output")
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory:
+/// Writes `text` to `output`: standard output, in place into a FIFO, a
+/// device or a link, else through a temporary file in the same directory,
 /// replacing an existing file only with `force`.
-pub fn write(path: &Path, text: &str, force: bool) -> Result<()> {
+pub fn write(output: &Output, text: &str, force: bool) -> Result<()> {
     if force {
-        atomic_file::write(path, text.as_bytes(), 0o644)
-    } else if atomic_file::create(path, text.as_bytes(), 0o644)? {
+        output.write(text.as_bytes(), 0o644)
+    } else if output.create(text.as_bytes(), 0o644)? {
         Ok(())
     } else {
-        Err(exists_error(path))
+        Err(exists_error(output))
     }
 }

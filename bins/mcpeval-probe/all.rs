@@ -27,7 +27,7 @@ pub fn run(config: &Config, manifest: &Manifest) -> Result<u8> {
         };
         return Err(Error::usage(format!(
             "{} has {what}; nothing was run",
-            config.manifest.display()
+            config.manifest
         )));
     }
     let mut admitted = Vec::with_capacity(cases.len());
@@ -46,11 +46,13 @@ pub fn run(config: &Config, manifest: &Manifest) -> Result<u8> {
         results.push(result);
     }
     if config.format == Format::Junit {
-        let suite = config
-            .manifest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "manifest".to_owned());
+        let suite = match config.manifest.path() {
+            Some(path) => path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "manifest".to_owned()),
+            None => config.manifest.to_string(),
+        };
         let mut out = std::io::stdout().lock();
         out.write_all(junit::document(&suite, &results).as_bytes())?;
         out.flush()?;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 use shared::cli::HomeArg;
 use shared::endpoint::Endpoint;
+use shared::file_arg::Input;
 use shared::home::Home;
 use shared::id::FindingId;
 use shared::{Error, Result};
@@ -78,7 +79,8 @@ arguments, paths and sandbox prose are never printed. Over HTTP the target is th
 configuration: the URL as given, and each header's name (case-insensitive) with a salted \
 fingerprint of its value, in any order; the software and data behind the endpoint are not bound, \
 so use an immutable deployment when they matter.\n\n\
-Manifest (mcp-eval.manifest.json, at most 1 MiB): unknown properties are rejected at every level; \
+Manifest (mcp-eval.manifest.json, at most 1 MiB; --manifest - reads it from standard input): unknown \
+properties are rejected at every level; \
 errors name the file, the JSON Pointer of the value and the rule. Case ids and successful string \
 equality values must be identifiers (1 to 128 characters from A-Z a-z 0-9 _ . : -); equality \
 values must be scalars; numbers compare by value. Result paths are JSON Pointers starting \
@@ -130,7 +132,7 @@ pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
 
-    /// The manifest file (mcp-eval.manifest.json)
+    /// The manifest file (mcp-eval.manifest.json), or - for standard input
     #[arg(long, value_name = "FILE")]
     pub manifest: PathBuf,
 
@@ -219,7 +221,7 @@ pub enum Format {
 #[derive(Debug)]
 pub struct Config {
     pub home: Home,
-    pub manifest: PathBuf,
+    pub manifest: Input,
     pub case: Option<String>,
     pub all: bool,
     pub finding: Option<FindingId>,
@@ -252,7 +254,7 @@ impl Args {
         };
         Ok(Config {
             home: self.home.resolve()?,
-            manifest: self.manifest,
+            manifest: Input::new(self.manifest),
             case: self.case,
             all: self.all,
             finding,

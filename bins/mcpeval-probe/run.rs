@@ -2,11 +2,11 @@
 //! case, check the binding again, sign and print the result.
 
 use std::io::Write;
-use std::path::Path;
 
 use shared::binding;
 use shared::credit::{self, Subject};
 use shared::escape;
+use shared::file_arg::Input;
 use shared::finding::{DefectClass, Probe};
 use shared::journal::Writer;
 use shared::manifest::{Case, Manifest};
@@ -55,7 +55,7 @@ pub fn admit(case: &Case, config: &Config) -> Result<Admitted> {
     let subject = credit::subject(&config.home, &case.finding)?;
     if let Some(subject) = &subject {
         credit::require_tool(
-            &config.manifest.display().to_string(),
+            &config.manifest.to_string(),
             &case.id,
             &case.tools(),
             &case.finding,
@@ -70,7 +70,7 @@ pub fn admit(case: &Case, config: &Config) -> Result<Admitted> {
         return Err(Error::rejected(format!(
             "{}: case \"{}\" cannot prove a false-success repair: it needs an instruction-fidelity \
              expectation, or a workflow step, with a result assertion or an expected error; nothing was run",
-            config.manifest.display(),
+            config.manifest,
             case.id
         ))
         .with_hint(
@@ -177,7 +177,7 @@ impl<'c> Runner<'c> {
 /// The case the flags ask for, refused (status 2) when absent or when it
 /// names another finding than `--finding`.
 fn select<'m>(manifest: &'m Manifest, config: &Config) -> Result<&'m Case> {
-    let file = config.manifest.display();
+    let file = &config.manifest;
     let wanted = config.case.as_deref().unwrap_or_default();
     let Some(case) = manifest.case(wanted) else {
         let ids: Vec<&str> = manifest.cases.iter().map(|c| c.id.as_str()).collect();
@@ -202,14 +202,14 @@ fn select<'m>(manifest: &'m Manifest, config: &Config) -> Result<&'m Case> {
     Ok(case)
 }
 
-pub fn refuse_placeholders(case: &Case, file: &Path) -> Result<()> {
+pub fn refuse_placeholders(case: &Case, file: &Input) -> Result<()> {
     let holes = case.placeholders();
     if holes.is_empty() {
         return Ok(());
     }
     Err(Error::rejected(format!(
         "{}: case \"{}\" still has {} placeholder(s) to fill: {}; nothing was run",
-        file.display(),
+        file,
         case.id,
         holes.len(),
         holes.join(", ")

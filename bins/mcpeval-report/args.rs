@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use shared::cli::HomeArg;
+use shared::file_arg::Output;
 use shared::home::Home;
 use shared::{Error, Result};
 
@@ -31,7 +32,8 @@ run with --home naming the store. It shows nothing they do not. When one of them
 stops with its message: unavailable evidence (a missing or outdated index) is status 3, a \
 malformed journal 4.\n\n\
 --output FILE is written to a temporary file beside FILE and renamed into place, so FILE is never \
-half-written; --output - writes to stdout.",
+half-written; --output - writes to stdout, and a FILE that is not a regular file (a FIFO, a device, \
+a symbolic link such as /dev/stdout) is written in place, never replaced.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval report --output report.html\n  \
@@ -60,13 +62,6 @@ pub struct Args {
     pub now: Option<String>,
 }
 
-/// Where the page goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Output {
-    Stdout,
-    File(PathBuf),
-}
-
 /// What a run needs, validated.
 #[derive(Debug)]
 pub struct Config {
@@ -87,11 +82,7 @@ impl Args {
                 "invalid --now {text:?}: give an RFC 3339 time such as 2026-11-30T07:00:00Z"
             )));
         }
-        let output = if self.output.as_os_str() == "-" {
-            Output::Stdout
-        } else {
-            Output::File(self.output)
-        };
+        let output = Output::new(self.output);
         Ok(Config {
             home: self.home.resolve()?,
             output,

@@ -11,7 +11,6 @@
 mod args;
 mod chart;
 mod evidence;
-mod output;
 mod page;
 mod siblings;
 
@@ -19,7 +18,7 @@ use std::process::ExitCode;
 
 use shared::Result;
 
-use crate::args::{Args, Config, Output};
+use crate::args::{Args, Config};
 
 const PROGRAM: &str = "mcpeval-report";
 
@@ -30,8 +29,8 @@ fn main() -> ExitCode {
 fn run(config: Config) -> Result<()> {
     let evidence = evidence::gather(&config)?;
     let html = page::render(&evidence);
-    output::write(&config.output, html.as_bytes())?;
-    if let Output::File(path) = &config.output {
+    config.output.write(html.as_bytes(), 0o644)?;
+    if let Some(path) = config.output.path() {
         let charts: usize = evidence
             .readiness
             .servers

@@ -28,21 +28,23 @@ will be included is printed on stderr before the file is written; only notes on 
 shared records are taken. Review them.\n\n\
 --server chooses servers (repeatable; default every server with calls or findings); a name with \
 neither is a usage error. The file is written to a temporary file beside FILE (mode 0600) and \
-renamed into place, so FILE is never half-written. Without an index the envelope carries no \
+renamed into place, so FILE is never half-written; --output - writes it to standard output, and a FILE \
+that is not a regular file (a FIFO, a device, a symbolic link such as /dev/stdout) is written in place. Without an index the envelope carries no \
 findings (said on stderr); a damaged or incomplete index is status 3; a malformed journal line is \
 status 4, naming its file and line, and nothing is written.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval share --output weather.share.json --server weather\n  \
 mcpeval share --output all.share.json --include-notes\n  \
-mcpeval findings --from weather.share.json --format md    # on the receiving side"
+mcpeval findings --from weather.share.json --format md    # on the receiving side\n  \
+mcpeval share --output - --server weather | ssh maintainer mcpeval findings --from -"
     )
 )]
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
 
-    /// The envelope file to write
+    /// The envelope file to write, or - for standard output
     #[arg(long, value_name = "FILE")]
     pub output: PathBuf,
 

@@ -14,6 +14,7 @@ use shared::catalog::Finding;
 use shared::envelope::{Note, SCHEMA, ToolEvidence};
 use shared::error::{Error, IoContext, Result};
 use shared::escape::{quoted, terminal};
+use shared::file_arg::Output;
 use shared::home::Home;
 use shared::record::Record;
 
@@ -136,11 +137,11 @@ pub fn run(args: Args) -> Result<()> {
     let text = shared::escape::to_json(&envelope).map_err(std::io::Error::from)?;
     let mut bytes = text.into_bytes();
     bytes.push(b'\n');
-    shared::atomic_file::write(&args.output, &bytes, 0o600)?;
+    let output = Output::new(&args.output);
+    output.write(&bytes, 0o600)?;
     let _ = writeln!(
         stderr,
-        "{PROGRAM}: wrote {}: {}, {} of {}{}",
-        args.output.display(),
+        "{PROGRAM}: wrote {output}: {}, {} of {}{}",
         count(envelope.findings.len(), "finding"),
         count(envelope.journals.len(), "journal record"),
         count(envelope.servers.len(), "server"),

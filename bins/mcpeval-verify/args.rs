@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 use shared::cli::HomeArg;
 use shared::endpoint::Endpoint;
+use shared::file_arg::Input;
 use shared::home::Home;
 use shared::id::FindingId;
 use shared::{Error, Result};
@@ -29,7 +30,15 @@ after its handshake (status 6) and records nothing. The finding must be known: p
 current catalog, or tracked in lifecycle.db (a finding that was promoted once stays verifiable \
 when a later promote no longer lists it: lifecycle.db keeps its server and tool, and credit is \
 still checked against them).\n\n\
-With --record FILE (or - for stdin) it records a result that mcpeval-probe printed earlier. The \
+With --record FILE (or - for standard input) it records the results that mcpeval-probe printed \
+earlier: JSON Lines, one result a line (blank lines ignored), as `mcpeval probe` and `mcpeval probe \
+--all` print them, or one result spread over several lines. Every line is read and checked first: \
+a line that is not a result is status 4, naming its line number, and nothing is recorded. Then each \
+result is recorded in turn, by the rules below, with one output line each; a result that cannot be \
+recorded is reported on stderr, naming its line, and the others are still recorded. With more than \
+one result a summary line goes to stderr, and the status is that of the first refused or rejected \
+result (6, 4), else 1 when a recorded run was red, else 5 when a result was a transport error, \
+else 0. --manifest - hands standard input to mcpeval-probe, which reads the manifest from it. A \
 result's mac must verify with this store's salt: an edited result, or one made by another store, \
 is refused (status 6). It is held to the probe's credit rules: its case's tools must include the \
 finding's tool (status 4; a result of an earlier release names no tools and is refused), and the \
@@ -60,6 +69,7 @@ mcpeval verify --finding finding-0123456789abcdef --case literal-status \\\n    
 --manifest mcp-eval.manifest.json --url http://127.0.0.1:3001/mcp \\\n      \
 --header \"Authorization: Bearer $MCP_TOKEN\"\n  \
 mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval verify --record -\n  \
+mcpeval probe --manifest m.json --all -- my-server | mcpeval verify --record -\n  \
 mcpeval verify --record result.json --format json | jq .state\n\n\
 Exit status 0 is a green run (or a replay), 1 a red run. A refused or failed run records\n\
 nothing: 2 an unknown finding or case, 3 a finding whose server and tool the store does\n\
@@ -91,7 +101,7 @@ pub struct Args {
     )]
     pub case: Option<String>,
 
-    /// The manifest file (mcp-eval.manifest.json)
+    /// The manifest file (mcp-eval.manifest.json), or - for standard input
     #[arg(
         long,
         value_name = "FILE",
@@ -100,7 +110,7 @@ pub struct Args {
     )]
     pub manifest: Option<PathBuf>,
 
-    /// Record a result printed by mcpeval-probe, from FILE or - for stdin
+    /// Record the results printed by mcpeval-probe (JSON Lines), from FILE or - for standard input
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
 
@@ -160,7 +170,7 @@ pub struct Config {
 #[derive(Debug)]
 pub enum Mode {
     Run(RunConfig),
-    Record(Source),
+    Record(Input),
 }
 
 /// A case to run through mcpeval-probe.
@@ -168,7 +178,7 @@ pub enum Mode {
 pub struct RunConfig {
     pub finding: FindingId,
     pub case: String,
-    pub manifest: PathBuf,
+    pub manifest: Input,
     pub handshake_timeout: Option<u64>,
     pub server_stderr: bool,
     pub server: Server,
@@ -196,28 +206,17 @@ impl std::fmt::Debug for Server {
     }
 }
 
-/// Where a result to record comes from.
-#[derive(Debug, Clone)]
-pub enum Source {
-    Stdin,
-    File(PathBuf),
-}
-
-impl std::fmt::Display for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Source::Stdin => f.write_str("stdin"),
-            Source::File(path) => write!(f, "{}", path.display()),
-        }
-    }
-}
-
 impl Args {
     pub fn into_config(self) -> Result<Config> {
         let home = self.home.resolve()?;
-        let mode = match self.record {
-            Some(path) if path.as_os_str() == "-" => Mode::Record(Source::Stdin),
-            Some(path) => Mode::Record(Source::File(path)),
+        let manifest = self.manifest.map(Input::new);
+        let record = self.record.map(Input::new);
+        Input::one_stdin(&[
+            ("--manifest", manifest.as_ref()),
+            ("--record", record.as_ref()),
+        ])?;
+        let mode = match record {
+            Some(input) => Mode::Record(input),
             None => {
                 let missing = |flag: &str| Error::usage(format!("missing {flag}"));
                 let finding = self.finding.ok_or_else(|| missing("--finding"))?;
@@ -240,7 +239,7 @@ impl Args {
                 Mode::Run(RunConfig {
                     finding,
                     case: self.case.ok_or_else(|| missing("--case"))?,
-                    manifest: self.manifest.ok_or_else(|| missing("--manifest"))?,
+                    manifest: manifest.ok_or_else(|| missing("--manifest"))?,
                     handshake_timeout: self.handshake_timeout,
                     server_stderr: self.server_stderr,
                     server,

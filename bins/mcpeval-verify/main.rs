@@ -21,9 +21,9 @@ fn main() -> ExitCode {
 fn verify(config: Config) -> shared::Result<u8> {
     match &config.mode {
         Mode::Run(run) => run::run(&config.home, run, config.format),
-        Mode::Record(source) => {
-            let result = record::read(source)?;
-            record::record(&config.home, &source.to_string(), &result, config.format)
+        Mode::Record(input) => {
+            let lines = record::read(input)?;
+            record::record_all(&config.home, input, &lines, config.format)
         }
     }
 }

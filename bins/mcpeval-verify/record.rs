@@ -2,67 +2,182 @@
 //! store's salt, and hand it to the lifecycle. Both modes end here, so a
 //! run and a recorded file earn credit by exactly the same rules.
 
-use std::fs::File;
-use std::io::{ErrorKind, Read};
+use std::io::Write;
 
 use shared::credit::{self, Subject};
-use shared::error::IoContext;
+use shared::error::Kind;
+use shared::file_arg::Input;
 use shared::home::Home;
 use shared::probe_result::{ProbeResult, Verdict};
 use shared::salt::Salt;
 use shared::verification::{self, Recorded};
 use shared::{Error, Result, exit, lifecycle};
 
-use crate::args::{Format, Source};
+use crate::args::Format;
 use crate::output;
 
-/// Results are a few hundred bytes; anything much larger is not one.
-const MAX_RESULT_BYTES: u64 = 64 * 1024;
+const PROGRAM: &str = "mcpeval-verify";
 
-/// Reads and parses the result at `source` (status 4 when it is not one).
-pub fn read(source: &Source) -> Result<ProbeResult> {
-    let mut bytes = Vec::new();
-    match source {
-        Source::Stdin => std::io::stdin()
-            .lock()
-            .take(MAX_RESULT_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .context("cannot read stdin")?,
-        Source::File(path) => File::open(path)
-            .map_err(|err| match err.kind() {
-                ErrorKind::NotFound => Error::rejected(format!("{}: no such file", path.display()))
-                    .with_hint("give the file mcpeval-probe's output was saved to, or - for stdin"),
-                _ => Error::io(format_args!("cannot read {}", path.display()), err),
-            })?
-            .take(MAX_RESULT_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .context(format_args!("cannot read {source}"))?,
-    };
-    if bytes.len() as u64 > MAX_RESULT_BYTES {
+/// Results are a few hundred bytes; a line much larger is not one.
+const MAX_RESULT_BYTES: usize = 64 * 1024;
+
+/// A whole input of results (`probe --all` of a large manifest) is read
+/// before anything is recorded; beyond this it is not such an output.
+const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// One result of the input and the line it is on.
+#[derive(Debug)]
+pub struct Line {
+    pub number: usize,
+    pub result: ProbeResult,
+}
+
+/// Reads and parses every result of `input`: JSON Lines, one result a
+/// line (blank lines ignored), or one result spread over several lines
+/// (pretty-printed). Every line is checked before anything is recorded:
+/// a line that is not a result is status 4, naming it.
+pub fn read(input: &Input) -> Result<Vec<Line>> {
+    let bytes = input.read_limited(MAX_INPUT_BYTES).map_err(|err| {
+        if err.kind() == Kind::Rejected {
+            err.with_hint(
+                "give the file mcpeval-probe's output was saved to, or - for standard input",
+            )
+        } else {
+            err
+        }
+    })?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
         return Err(Error::rejected(format!(
-            "{source}: larger than {MAX_RESULT_BYTES} bytes: not a probe result; nothing was recorded"
+            "{input}: larger than 64 MiB: not the output of mcpeval-probe; nothing was recorded"
         )));
     }
     let text = String::from_utf8_lossy(&bytes);
-    if text.trim().is_empty() {
-        return Err(Error::rejected(format!(
-            "{source}: empty: no probe result to record; nothing was recorded"
-        ))
-        .with_hint("did mcpeval-probe refuse the case? its message says why"));
-    }
-    ProbeResult::parse(text.trim()).map_err(|why| {
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.trim()))
+        .filter(|(_, line)| !line.is_empty())
+        .collect();
+    let not_a_result = |place: String, why: Error| {
         Error::rejected(format!(
-            "{source}: not an mcpeval.probe/1 result: {why}; nothing was recorded"
+            "{place}: not an mcpeval.probe/1 result: {why}; nothing was recorded"
         ))
         .with_hint(
             "record the JSON that mcpeval-probe prints (its default --format json), unchanged",
         )
+    };
+    match lines.as_slice() {
+        [] => Err(Error::rejected(format!(
+            "{input}: empty: no probe result to record; nothing was recorded"
+        ))
+        .with_hint("did mcpeval-probe refuse the case? its message says why")),
+        [(number, line)] => {
+            check_length(input, None, line)?;
+            let result =
+                ProbeResult::parse(line).map_err(|why| not_a_result(input.to_string(), why))?;
+            Ok(vec![Line {
+                number: *number,
+                result,
+            }])
+        }
+        [(first, _), ..] => {
+            let whole = text.trim();
+            if whole.len() <= MAX_RESULT_BYTES
+                && let Ok(result) = ProbeResult::parse(whole)
+            {
+                return Ok(vec![Line {
+                    number: *first,
+                    result,
+                }]);
+            }
+            lines
+                .iter()
+                .map(|&(number, line)| {
+                    check_length(input, Some(number), line)?;
+                    let result = ProbeResult::parse(line)
+                        .map_err(|why| not_a_result(format!("{input}:{number}"), why))?;
+                    Ok(Line { number, result })
+                })
+                .collect()
+        }
+    }
+}
+
+/// Refuses a line longer than any result (status 4).
+fn check_length(input: &Input, number: Option<usize>, line: &str) -> Result<()> {
+    if line.len() <= MAX_RESULT_BYTES {
+        return Ok(());
+    }
+    let place = number.map_or_else(|| input.to_string(), |n| format!("{input}:{n}"));
+    Err(Error::rejected(format!(
+        "{place}: larger than {MAX_RESULT_BYTES} bytes: not a probe result; nothing was recorded"
+    )))
+}
+
+/// Records every result of `lines`, read from `input`, in order, and
+/// prints a line for each; with more than one, a summary on stderr. A
+/// result that cannot be recorded is reported (naming its line) and the
+/// rest are still recorded. The status: a refused or rejected result's
+/// (the first), else 1 when a recorded run was red, else 5 when a result
+/// was a transport error, else 0.
+pub fn record_all(home: &Home, input: &Input, lines: &[Line], format: Format) -> Result<u8> {
+    if let [line] = lines {
+        return record(home, &input.to_string(), &line.result, format);
+    }
+    let (mut green, mut red, mut replays) = (0, 0, 0);
+    let mut failed: Vec<u8> = Vec::new();
+    for line in lines {
+        let source = format!("{input}:{}", line.number);
+        match record_one(home, &source, &line.result, format) {
+            Ok(Recorded::Replay { .. }) => replays += 1,
+            Ok(_) if line.result.result == Verdict::Red => red += 1,
+            Ok(_) => green += 1,
+            Err(err) if err.is_broken_pipe() => return Err(err),
+            Err(err) => {
+                // Every message names the line of the result it is about.
+                let err = if err.message().starts_with(&format!("{source}: ")) {
+                    err
+                } else {
+                    let named = Error::new(err.kind(), format!("{source}: {}", err.message()));
+                    match err.hint() {
+                        Some(hint) => named.with_hint(hint.to_owned()),
+                        None => named,
+                    }
+                };
+                shared::cli::report(PROGRAM, &err);
+                failed.push(err.status());
+            }
+        }
+    }
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "{PROGRAM}: recorded {} of {} results from {input} ({green} green, {red} red); \
+         {replays} already recorded, {} not recorded",
+        green + red,
+        lines.len(),
+        failed.len()
+    );
+    let refused = failed.iter().copied().find(|&s| s != exit::TRANSPORT);
+    Ok(match refused {
+        Some(status) => status,
+        None if red > 0 => exit::RED,
+        None if !failed.is_empty() => exit::TRANSPORT,
+        None => exit::SUCCESS,
     })
 }
 
 /// Checks and records `result`, prints the outcome, and returns the exit
 /// status: 0 green or replay, 1 red.
 pub fn record(home: &Home, source: &str, result: &ProbeResult, format: Format) -> Result<u8> {
+    let recorded = record_one(home, source, result, format)?;
+    Ok(match (&recorded, result.result) {
+        (Recorded::New { .. }, Verdict::Red) => exit::RED,
+        _ => exit::SUCCESS,
+    })
+}
+
+/// Checks and records `result` and prints its line.
+fn record_one(home: &Home, source: &str, result: &ProbeResult, format: Format) -> Result<Recorded> {
     let signed_here = Salt::load(home)?.is_some_and(|salt| result.verify(&salt));
     if !signed_here {
         return Err(Error::refused(format!(
@@ -97,10 +212,7 @@ pub fn record(home: &Home, source: &str, result: &ProbeResult, format: Format) -
         &subject.tool,
     )?;
     output::print(result, &recorded, format)?;
-    Ok(match (&recorded, result.result) {
-        (Recorded::New { .. }, Verdict::Red) => exit::RED,
-        _ => exit::SUCCESS,
-    })
+    Ok(recorded)
 }
 
 /// Holds a result to the rules a probe applies where the finding is known:

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use shared::home::Home;
 use shared::probe_result::ProbeResult;
-use shared::sibling::{self, Ended, Options, Stderr};
+use shared::sibling::{self, Ended, Options, Stderr, Stdin};
 use shared::{Error, Result, credit, exit, lifecycle, verification};
 
 use crate::args::{Format, RunConfig, Server};
@@ -39,11 +39,18 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
         dir: None,
         stderr: Stderr::Relay,
     };
-    let out = sibling::run(
+    // `--manifest -`: the probe reads the manifest from our stdin.
+    let stdin = if config.manifest.is_stdin() {
+        Stdin::Inherit
+    } else {
+        Stdin::Null
+    };
+    let out = sibling::run_with_stdin(
         &program,
         home.root().as_std_path(),
         probe_args(config),
         options,
+        stdin,
     )
     .map_err(|e| Error::io(format_args!("cannot run {}", program.display()), e))?;
 
@@ -88,7 +95,11 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
 /// The probe's arguments after `--home`: the same case, server and
 /// options, its result as JSON, and its hint left to verify.
 fn probe_args(config: &RunConfig) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec!["--manifest".into(), config.manifest.clone().into()];
+    let manifest = config
+        .manifest
+        .path()
+        .map_or_else(|| "-".into(), OsString::from);
+    let mut args: Vec<OsString> = vec!["--manifest".into(), manifest];
     for a in [
         "--case",
         &config.case,

@@ -1,5 +1,5 @@
 complete -c mcpeval-probe -l home -d 'Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]' -r -F
-complete -c mcpeval-probe -l manifest -d 'The manifest file (mcp-eval.manifest.json)' -r -F
+complete -c mcpeval-probe -l manifest -d 'The manifest file (mcp-eval.manifest.json), or - for standard input' -r -F
 complete -c mcpeval-probe -l case -d 'The id of the case to run' -r
 complete -c mcpeval-probe -l finding -d 'Refuse unless the case names this finding' -r
 complete -c mcpeval-probe -l format -d 'Output: one JSON object, or one line for people' -r -f -a "json\t'One JSON object (mcpeval.probe/1)'

@@ -1,8 +1,8 @@
 complete -c mcpeval-verify -l home -d 'Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]' -r -F
 complete -c mcpeval-verify -l finding -d 'The finding the case proves' -r
 complete -c mcpeval-verify -l case -d 'The id of the case to run (its finding must be --finding)' -r
-complete -c mcpeval-verify -l manifest -d 'The manifest file (mcp-eval.manifest.json)' -r -F
-complete -c mcpeval-verify -l record -d 'Record a result printed by mcpeval-probe, from FILE or - for stdin' -r -F
+complete -c mcpeval-verify -l manifest -d 'The manifest file (mcp-eval.manifest.json), or - for standard input' -r -F
+complete -c mcpeval-verify -l record -d 'Record the results printed by mcpeval-probe (JSON Lines), from FILE or - for standard input' -r -F
 complete -c mcpeval-verify -l format -d 'Output: one line for people, or one JSON object' -r -f -a "text\t'One line (two when red) for people'
 json\t'One JSON object for scripts'"
 complete -c mcpeval-verify -l handshake-timeout -d 'Passed to mcpeval-probe: how long each handshake request waits, start-up included [default: 10000]' -r

@@ -19,7 +19,6 @@
 //! ever rendered as if it were a finding.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,6 +26,7 @@ use serde_json::Value;
 use crate::catalog::{Derived, Finding};
 use crate::error::{Error, Result};
 use crate::escape::{self, name_fault, quoted, terminal};
+use crate::file_arg::Input;
 use crate::finding::{DefectClass, Kind};
 use crate::id::FindingId;
 use crate::lifecycle::State;
@@ -153,36 +153,56 @@ impl Fault {
 
 type Checked<T> = std::result::Result<T, Fault>;
 
-/// Reads the findings of the envelope at `path`, after checking the whole
-/// envelope. Status 4 (rejected) for a file that is not an `mcpeval.share/1`
-/// envelope or holds any value that breaks the contract; the message names
-/// the file and the JSON Pointer of the value (e.g. `/findings/3/server`).
-pub fn read_findings(path: &Path) -> Result<Vec<Finding>> {
-    let shown = path.display();
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::io(format_args!("cannot open the share envelope {shown}"), e))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if len > MAX_BYTES {
-        return Err(Error::rejected(format!(
-            "{shown} is {len} bytes; share envelopes are limited to 256 MiB"
-        )));
-    }
-    let value: Value = serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| {
+/// Reads the findings of the envelope at `input` (a file, or standard
+/// input), after checking the whole envelope. Status 4 (rejected) for a
+/// file that is not an `mcpeval.share/1` envelope or holds any value that
+/// breaks the contract; the message names the file and the JSON Pointer of
+/// the value (e.g. `/findings/3/server`).
+pub fn read_findings(input: &Input) -> Result<Vec<Finding>> {
+    let too_big = |len: u64| {
+        Error::rejected(format!(
+            "{input} is {len} bytes; share envelopes are limited to 256 MiB"
+        ))
+    };
+    let parsed = match input.path() {
+        Some(path) => {
+            let file = std::fs::File::open(path).map_err(|e| {
+                Error::io(format_args!("cannot open the share envelope {input}"), e)
+            })?;
+            let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+            if len > MAX_BYTES {
+                return Err(too_big(len));
+            }
+            serde_json::from_reader(std::io::BufReader::new(file))
+        }
+        None => {
+            // A pipe has no length to look at first: read at most one
+            // byte past the limit.
+            let bytes = input.read_limited(MAX_BYTES)?;
+            if bytes.len() as u64 > MAX_BYTES {
+                return Err(Error::rejected(format!(
+                    "{input}: more than 256 MiB; share envelopes are limited to 256 MiB"
+                )));
+            }
+            serde_json::from_slice(&bytes)
+        }
+    };
+    let value: Value = parsed.map_err(|e| {
         if e.is_io() {
             return Error::io(
-                format_args!("cannot read {shown}"),
+                format_args!("cannot read {input}"),
                 std::io::Error::other(e.to_string()),
             );
         }
         Error::rejected(format!(
-            "{shown}: not valid JSON: {}",
+            "{input}: not valid JSON: {}",
             terminal(&e.to_string())
         ))
         .with_hint("the file is not an mcpeval share envelope; create one with `mcpeval share`")
     })?;
     check(&value).map_err(|fault| {
         let at = if fault.at.is_empty() { "/" } else { &fault.at };
-        Error::rejected(format!("{shown}: {}: {}", terminal(at), fault.why)).with_hint(
+        Error::rejected(format!("{input}: {}: {}", terminal(at), fault.why)).with_hint(
             "the file was not written by `mcpeval share`, or was changed since; nothing in it was rendered; ask its sender for a fresh one",
         )
     })

@@ -25,6 +25,7 @@
 //! - [`manifest`]: the probe manifest a server's maintainer writes.
 //! - [`home`]: the store and the paths inside it; [`config`]: its
 //!   `config.json`.
+//! - [`file_arg`]: file arguments where `-` is standard input or output.
 //! - [`exit`]: the exit statuses every binary shares; [`error`]: the error
 //!   type that carries one; [`escape`] and [`canonical`]: printing untrusted
 //!   text safely and canonical JSON; [`score`], [`time`].
@@ -108,6 +109,7 @@ pub mod evidence;
 pub mod exit;
 #[cfg(feature = "store")]
 pub mod fault;
+pub mod file_arg;
 pub mod finding;
 #[cfg(feature = "store")]
 pub mod hash;

@@ -15,15 +15,13 @@
 //! payloads.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{ErrorKind, Read};
-use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::canonical;
 use crate::error::{Error, Result};
+use crate::file_arg::Input;
 use crate::finding::Probe;
 use crate::id::FindingId;
 use crate::spelling::spelled;
@@ -80,14 +78,15 @@ impl Rejection {
         }
     }
 
-    /// The exit-status-4 error naming `file`.
-    pub fn into_error(self, file: &Path) -> Error {
+    /// The exit-status-4 error naming `file` (a path's `display()`, an
+    /// [`Input`] or an output).
+    pub fn into_error(self, file: impl std::fmt::Display) -> Error {
         let place = if self.pointer.is_empty() {
             "the top level".to_owned()
         } else {
             self.pointer
         };
-        Error::rejected(format!("{}: at {place}: {}", file.display(), self.rule))
+        Error::rejected(format!("{file}: at {place}: {}", self.rule))
             .with_hint("fix the file and run the command again; nothing was run or changed")
     }
 }
@@ -198,10 +197,11 @@ impl Expect {
         }
     }
 
-    /// Reads and checks an expect file (at most [`MAX_EXPECT_BYTES`]).
-    pub fn parse_file(path: &Path) -> Result<Expect> {
-        let text = read_limited(path, MAX_EXPECT_BYTES, "expect files", "64 KiB")?;
-        Expect::parse(&text).map_err(|r| r.into_error(path))
+    /// Reads and checks an expect file, or standard input (at most
+    /// [`MAX_EXPECT_BYTES`]).
+    pub fn parse_file(input: &Input) -> Result<Expect> {
+        let text = read_limited(input, MAX_EXPECT_BYTES, "expect files", "64 KiB")?;
+        Expect::parse(&text).map_err(|r| r.into_error(input))
     }
 
     /// Parses the text of an expect file: one `expect` object.
@@ -299,10 +299,11 @@ fn scalar_eq(got: &Value, want: &Value) -> bool {
 }
 
 impl Manifest {
-    /// Reads and checks a manifest file (at most [`MAX_MANIFEST_BYTES`]).
-    pub fn load(path: &Path) -> Result<Manifest> {
-        let text = read_limited(path, MAX_MANIFEST_BYTES, "manifests", "1 MiB")?;
-        Manifest::parse(&text).map_err(|r| r.into_error(path))
+    /// Reads and checks a manifest file, or standard input (at most
+    /// [`MAX_MANIFEST_BYTES`]).
+    pub fn load(input: &Input) -> Result<Manifest> {
+        let text = read_limited(input, MAX_MANIFEST_BYTES, "manifests", "1 MiB")?;
+        Manifest::parse(&text).map_err(|r| r.into_error(input))
     }
 
     /// Parses and checks the text of a manifest.
@@ -426,25 +427,15 @@ fn collect_placeholders(value: &Value, at: String, found: &mut Vec<String>) {
     }
 }
 
-/// Reads at most `limit` bytes of UTF-8 text from `path`.
-fn read_limited(path: &Path, limit: u64, what: &str, limit_text: &str) -> Result<String> {
-    let file = File::open(path).map_err(|err| match err.kind() {
-        ErrorKind::NotFound => Error::rejected(format!("{}: no such file", path.display()))
-            .with_hint("check the path given"),
-        _ => Error::io(format_args!("cannot read {}", path.display()), err),
-    })?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|err| Error::io(format_args!("cannot read {}", path.display()), err))?;
+/// Reads at most `limit` bytes of UTF-8 text from `input`.
+fn read_limited(input: &Input, limit: u64, what: &str, limit_text: &str) -> Result<String> {
+    let bytes = input.read_limited(limit)?;
     if bytes.len() as u64 > limit {
         return Err(Error::rejected(format!(
-            "{}: larger than {limit_text}; {what} are limited to {limit} bytes",
-            path.display()
+            "{input}: larger than {limit_text}; {what} are limited to {limit} bytes"
         )));
     }
-    String::from_utf8(bytes)
-        .map_err(|_| Error::rejected(format!("{}: not UTF-8 text", path.display())))
+    String::from_utf8(bytes).map_err(|_| Error::rejected(format!("{input}: not UTF-8 text")))
 }
 
 /// Deserializes with the JSON Pointer of the offending value on error.
@@ -1240,10 +1231,10 @@ mod tests {
             r#"{"outcome":"ok","equals_paths":{"/structuredContent/status":"ready"}}"#,
         )
         .unwrap();
-        let e = Expect::parse_file(&path).unwrap();
+        let e = Expect::parse_file(&Input::new(&path)).unwrap();
         assert_eq!(e.equals_paths.len(), 1);
         std::fs::write(&path, r#"{"outcome":"ok","note":"x"}"#).unwrap();
-        let err = Expect::parse_file(&path).unwrap_err();
+        let err = Expect::parse_file(&Input::new(&path)).unwrap_err();
         assert_eq!(err.status(), crate::exit::REJECTED);
         assert_eq!(
             err.message(),
@@ -1259,7 +1250,7 @@ mod tests {
             format!(r#"{{"outcome":"ok"{}}}"#, " ".repeat(65 * 1024)),
         )
         .unwrap();
-        let big = Expect::parse_file(&path).unwrap_err();
+        let big = Expect::parse_file(&Input::new(&path)).unwrap_err();
         assert_eq!(
             big.message(),
             format!(
@@ -1275,10 +1266,10 @@ mod tests {
         let path = dir.path().join(FILE_NAME);
         let mut text = manifest(json!([literal()]));
         std::fs::write(&path, &text).unwrap();
-        assert_eq!(Manifest::load(&path).unwrap().cases.len(), 1);
+        assert_eq!(Manifest::load(&Input::new(&path)).unwrap().cases.len(), 1);
         text.push_str(&" ".repeat(1024 * 1024));
         std::fs::write(&path, &text).unwrap();
-        let err = Manifest::load(&path).unwrap_err();
+        let err = Manifest::load(&Input::new(&path)).unwrap_err();
         assert_eq!(err.status(), crate::exit::REJECTED);
         assert_eq!(
             err.message(),
@@ -1287,7 +1278,7 @@ mod tests {
                 path.display()
             )
         );
-        let missing = Manifest::load(&dir.path().join("nope.json")).unwrap_err();
+        let missing = Manifest::load(&Input::new(dir.path().join("nope.json"))).unwrap_err();
         assert_eq!(missing.status(), crate::exit::REJECTED);
     }
 

@@ -7,7 +7,8 @@
 //! or runs a file it finds, so listing is safe with any directory on PATH.
 //!
 //! [`run`] executes a found command for the store at hand: `--home HOME`
-//! (and `MCPEVAL_HOME`) name it, stdin is closed, stdout is captured as
+//! (and `MCPEVAL_HOME`) name it, stdin is closed (or, for a `-` argument,
+//! ours), stdout is captured as
 //! data, stderr is relayed to ours or captured, as the caller asks.
 
 use std::collections::BTreeMap;
@@ -319,9 +320,33 @@ pub struct Options<'a> {
     pub stderr: Stderr,
 }
 
+/// What a sibling reads on its stdin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stdin {
+    /// Nothing: its stdin is closed.
+    Null,
+    /// Ours, for a sibling given a file argument of `-`.
+    Inherit,
+}
+
 /// Runs `program --home HOME ARGS…` with `MCPEVAL_HOME=HOME`, stdin closed
 /// and stdout captured. `Err` only when it could not be started or waited for.
 pub fn run<I, A>(program: &Path, home: &Path, args: I, options: Options<'_>) -> std::io::Result<Ran>
+where
+    I: IntoIterator<Item = A>,
+    A: Into<OsString>,
+{
+    run_with_stdin(program, home, args, options, Stdin::Null)
+}
+
+/// Like [`run`], with the sibling's stdin as `stdin` says.
+pub fn run_with_stdin<I, A>(
+    program: &Path,
+    home: &Path,
+    args: I,
+    options: Options<'_>,
+    stdin: Stdin,
+) -> std::io::Result<Ran>
 where
     I: IntoIterator<Item = A>,
     A: Into<OsString>,
@@ -330,9 +355,11 @@ where
     argv.extend(args.into_iter().map(Into::into));
     let mut expression = duct::cmd(program, argv)
         .env(HOME_ENV, home)
-        .stdin_null()
         .stdout_capture()
         .unchecked();
+    if stdin == Stdin::Null {
+        expression = expression.stdin_null();
+    }
     if options.stderr == Stderr::Capture {
         expression = expression.stderr_capture();
     }

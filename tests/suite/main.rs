@@ -17,6 +17,7 @@ mod ids;
 mod index;
 mod inspector;
 mod names;
+mod pipes;
 mod privacy;
 mod probe;
 mod probe_all;

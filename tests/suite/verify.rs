@@ -1266,7 +1266,7 @@ fn recording_a_result_for_another_tool_or_server_is_refused() {
             4,
             "",
             format!(
-                "mcpeval-verify: error: stdin: case \"status\" calls \"flaky\" but never \"status\", \
+                "mcpeval-verify: error: standard input: case \"status\" calls \"flaky\" but never \"status\", \
 the tool of {f}: its runs cannot prove that finding's repair; nothing was recorded\n  hint: make the \
 case call \"status\" (a workflow: in at least one step), or run the case written for {f}\n",
                 f = b.finding
@@ -1278,7 +1278,7 @@ case call \"status\" (a workflow: in at least one step), or run the case written
     assert_eq!((run.status, run.stdout.as_str()), (6, ""));
     assert!(
         run.stderr.starts_with(&format!(
-            "mcpeval-verify: error: stdin: the server names itself \"impostor\" but {} is about \
+            "mcpeval-verify: error: standard input: the server names itself \"impostor\" but {} is about \
 server \"probe-fixture\": its runs earn that finding no credit; nothing was recorded\n",
             b.finding
         )),
@@ -1294,7 +1294,7 @@ server \"probe-fixture\": its runs earn that finding no credit; nothing was reco
     assert_eq!((run.status, run.stdout.as_str()), (4, ""));
     assert!(
         run.stderr.starts_with(
-            "mcpeval-verify: error: stdin: the result does not say which tools its case calls"
+            "mcpeval-verify: error: standard input: the result does not say which tools its case calls"
         ),
         "{}",
         run.stderr
