@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use shared::catalog;
 use shared::error::{IoContext, Result};
+use shared::finding::State;
 use shared::id::FindingId;
 
 use crate::PROGRAM;
@@ -25,7 +26,7 @@ pub fn run(args: Args) -> Result<()> {
     let open: Vec<&catalog::Finding> = catalog
         .findings
         .iter()
-        .filter(|f| f.state != "closed")
+        .filter(|f| f.state != State::Closed)
         .collect();
     let all_open: BTreeSet<&FindingId> = open.iter().map(|f| &f.derived.id).collect();
     let chosen: Vec<&catalog::Finding> = open

@@ -68,7 +68,7 @@ pub fn json(out: &mut impl Write, home: &Home, findings: &[&Finding]) -> Result<
         };
         entries.push(History {
             finding: &f.derived.id,
-            state: f.state,
+            state: f.state.as_str(),
             streak: f.streak,
             reopened: f.reopened,
             events,

@@ -9,14 +9,24 @@
 
 use std::io::Write;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use shared::Result;
 use shared::catalog::{Finding, Promotion};
 use shared::escape::{self, code_cell, code_span, markdown as md, quoted, terminal};
+use shared::finding::DefectClass;
+use shared::findings::Findings;
 
-/// `{"findings": [...]}` on one line.
-pub fn json(out: &mut impl Write, findings: &[&Finding]) -> Result<()> {
-    let text = escape::to_json(&json!({ "findings": findings })).map_err(std::io::Error::from)?;
+/// One [`Findings`] object (`mcpeval.findings/1`) on one line.
+pub fn json(
+    out: &mut impl Write,
+    promotion: Option<&Promotion>,
+    findings: &[&Finding],
+) -> Result<()> {
+    let doc = Findings::new(
+        promotion.map(|p| p.promoted_at.clone()),
+        findings.iter().map(|f| (*f).clone()).collect(),
+    );
+    let text = escape::to_json(&doc).map_err(std::io::Error::from)?;
     writeln!(out, "{text}")?;
     Ok(())
 }
@@ -158,12 +168,12 @@ three consecutive green verification runs.\n"
             shapes(&d.args_shapes, |s| s.to_owned())
         )?;
         writeln!(out, "   fix: {}", d.fix_hint)?;
-        let expect = if d.defect_class == "false-success" {
+        let expect = if d.defect_class == DefectClass::FalseSuccess {
             " --expect expect.json"
         } else {
             ""
         };
-        if d.defect_class == "false-success" {
+        if d.defect_class == DefectClass::FalseSuccess {
             writeln!(
                 out,
                 "   first: write expect.json with the result that proves the contract holds, e.g.\n   \

@@ -508,21 +508,7 @@ pub fn remembered_in(
     })
 }
 
-spelled! {
-    /// A finding's place in the lifecycle.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-    pub enum State {
-        /// Promoted and not (yet) claimed fixed.
-        #[default]
-        Open = "open",
-        /// A verification ran and was red: a fix is claimed but not shown.
-        FixClaimed = "fix-claimed",
-        /// At least one green run, fewer than three in a row.
-        Verifying = "verifying",
-        /// Three consecutive green runs, or closed by hand.
-        Closed = "closed",
-    }
-}
+pub use crate::finding::State;
 
 /// The durable lifecycle facts of one finding.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -4,6 +4,7 @@ mod annotate;
 mod capture;
 mod capture_http;
 mod close;
+mod contract;
 mod crash;
 mod docs;
 mod dump;
