@@ -61,8 +61,8 @@ pub fn json(out: &mut impl Write, home: &Home, findings: &[&Finding]) -> Result<
     for f in findings {
         let (events, runs) = match &conn {
             Some(conn) => (
-                events(conn, &path, &f.derived.id)?,
-                runs(conn, &path, &f.derived.id)?,
+                events(conn, path.as_std_path(), &f.derived.id)?,
+                runs(conn, path.as_std_path(), &f.derived.id)?,
             ),
             None => (Vec::new(), Vec::new()),
         };

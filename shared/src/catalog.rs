@@ -104,7 +104,7 @@ pub fn clear(conn: &Connection, path: &std::path::Path) -> Result<()> {
 pub fn load(home: &Home) -> Result<Catalog> {
     let index = index_db::open_complete(home)?;
     let states = match lifecycle::open_if_present(home)? {
-        Some(conn) => lifecycle::states(&conn, &home.lifecycle_db())?,
+        Some(conn) => lifecycle::states(&conn, home.lifecycle_db())?,
         None => HashMap::new(),
     };
     load_from(&index, home, &states)
@@ -216,11 +216,10 @@ fn load_from(
 
 /// A finding row of index.db whose id is not a finding id (status 3).
 /// index.db is derived, so deriving it again is the repair.
-fn corrupt_id(path: &std::path::Path, raw: &str, row: i64) -> Error {
+fn corrupt_id(path: &camino::Utf8Path, raw: &str, row: i64) -> Error {
     Error::unavailable(format!(
-        "{} is corrupt: finding id {} at row {row} of table findings is not \
+        "{path} is corrupt: finding id {} at row {row} of table findings is not \
          {}",
-        path.display(),
         id::shown(raw),
         FindingId::FORM,
     ))

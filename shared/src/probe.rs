@@ -528,7 +528,7 @@ mod tests {
         assert!(
             err.message().starts_with(&format!(
                 "{}: cannot read findings: ",
-                home.index_db().display()
+                home.index_db()
             )),
             "{}",
             err.message()

@@ -90,3 +90,34 @@ fn findings_read_from_a_share_file_carry_no_promotion_time() {
     assert_eq!(parsed.promoted_at, None);
     assert_eq!(parsed.findings.len(), 1);
 }
+
+/// JSON carries Unicode only: a path that is not UTF-8 is never printed as
+/// another one. `export-issues --format json` refuses such a `--dir`
+/// before it writes anything.
+#[test]
+fn export_issues_json_refuses_a_dir_that_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let store = Store::new();
+    let dir = store
+        .scratch()
+        .join(std::ffi::OsStr::from_bytes(b"issues-\xff"));
+    let out = store
+        .bin("mcpeval-export-issues")
+        .arg("--dir")
+        .arg(&dir)
+        .args(["--format", "json"])
+        .assert()
+        .code(2);
+    let out = out.get_output();
+    assert_eq!(text(&out.stdout), "");
+    let scratch = store.scratch().to_str().unwrap();
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "mcpeval-export-issues: error: --dir \"{scratch}/issues-\\xFF\" is not valid UTF-8, \
+             which --format json cannot print; nothing was written\n  \
+             hint: use a directory whose path is UTF-8, or --format text\n"
+        )
+    );
+    assert!(!dir.exists());
+}

@@ -208,6 +208,52 @@ fn a_builtin_found_only_on_path_keeps_its_description() {
 }
 
 #[test]
+fn a_path_that_is_not_utf8_is_left_out_of_the_json_listing_by_name() {
+    let store = Store::new();
+    let marker = store.scratch().join("ran");
+    // Both copies of `odd` live in directories whose names are not UTF-8;
+    // the second copy of `hello` as well.
+    let odd_dir = store.scratch().join(OsStr::from_bytes(b"odd-\xff"));
+    let later_dir = store.scratch().join(OsStr::from_bytes(b"later-\xfe"));
+    fs::create_dir_all(&odd_dir).unwrap();
+    fs::create_dir_all(&later_dir).unwrap();
+    let plain = plugin_dir(&store, "plain");
+    let hello = tripwire(&plain, "mcpeval-hello", &marker);
+    tripwire(&later_dir, "mcpeval-hello", &marker);
+    tripwire(&odd_dir, "mcpeval-odd", &marker);
+
+    let mut cmd = front(&store, &[&plain, &odd_dir, &later_dir]);
+    cmd.args(["--list", "--format", "json"]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let commands = doc["commands"].as_array().unwrap();
+    assert!(!commands.iter().any(|c| c["name"] == "odd"), "{commands:?}");
+    assert_eq!(
+        entry(commands, "hello"),
+        &json!({"name": "hello", "path": hello.to_str().unwrap(), "origin": "path",
+            "builtin": false, "description": null, "shadowed": []})
+    );
+    assert!(!contains_replacement(&out.stdout), "{}", text(&out.stdout));
+    // Each left-out path is named on stderr, its odd byte escaped.
+    let scratch = store.scratch().to_str().unwrap();
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "mcpeval: warning: \"{scratch}/later-\\xFE/mcpeval-hello\" is not valid UTF-8, \
+             which JSON cannot carry; it is left out of the listing\n\
+             mcpeval: warning: \"{scratch}/odd-\\xFF/mcpeval-odd\" is not valid UTF-8, \
+             which JSON cannot carry; it is left out of the listing\n"
+        )
+    );
+    assert!(!marker.exists(), "listing ran a command");
+}
+
+fn contains_replacement(bytes: &[u8]) -> bool {
+    String::from_utf8_lossy(bytes).contains('\u{fffd}')
+}
+
+#[test]
 fn list_text_is_aligned_and_help_alone_is_the_same() {
     let store = Store::new();
     let Shadowed {
