@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(rows, 2);
         // No state changes: legacy evidence never counts.
         assert!(
-            lifecycle::states(&conn, &home.lifecycle_db())
+            lifecycle::states(&conn, home.lifecycle_db())
                 .unwrap()
                 .is_empty()
         );

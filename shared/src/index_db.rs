@@ -361,7 +361,7 @@ mod tests {
         assert_eq!(missing.status(), crate::exit::UNAVAILABLE);
         assert!(missing.message().starts_with("no index yet"), "{missing}");
 
-        let conn = db::open(&home.index_db(), &SCHEMA).unwrap();
+        let conn = db::open(home.index_db(), &SCHEMA).unwrap();
         let incomplete = open_complete(&home).unwrap_err();
         assert_eq!(incomplete.status(), crate::exit::UNAVAILABLE);
         assert!(
@@ -378,14 +378,16 @@ mod tests {
         )
         .unwrap();
         let empty = open_complete(&home).unwrap();
-        let state = state(&empty, home.index_db().as_std_path()).unwrap().unwrap();
+        let state = state(&empty, home.index_db().as_std_path())
+            .unwrap()
+            .unwrap();
         assert_eq!((state.calls, state.annotations), (0, (0, 0)));
     }
 
     #[test]
     fn legacy_coordinates_resolve_only_when_unique() {
         let (_dir, home) = store();
-        let conn = db::open(&home.index_db(), &SCHEMA).unwrap();
+        let conn = db::open(home.index_db(), &SCHEMA).unwrap();
         let add = |event: Option<&str>, server: &str, seq: i64| {
             conn.execute(
                 "INSERT INTO calls(journal_id, line, schema, event_id, session, seq, origin, server, tool,
@@ -401,13 +403,22 @@ mod tests {
         let second = add(None, "a", 2);
         let path = home.index_db();
         let coords = |seq| Target::coordinates("s-0000000000000001", seq).unwrap();
-        assert_eq!(resolve(&conn, path.as_std_path(), &coords(1)).unwrap(), Link::Ambiguous);
+        assert_eq!(
+            resolve(&conn, path.as_std_path(), &coords(1)).unwrap(),
+            Link::Ambiguous
+        );
         assert_eq!(
             resolve(&conn, path.as_std_path(), &coords(2)).unwrap(),
             Link::Linked(second)
         );
-        assert_eq!(resolve(&conn, path.as_std_path(), &coords(3)).unwrap(), Link::Unknown);
+        assert_eq!(
+            resolve(&conn, path.as_std_path(), &coords(3)).unwrap(),
+            Link::Unknown
+        );
         let event = Target::event_id("6F1C2A3B-4D5E-4F60-8A7B-000000000001").unwrap();
-        assert_eq!(resolve(&conn, path.as_std_path(), &event).unwrap(), Link::Linked(only));
+        assert_eq!(
+            resolve(&conn, path.as_std_path(), &event).unwrap(),
+            Link::Linked(only)
+        );
     }
 }
