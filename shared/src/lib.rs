@@ -44,7 +44,8 @@
 //!   machinery.
 //! - `http`: the HTTP client connector (hyper, rustls, tokio) and the SSE
 //!   reader.
-//! - `cli`: warnings, man pages and shell completions from clap definitions.
+//! - `cli`: warnings, man pages and shell completions from clap definitions,
+//!   and the probe's server flags that `verify` passes on.
 //!
 //! # Reading a journal
 //!
@@ -131,6 +132,8 @@ pub mod mcp;
 pub mod outcome;
 #[cfg(feature = "mcp")]
 pub mod probe;
+#[cfg(feature = "cli")]
+pub mod probe_args;
 pub mod probe_result;
 pub mod record;
 #[cfg(feature = "store")]
