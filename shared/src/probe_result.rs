@@ -317,7 +317,8 @@ impl ProbeResult {
     }
 
     /// Parses a result and checks every field's form; the MAC is checked
-    /// separately with [`ProbeResult::verify`]. The error names the field.
+    /// separately (`ProbeResult::verify`, with the `store` feature). The
+    /// error names the field.
     pub fn parse(text: &str) -> Result<ProbeResult> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| Error::rejected("not a JSON object").with_source(e))?;
