@@ -22,10 +22,7 @@ mod session;
 /// The index's reading of one line, as comparable text, or why it refuses it.
 fn index_row(line: &[u8]) -> shared::Result<String> {
     let mut batch = row::Batch::default();
-    batch
-        .push(1, line)
-        .map(|row| format!("{row:?}"))
-        .map_err(shared::Error::rejected)
+    batch.push(1, line).map(|row| format!("{row:?}"))
 }
 
 fn salt() -> Salt {

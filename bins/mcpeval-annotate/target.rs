@@ -16,7 +16,7 @@ pub fn describe(home: &Home, target: &Target) -> String {
     }
     let found = index_db::open_complete(home).and_then(|conn| {
         let db = home.index_db();
-        let link = index_db::resolve(&conn, &db, target)?;
+        let link = index_db::resolve(&conn, db.as_std_path(), target)?;
         let place = match link {
             Link::Linked(call) => conn
                 .query_row(

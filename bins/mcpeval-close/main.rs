@@ -26,7 +26,12 @@ fn close(args: Args) -> Result<()> {
     let home = args.home.resolve()?;
     let mut conn = lifecycle::open(&home)?;
     verification::standing(&home, &conn, &finding)?.require(&finding, exit::USAGE)?;
-    let changed = verification::close(&mut conn, &home.lifecycle_db(), &finding, &args.reason)?;
+    let changed = verification::close(
+        &mut conn,
+        home.lifecycle_db().as_std_path(),
+        &finding,
+        &args.reason,
+    )?;
     let was = changed.as_ref().map(|(before, _)| before.state.as_str());
     let mut out = std::io::stdout().lock();
     match args.format {

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use shared::catalog;
 use shared::error::{IoContext, Result};
+use shared::finding::State;
 use shared::id::FindingId;
 
 use crate::PROGRAM;
@@ -20,12 +21,24 @@ use crate::issue;
 
 /// Runs the export.
 pub fn run(args: Args) -> Result<()> {
+    // JSON strings are Unicode: a directory that is not UTF-8 could only be
+    // printed as another path, so it is refused before anything is written.
+    let dir_text = match (args.format, args.dir.to_str()) {
+        (Format::Json, None) => {
+            return Err(shared::Error::usage(format!(
+                "--dir {:?} is not valid UTF-8, which --format json cannot print; nothing was written",
+                args.dir
+            ))
+            .with_hint("use a directory whose path is UTF-8, or --format text"));
+        }
+        (_, text) => text.unwrap_or_default().to_owned(),
+    };
     let home = args.home.resolve()?;
     let catalog = catalog::load(&home)?;
     let open: Vec<&catalog::Finding> = catalog
         .findings
         .iter()
-        .filter(|f| f.state != "closed")
+        .filter(|f| f.state != State::Closed)
         .collect();
     let all_open: BTreeSet<&FindingId> = open.iter().map(|f| &f.derived.id).collect();
     let chosen: Vec<&catalog::Finding> = open
@@ -70,9 +83,10 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
         Format::Json => {
-            let list = |v: &[PathBuf]| -> Vec<String> {
-                v.iter().map(|p| p.display().to_string()).collect()
-            };
+            // Every path is --dir joined with a finding's file name: UTF-8.
+            fn list(v: &[PathBuf]) -> Vec<&str> {
+                v.iter().filter_map(|p| p.to_str()).collect()
+            }
             let stale_left: Vec<PathBuf> = if args.prune {
                 Vec::new()
             } else {
@@ -82,7 +96,7 @@ pub fn run(args: Args) -> Result<()> {
                 out,
                 "{}",
                 json!({
-                    "dir": args.dir.display().to_string(),
+                    "dir": dir_text,
                     "written": list(&written),
                     "unchanged": list(&unchanged),
                     "stale": list(&stale_left),

@@ -11,12 +11,13 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 use shared::catalog::Finding;
 use shared::escape::{self, code_span, markdown, terminal};
+use shared::finding::DefectClass;
 
 /// The command that writes the finding's one-case manifest.
 pub fn generate_command(f: &Finding) -> String {
     let d = &f.derived;
     let id = terminal(&d.id);
-    let expect = if d.defect_class == "false-success" {
+    let expect = if d.defect_class == DefectClass::FalseSuccess {
         " --expect expect.json"
     } else {
         ""
@@ -93,7 +94,7 @@ and every argument a shape, never a value.\n",
         ),
         ("error code", codes(d.err_code, &d.err_codes)),
         ("retryable", retryable(d.retryable).to_owned()),
-        ("severity", f.severity.to_owned()),
+        ("severity", f.severity.to_string()),
         ("score", format!("{:.3}", d.score)),
     ];
     for (name, value) in rows {
@@ -124,7 +125,7 @@ and every argument a shape, never a value.\n",
     }
     let _ = writeln!(s, "\n## Fix hint\n\n{}", d.fix_hint);
     let _ = writeln!(s, "\n## Prove the fix\n");
-    if d.defect_class == "false-success" {
+    if d.defect_class == DefectClass::FalseSuccess {
         let _ = writeln!(
             s,
             "First write `expect.json`, the result that tells the bug from the repair, e.g. \

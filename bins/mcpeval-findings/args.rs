@@ -85,7 +85,7 @@ pub enum Format {
     Agent,
     /// Markdown for people
     Md,
-    /// One JSON object {"findings": [...]}
+    /// One JSON object {"schema": "mcpeval.findings/1", "promoted_at", "findings": [...]}
     Json,
 }
 

@@ -61,14 +61,14 @@ pub fn json(out: &mut impl Write, home: &Home, findings: &[&Finding]) -> Result<
     for f in findings {
         let (events, runs) = match &conn {
             Some(conn) => (
-                events(conn, &path, &f.derived.id)?,
-                runs(conn, &path, &f.derived.id)?,
+                events(conn, path.as_std_path(), &f.derived.id)?,
+                runs(conn, path.as_std_path(), &f.derived.id)?,
             ),
             None => (Vec::new(), Vec::new()),
         };
         entries.push(History {
             finding: &f.derived.id,
-            state: f.state,
+            state: f.state.as_str(),
             streak: f.streak,
             reopened: f.reopened,
             events,

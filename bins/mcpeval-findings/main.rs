@@ -43,9 +43,7 @@ fn run(args: Args) -> Result<()> {
     let findings: Vec<&Finding> = catalog
         .findings
         .iter()
-        .filter(|f| {
-            args.state.is_empty() || args.state.iter().any(|s| s.state().as_str() == f.state)
-        })
+        .filter(|f| args.state.is_empty() || args.state.iter().any(|s| s.state() == f.state))
         .filter(|f| args.server.is_empty() || args.server.contains(&f.derived.server))
         .collect();
 
@@ -63,7 +61,7 @@ fn run(args: Args) -> Result<()> {
         return Ok(out.flush()?);
     }
     match args.format {
-        Format::Json => render::json(&mut out, &findings)?,
+        Format::Json => render::json(&mut out, catalog.promotion.as_ref(), &findings)?,
         _ if findings.is_empty() => {}
         Format::Md => render::markdown(&mut out, &findings, catalog.promotion.as_ref())?,
         Format::Agent => render::agent(&mut out, &findings)?,

@@ -9,14 +9,24 @@
 
 use std::io::Write;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use shared::Result;
 use shared::catalog::{Finding, Promotion};
 use shared::escape::{self, code_cell, code_span, markdown as md, quoted, terminal};
+use shared::finding::{DefectClass, State};
+use shared::findings::Findings;
 
-/// `{"findings": [...]}` on one line.
-pub fn json(out: &mut impl Write, findings: &[&Finding]) -> Result<()> {
-    let text = escape::to_json(&json!({ "findings": findings })).map_err(std::io::Error::from)?;
+/// One [`Findings`] object (`mcpeval.findings/1`) on one line.
+pub fn json(
+    out: &mut impl Write,
+    promotion: Option<&Promotion>,
+    findings: &[&Finding],
+) -> Result<()> {
+    let doc = Findings::new(
+        promotion.map(|p| p.promoted_at.clone()),
+        findings.iter().map(|f| (*f).clone()).collect(),
+    );
+    let text = escape::to_json(&doc).map_err(std::io::Error::from)?;
     writeln!(out, "{text}")?;
     Ok(())
 }
@@ -172,7 +182,7 @@ fn next_steps(out: &mut impl Write, f: &Finding, id: &str) -> Result<()> {
     );
     let reopens = "a red verification run reopens it";
     match f.state {
-        "closed" => {
+        State::Closed => {
             let how = if f.streak >= 3 {
                 "by three consecutive green verification runs"
             } else {
@@ -183,7 +193,7 @@ fn next_steps(out: &mut impl Write, f: &Finding, id: &str) -> Result<()> {
                 "   closed {how}: nothing to do; if the failure comes back, {reopens}\n"
             )?;
         }
-        "verifying" => {
+        State::Verifying => {
             let left = 3u32.saturating_sub(f.streak).max(1);
             writeln!(
                 out,
@@ -193,7 +203,7 @@ fn next_steps(out: &mut impl Write, f: &Finding, id: &str) -> Result<()> {
                 if left == 1 { "" } else { "s" }
             )?;
         }
-        "fix-claimed" => writeln!(
+        State::FixClaimed => writeln!(
             out,
             "   fix claimed, but the last verification run was red: fix the server, then run\n         \
 {verify}\n"
@@ -204,7 +214,7 @@ fn next_steps(out: &mut impl Write, f: &Finding, id: &str) -> Result<()> {
 {verify}\n"
         )?,
         _ => {
-            let expect = if f.derived.defect_class == "false-success" {
+            let expect = if f.derived.defect_class == DefectClass::FalseSuccess {
                 writeln!(
                     out,
                     "   first: write expect.json with the result that proves the contract holds, e.g.\n   \

@@ -42,7 +42,7 @@ struct Case {
 /// The manifest document for `finding`, with `expect` from `--expect`.
 pub fn manifest(finding: &Finding, expect: Option<&Expect>) -> Result<Document> {
     let d = &finding.derived;
-    let class = DefectClass::parse(d.defect_class).unwrap_or(DefectClass::ToolError);
+    let class = d.defect_class;
     let probe = match expect {
         Some(_) => Probe::InstructionFidelity,
         None => class.probe(),

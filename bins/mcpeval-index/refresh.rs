@@ -97,11 +97,11 @@ pub fn run(config: &Config) -> Result<Outcome> {
         // may replace the file that holds them.
         drop(lifecycle::open(home)?);
     }
-    aside::clean(&db)?;
+    aside::clean(db.as_std_path())?;
     let mut lines = Lines::new(Progress::new());
-    let outcome = match Aside::begin(&db) {
-        Ok(Some((aside, conn))) => first(config, &db, aside, conn, &mut lines),
-        Ok(None) => in_place(config, &db, &mut lines),
+    let outcome = match Aside::begin(db.as_std_path()) {
+        Ok(Some((aside, conn))) => first(config, db.as_std_path(), aside, conn, &mut lines),
+        Ok(None) => in_place(config, db.as_std_path(), &mut lines),
         Err(err) => Err(err),
     };
     lines.progress.finish();
@@ -157,15 +157,16 @@ fn attempts(
     lines: &mut Lines,
 ) -> Result<Outcome> {
     let home = &config.home;
-    let lock = LockFile::open(&home.journal_lock())?;
+    let lock = LockFile::open(home.journal_lock().as_std_path())?;
     let mut changed = PathBuf::new();
+    let journals = home.journals();
     for _ in 0..ATTEMPTS {
         lines.progress.phase("reading journals");
         let annotations = Annotations::read(home)?;
         let _shared = lock.shared()?;
         let run = Run {
             db,
-            journals: &home.journals(),
+            journals: journals.as_std_path(),
             forced: config.rebuild,
             annotations: &annotations,
         };

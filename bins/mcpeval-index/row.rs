@@ -17,6 +17,7 @@ use std::borrow::Cow;
 
 use shared::id::EventId;
 use shared::record::{Call, LegacyCall, Origin, SCHEMA_V0, SCHEMA_V1, Unknown, is_stored_time};
+use shared::{Error, Result};
 
 /// A record flattened to the `calls` columns (see `schema.rs`), borrowing
 /// its text from a [`Batch`].
@@ -85,7 +86,7 @@ impl Batch {
 
     /// Parses and checks line `number`; the error is the reason it is
     /// refused. Returns the row as stored.
-    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<Row<'_>, String> {
+    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<Row<'_>> {
         with_row(line, |row| self.store(number, row))?;
         Ok(self.row(self.rows.len() - 1).1)
     }
@@ -155,9 +156,9 @@ type Line<'a> = Call<'a, &'a RawValue>;
 /// Reads `line` into a row and hands it to `keep`; the error is the
 /// reason the line is refused. A field already in the form stored is
 /// borrowed from the line; only one in another form is rewritten.
-fn with_row<R>(line: &[u8], keep: impl FnOnce(&Row<'_>) -> R) -> Result<R, String> {
+fn with_row<R>(line: &[u8], keep: impl FnOnce(&Row<'_>) -> R) -> Result<R> {
     if line.iter().all(u8::is_ascii_whitespace) {
-        return Err("blank line: every line must be one record".into());
+        return Err(Error::rejected("blank line: every line must be one record"));
     }
     // The current schema first: it is almost every line.
     let call = match serde_json::from_slice::<Line<'_>>(line) {
@@ -165,7 +166,7 @@ fn with_row<R>(line: &[u8], keep: impl FnOnce(&Row<'_>) -> R) -> Result<R, Strin
         Err(err) => return other(line, &err).map(|owned| keep(&owned.row())),
     };
     call.validate()
-        .map_err(|e| format!("invalid {SCHEMA_V1} record: {e}"))?;
+        .map_err(|e| Error::rejected(format!("invalid {SCHEMA_V1} record: {e}")))?;
     let event_id = lower_hyphenated(&call.identity.event_id)?;
     let started_at = utc(&call.started_at, "started_at")?;
     let args_shape = shape(call.args_shape.get())?;
@@ -205,12 +206,16 @@ fn with_row<R>(line: &[u8], keep: impl FnOnce(&Row<'_>) -> R) -> Result<R, Strin
 
 /// The arguments shape as stored: as written when it is in canonical
 /// form already (almost always), else rewritten into it.
-fn shape(raw: &str) -> Result<Cow<'_, str>, String> {
+fn shape(raw: &str) -> Result<Cow<'_, str>> {
     if canonical_shape(raw) {
         return Ok(Cow::Borrowed(raw));
     }
-    let value: Value = serde_json::from_str(raw)
-        .map_err(|e| format!("invalid {SCHEMA_V1} record: args_shape: {}", describe(&e)))?;
+    let value: Value = serde_json::from_str(raw).map_err(|e| {
+        Error::rejected(format!(
+            "invalid {SCHEMA_V1} record: args_shape: {}",
+            describe(&e)
+        ))
+    })?;
     canonical(&value).map(Cow::Owned)
 }
 
@@ -319,27 +324,31 @@ impl Owned {
 
 /// Reads a line that is not a current record (`v1_error` says why not):
 /// a legacy record, or the reason the line is refused.
-fn other(line: &[u8], v1_error: &serde_json::Error) -> Result<Owned, String> {
+fn other(line: &[u8], v1_error: &serde_json::Error) -> Result<Owned> {
     if v1_error.is_syntax() || v1_error.is_eof() {
-        return Err(format!("not valid JSON: {}", describe(v1_error)));
+        return Err(Error::rejected(format!(
+            "not valid JSON: {}",
+            describe(v1_error)
+        )));
     }
     match schema_tag(line).as_deref() {
         Some(SCHEMA_V0) => {
-            let legacy = serde_json::from_slice::<LegacyCall>(line)
-                .map_err(|e| format!("invalid {SCHEMA_V0} record: {}", describe(&e)))?;
+            let legacy = serde_json::from_slice::<LegacyCall>(line).map_err(|e| {
+                Error::rejected(format!("invalid {SCHEMA_V0} record: {}", describe(&e)))
+            })?;
             legacy
                 .validate()
-                .map_err(|e| format!("invalid {SCHEMA_V0} record: {e}"))?;
+                .map_err(|e| Error::rejected(format!("invalid {SCHEMA_V0} record: {e}")))?;
             from_legacy(legacy)
         }
-        Some(SCHEMA_V1) => Err(format!(
+        Some(SCHEMA_V1) => Err(Error::rejected(format!(
             "invalid {SCHEMA_V1} record: {}",
             describe(v1_error)
-        )),
-        Some(other) => Err(format!(
+        ))),
+        Some(other) => Err(Error::rejected(format!(
             "unknown schema {other:?}; expected \"{SCHEMA_V1}\" or \"{SCHEMA_V0}\""
-        )),
-        None => Err("not a record: no \"schema\" string".into()),
+        ))),
+        None => Err(Error::rejected("not a record: no \"schema\" string")),
     }
 }
 
@@ -364,7 +373,7 @@ fn describe(err: &serde_json::Error) -> String {
     format!("{bare} (column {})", err.column())
 }
 
-fn from_legacy(call: LegacyCall) -> Result<Owned, String> {
+fn from_legacy(call: LegacyCall) -> Result<Owned> {
     Ok(Owned {
         schema: 0,
         event_id: None,
@@ -388,37 +397,38 @@ fn from_legacy(call: LegacyCall) -> Result<Owned, String> {
     })
 }
 
-fn int(value: u64, field: &str) -> Result<i64, String> {
-    i64::try_from(value).map_err(|_| format!("{field} {value} is too large"))
+fn int(value: u64, field: &str) -> Result<i64> {
+    i64::try_from(value).map_err(|_| Error::rejected(format!("{field} {value} is too large")))
 }
 
 /// Time stamps are stored as capture writes them, in UTC with
 /// milliseconds, so that text order is time order. Most already are.
-fn utc<'t>(text: &'t str, field: &str) -> Result<Cow<'t, str>, String> {
+fn utc<'t>(text: &'t str, field: &str) -> Result<Cow<'t, str>> {
     if is_stored_time(text) {
         return Ok(Cow::Borrowed(text));
     }
     shared::time::parse(text)
         .map(|t| Cow::Owned(shared::time::rfc3339(t)))
-        .ok_or_else(|| format!("{field} is not an RFC 3339 time stamp"))
+        .ok_or_else(|| Error::rejected(format!("{field} is not an RFC 3339 time stamp")))
 }
 
 /// The event id as a lower-case hyphenated UUID, whatever form the journal
 /// used, so that equal ids compare equal.
-fn lower_hyphenated(id: &str) -> Result<Cow<'_, str>, String> {
+fn lower_hyphenated(id: &str) -> Result<Cow<'_, str>> {
     if EventId::is_valid(id) {
         return Ok(Cow::Borrowed(id));
     }
     uuid::Uuid::parse_str(id)
         .map(|u| Cow::Owned(u.hyphenated().to_string()))
-        .map_err(|_| "identity.event_id is not a UUID".into())
+        .map_err(|_| Error::rejected("identity.event_id is not a UUID"))
 }
 
 /// serde_json's map keeps keys sorted, so this text is the same for the
 /// same shape however the journal ordered it. (`to_string` serializes
 /// straight into a buffer; `Display` would go through the formatter.)
-fn canonical(shape: &Value) -> Result<String, String> {
-    serde_json::to_string(shape).map_err(|e| format!("args_shape cannot be stored: {e}"))
+fn canonical(shape: &Value) -> Result<String> {
+    serde_json::to_string(shape)
+        .map_err(|e| Error::rejected(format!("args_shape cannot be stored: {e}")))
 }
 
 #[cfg(test)]
@@ -428,7 +438,7 @@ mod tests {
     const CALL: &str = r#"{"schema":"mcpeval.call/1","identity":{"event_id":"6F1C2A3B-4D5E-4F60-8A7B-9C8D7E6F5A4B","session":"s-1a2b3c4d5e6f7a8b","seq":4},"origin":"capture","transport":"stdio","server":"weather","tool":"get_forecast","started_at":"2026-11-30T08:00:00.123+01:00","duration_ms":41,"advertised":true,"args_shape":{"days":"integer","city":"string"},"outcome":"error","error":{"channel":"tool","code":null,"template_id":"t-9a8b7c6d5e4f3a2b","retryable":false}}"#;
 
     /// The row of `line` as the index stores it, or the reason it is not.
-    fn parse(line: &str) -> Result<Owned, String> {
+    fn parse(line: &str) -> Result<Owned> {
         let mut batch = Batch::default();
         let row = batch.push(7, line.as_bytes())?;
         Ok(Owned {
@@ -495,18 +505,21 @@ mod tests {
         ];
         for (line, want) in cases {
             let err = parse(line).unwrap_err();
-            assert!(err.starts_with(want), "{line}: {err}");
+            assert_eq!(err.status(), shared::exit::REJECTED);
+            assert!(err.message().starts_with(want), "{line}: {err}");
         }
         let extra = CALL.replace("\"origin\"", "\"colour\":1,\"origin\"");
         assert!(
             parse(&extra)
                 .unwrap_err()
+                .message()
                 .contains("unknown field `colour`")
         );
         let bad_outcome = CALL.replace("\"outcome\":\"error\"", "\"outcome\":\"ok\"");
         assert!(
             parse(&bad_outcome)
                 .unwrap_err()
+                .message()
                 .starts_with("invalid mcpeval.call/1 record: outcome")
         );
     }

@@ -9,6 +9,7 @@ use shared::endpoint::Endpoint;
 use shared::file_arg::Input;
 use shared::home::Home;
 use shared::id::FindingId;
+use shared::probe_args::ServerArgs;
 use shared::{Error, Result};
 
 /// Run one manifest case against an MCP server and print the signed result.
@@ -161,40 +162,13 @@ pub struct Args {
     #[arg(long)]
     pub require_oracle: bool,
 
-    /// How long each handshake request (server/discover, initialize) waits, start-up included
-    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
-    pub handshake_timeout: u64,
-
-    /// Pass the server's stderr through (it may contain raw values)
-    #[arg(long, conflicts_with = "url")]
-    pub server_stderr: bool,
-
-    /// Reach the server at this Streamable HTTP endpoint instead of starting a command
-    #[arg(long, value_name = "URL")]
-    pub url: Option<String>,
-
-    /// An extra request header for --url, as "Name: value" (repeatable); its value is never shown or stored
-    #[arg(
-        long = "header",
-        value_name = "HEADER",
-        requires = "url",
-        conflicts_with = "command"
-    )]
-    pub headers: Vec<String>,
+    #[command(flatten)]
+    pub server: ServerArgs,
 
     /// Leave the hint of a red or transport-error result off stderr: for a
     /// caller (mcpeval-verify) that prints it itself, from the result's reason
     #[arg(long, hide = true)]
     pub no_hint: bool,
-
-    /// The server command and its arguments, after `--`
-    #[arg(
-        last = true,
-        value_name = "CMD",
-        required_unless_present = "url",
-        conflicts_with = "url"
-    )]
-    pub command: Vec<OsString>,
 }
 
 /// The server a run reaches.
@@ -245,12 +219,13 @@ impl Args {
                 "--format junit reports a whole manifest: use it with --all",
             ));
         }
-        let server = match &self.url {
-            Some(url) => Server::Endpoint(Endpoint::parse(url, &self.headers)?),
-            None if self.command.first().is_none_or(|p| p.is_empty()) => {
+        let s = self.server;
+        let server = match &s.url {
+            Some(url) => Server::Endpoint(Endpoint::parse(url, &s.headers)?),
+            None if s.command.first().is_none_or(|p| p.is_empty()) => {
                 return Err(Error::usage("missing the server command after --"));
             }
-            None => Server::Command(self.command),
+            None => Server::Command(s.command),
         };
         Ok(Config {
             home: self.home.resolve()?,
@@ -260,9 +235,9 @@ impl Args {
             finding,
             format: self.format,
             require_oracle: self.require_oracle,
-            server_stderr: self.server_stderr,
+            server_stderr: s.server_stderr,
             hint: !self.no_hint,
-            handshake_timeout: std::time::Duration::from_millis(self.handshake_timeout),
+            handshake_timeout: std::time::Duration::from_millis(s.handshake_timeout),
             server,
         })
     }

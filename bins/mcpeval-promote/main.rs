@@ -36,8 +36,8 @@ fn run(config: Config) -> Result<()> {
     // shows the previous run. (Locks are taken index.db, then lifecycle.db;
     // no command takes them the other way round, so none can deadlock.)
     let promotion = db::write(&mut index, |tx| {
-        index_db::require_state(tx, &home.index_db())?;
-        let groups = groups::load(tx, &home.index_db())?;
+        index_db::require_state(tx, home.index_db().as_std_path())?;
+        let groups = groups::load(tx, home.index_db().as_std_path())?;
         let selection = select::select(&groups, &salt, config.threshold, config.now);
         let promotion = Promotion {
             promoted_at: time::now_rfc3339(),
@@ -50,12 +50,18 @@ fn run(config: Config) -> Result<()> {
         };
         let now = promotion.promoted_at.clone();
         db::write(&mut life, |life| {
-            rekey::run(life, &home.lifecycle_db(), &salt, &groups, &now)?;
+            rekey::run(
+                life,
+                home.lifecycle_db().as_std_path(),
+                &salt,
+                &groups,
+                &now,
+            )?;
             for finding in &selection.findings {
-                lifecycle::ensure(life, &home.lifecycle_db(), &finding.id, &now)?;
+                lifecycle::ensure(life, home.lifecycle_db().as_std_path(), &finding.id, &now)?;
                 lifecycle::remember(
                     life,
-                    &home.lifecycle_db(),
+                    home.lifecycle_db().as_std_path(),
                     &finding.id,
                     &finding.server,
                     &finding.tool,

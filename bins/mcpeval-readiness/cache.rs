@@ -96,21 +96,26 @@ pub fn refresh(home: &Home) -> Result<Refresh> {
     let journals_dir = home.journals();
     let lock = journals_dir
         .is_dir()
-        .then(|| LockFile::open(&home.journal_lock()))
+        .then(|| LockFile::open(home.journal_lock().as_std_path()))
         .transpose()?;
     let _guard = lock.as_ref().map(LockFile::shared).transpose()?;
-    let files = shared::journal::files(&journals_dir)?;
+    let files = shared::journal::files(journals_dir.as_std_path())?;
 
     let path = home.trends_db();
-    let mut conn = db::open(&path, &SCHEMA)?;
+    let mut conn = db::open(path.as_std_path(), &SCHEMA)?;
     let mut refresh = Refresh::default();
     db::write(&mut conn, |tx| {
-        let checkpoints = load(tx, &path)?;
+        let checkpoints = load(tx, path.as_std_path())?;
         let mut hashers = BTreeMap::new();
         let reason = if checkpoints.is_empty() {
             None
         } else {
-            plan(&journals_dir, &checkpoints, &files, &mut hashers)?
+            plan(
+                journals_dir.as_std_path(),
+                &checkpoints,
+                &files,
+                &mut hashers,
+            )?
         };
         let mut known: BTreeMap<String, Checkpoint> = BTreeMap::new();
         if let Some(reason) = reason {
@@ -128,12 +133,20 @@ pub fn refresh(home: &Home) -> Result<Refresh> {
             let name = file_name(file);
             let start = known.get(&name);
             let hasher = hashers.remove(&name).unwrap_or_default();
-            read_journal(tx, &path, file, &name, start, hasher, &mut refresh)?;
+            read_journal(
+                tx,
+                path.as_std_path(),
+                file,
+                &name,
+                start,
+                hasher,
+                &mut refresh,
+            )?;
         }
         Ok(())
     })?;
     refresh.journals = files.len() as u64;
-    refresh.daily = counts(&conn, &path)?;
+    refresh.daily = counts(&conn, path.as_std_path())?;
     Ok(refresh)
 }
 

@@ -10,6 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use jiff::ToSpan;
 use serde::{Serialize, Serializer};
 use shared::catalog::Catalog;
+use shared::finding::State;
+use shared::score::Severity;
 
 use crate::args::Config;
 use crate::cache::Refresh;
@@ -160,18 +162,20 @@ pub fn report(config: &Config, refresh: &Refresh, catalog: Option<&Catalog>) -> 
 
     let mut open: BTreeMap<String, OpenOf> = BTreeMap::new();
     if let Some(catalog) = catalog {
-        for f in catalog.findings.iter().filter(|f| f.state != "closed") {
+        for f in catalog.findings.iter().filter(|f| f.state != State::Closed) {
             if !wanted(&f.derived.server) {
                 continue;
             }
             let entry = open.entry(f.derived.server.clone()).or_default();
             match f.severity {
-                "high" => entry.0.high += 1,
-                "medium" => entry.0.medium += 1,
-                _ => entry.0.low += 1,
+                Severity::High => entry.0.high += 1,
+                Severity::Medium => entry.0.medium += 1,
+                Severity::Low => entry.0.low += 1,
             }
-            if f.severity != "low" {
-                entry.1.push((f.derived.id.to_string(), f.severity));
+            if f.severity != Severity::Low {
+                entry
+                    .1
+                    .push((f.derived.id.to_string(), f.severity.as_str()));
             }
         }
     }

@@ -13,6 +13,8 @@
 //! port and path): reaching a URL acts with the user's network position as
 //! surely as a command acts with their rights on the machine.
 
+use shared::{Error, Result};
+
 /// The server commands verify_finding may run.
 #[derive(Debug, Clone)]
 pub enum Allowlist {
@@ -52,14 +54,13 @@ impl Allowlist {
 pub struct AllowedCommand(pub Vec<String>);
 
 /// Parses an `--allow-command` value (clap's value parser).
-pub fn parse(value: &str) -> Result<AllowedCommand, String> {
+pub fn parse(value: &str) -> Result<AllowedCommand> {
     let words = split(value)?;
     if words.is_empty() || words[0].is_empty() {
-        return Err(
+        return Err(Error::usage(
             "it names no command; give the server command and its leading arguments, \
-             e.g. 'python3 server.py'"
-                .to_owned(),
-        );
+             e.g. 'python3 server.py'",
+        ));
     }
     Ok(AllowedCommand(words))
 }
@@ -69,7 +70,7 @@ pub fn parse(value: &str) -> Result<AllowedCommand, String> {
 /// `"…"` keeps everything but `\"` and `\\`; outside quotes a backslash
 /// keeps the next character. `$`, `*`, `~`, `;` and `|` are ordinary
 /// characters, since no shell ever sees the command.
-pub fn split(value: &str) -> Result<Vec<String>, String> {
+pub fn split(value: &str) -> Result<Vec<String>> {
     let mut words = Vec::new();
     let mut word: Option<String> = None;
     let mut chars = value.chars();
@@ -82,7 +83,7 @@ pub fn split(value: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(c) => w.push(c),
-                        None => return Err("a single quote (') is not closed".to_owned()),
+                        None => return Err(Error::usage("a single quote (') is not closed")),
                     }
                 }
             }
@@ -97,16 +98,16 @@ pub fn split(value: &str) -> Result<Vec<String>, String> {
                                 w.push('\\');
                                 w.push(c);
                             }
-                            None => return Err("a double quote (\") is not closed".to_owned()),
+                            None => return Err(Error::usage("a double quote (\") is not closed")),
                         },
                         Some(c) => w.push(c),
-                        None => return Err("a double quote (\") is not closed".to_owned()),
+                        None => return Err(Error::usage("a double quote (\") is not closed")),
                     }
                 }
             }
             '\\' => match chars.next() {
                 Some(c) => word.get_or_insert_with(String::new).push(c),
-                None => return Err("it ends in a lone backslash".to_owned()),
+                None => return Err(Error::usage("it ends in a lone backslash")),
             },
             c => word.get_or_insert_with(String::new).push(c),
         }

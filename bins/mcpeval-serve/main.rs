@@ -11,6 +11,7 @@
 
 mod allowlist;
 mod args;
+mod failure;
 mod protocol;
 mod siblings;
 mod tools;

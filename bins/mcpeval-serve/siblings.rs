@@ -10,7 +10,9 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use shared::error::Kind;
 use shared::sibling::{self, Options, Stderr};
+use shared::{Error, Result};
 
 /// What a command did.
 #[derive(Debug)]
@@ -21,25 +23,24 @@ pub struct Ran {
     pub stderr: String,
 }
 
-/// Runs `mcpeval-<sub> --home HOME ARGS…` in `dir`. `Err` carries the
-/// words for an isError result when the command cannot be run at all.
-pub fn run(sub: &str, home: &Path, dir: &Path, args: &[OsString]) -> Result<Ran, String> {
+/// Runs `mcpeval-<sub> --home HOME ARGS…` in `dir`. `Err` says why the
+/// command could not be run at all.
+pub fn run(sub: &str, home: &Path, dir: &Path, args: &[OsString]) -> Result<Ran> {
     let program = sibling::find(sub).ok_or_else(|| {
-        format!(
-            "mcpeval-serve: error: mcpeval-{sub} is not installed beside mcpeval-serve or on PATH; \
-             install the whole mcpeval suite, whose {sub} command this tool runs"
+        Error::new(
+            Kind::Io,
+            format!(
+                "mcpeval-{sub} is not installed beside mcpeval-serve or on PATH; \
+                 install the whole mcpeval suite, whose {sub} command this tool runs"
+            ),
         )
     })?;
     let options = Options {
         dir: Some(dir),
         stderr: Stderr::Capture,
     };
-    let out = sibling::run(&program, home, args.iter().cloned(), options).map_err(|e| {
-        format!(
-            "mcpeval-serve: error: cannot run {}: {e}",
-            program.display()
-        )
-    })?;
+    let out = sibling::run(&program, home, args.iter().cloned(), options)
+        .map_err(|e| Error::new(Kind::Io, format!("cannot run {}: {e}", program.display())))?;
     Ok(Ran {
         status: out.ended.status(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

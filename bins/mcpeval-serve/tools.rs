@@ -14,9 +14,11 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
+use shared::Error;
 use shared::escape::{self, quoted, terminal};
 
 use crate::args::Config;
+use crate::failure::Failure;
 use crate::siblings::{self, Ran};
 
 use shared::id::FindingId;
@@ -181,10 +183,11 @@ pub fn call(config: &Config, name: &str, args: &Map<String, Value>) -> Option<Va
         _ => return None,
     };
     if let Some(extra) = args.keys().find(|k| !known.contains(&k.as_str())) {
-        return Some(failed(format!(
-            "invalid arguments: unknown argument {extra:?}; {name} takes {}",
+        let failure = Failure::arguments(format!(
+            "unknown argument {extra:?}; {name} takes {}",
             known.join(", ")
-        )));
+        ));
+        return Some(failed(failure.to_string()));
     }
     let outcome = match name {
         "list_findings" => list_findings(config, args),
@@ -194,7 +197,7 @@ pub fn call(config: &Config, name: &str, args: &Map<String, Value>) -> Option<Va
         "annotate_call" => annotate_call(config, args),
         _ => readiness(config, args),
     };
-    Some(outcome.unwrap_or_else(failed))
+    Some(outcome.unwrap_or_else(|failure| failed(failure.to_string())))
 }
 
 /// A successful result: structured content and its text rendering.
@@ -209,19 +212,19 @@ fn failed(text: String) -> Value {
 
 // --- arguments ------------------------------------------------------------
 
-fn string(args: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+fn string(args: &Map<String, Value>, key: &str) -> Result<Option<String>, Failure> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("invalid arguments: {key} must be a string")),
+        Some(_) => Err(Failure::arguments(format!("{key} must be a string"))),
     }
 }
 
-fn required(args: &Map<String, Value>, key: &str) -> Result<String, String> {
-    string(args, key)?.ok_or_else(|| format!("invalid arguments: {key} is required"))
+fn required(args: &Map<String, Value>, key: &str) -> Result<String, Failure> {
+    string(args, key)?.ok_or_else(|| Failure::arguments(format!("{key} is required")))
 }
 
-fn strings(args: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+fn strings(args: &Map<String, Value>, key: &str) -> Result<Vec<String>, Failure> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
@@ -229,31 +232,31 @@ fn strings(args: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> 
             .map(|v| {
                 v.as_str()
                     .map(str::to_owned)
-                    .ok_or_else(|| format!("invalid arguments: {key} must be an array of strings"))
+                    .ok_or_else(|| Failure::arguments(format!("{key} must be an array of strings")))
             })
             .collect(),
-        Some(_) => Err(format!(
-            "invalid arguments: {key} must be an array of strings"
-        )),
+        Some(_) => Err(Failure::arguments(format!(
+            "{key} must be an array of strings"
+        ))),
     }
 }
 
-fn boolean(args: &Map<String, Value>, key: &str) -> Result<bool, String> {
+fn boolean(args: &Map<String, Value>, key: &str) -> Result<bool, Failure> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(format!("invalid arguments: {key} must be true or false")),
+        Some(_) => Err(Failure::arguments(format!("{key} must be true or false"))),
     }
 }
 
-fn finding_id(args: &Map<String, Value>, key: &str) -> Result<FindingId, String> {
+fn finding_id(args: &Map<String, Value>, key: &str) -> Result<FindingId, Failure> {
     let id = required(args, key)?;
     FindingId::parse(&id).map_err(|_| {
-        format!(
-            "invalid arguments: {key} {id:?} is not a {} ({})",
+        Failure::arguments(format!(
+            "{key} {id:?} is not a {} ({})",
             FindingId::KIND,
             FindingId::FORM
-        )
+        ))
     })
 }
 
@@ -261,12 +264,12 @@ fn finding_id(args: &Map<String, Value>, key: &str) -> Result<FindingId, String>
 
 /// What `mcpeval-findings --format json ARGS…` lists, with the
 /// explanation it gives for an empty answer; its own words when it fails.
-fn findings(config: &Config, args: &[OsString]) -> Result<(Vec<Value>, String), String> {
+fn findings(config: &Config, args: &[OsString]) -> Result<(Vec<Value>, String), Failure> {
     let mut argv: Vec<OsString> = vec!["--format".into(), "json".into()];
     argv.extend_from_slice(args);
     let ran = run(config, "findings", &argv)?;
     if ran.status != 0 {
-        return Err(both(&ran));
+        return Err(Failure::Relayed(both(&ran)));
     }
     let listed = serde_json::from_str::<Value>(&ran.stdout)
         .ok()
@@ -275,20 +278,21 @@ fn findings(config: &Config, args: &[OsString]) -> Result<(Vec<Value>, String), 
             _ => None,
         })
         .ok_or_else(|| {
-            "mcpeval-serve: error: mcpeval-findings printed no findings object; \
-             install mcpeval-serve and its siblings from the same release"
-                .to_owned()
+            Error::rejected(
+                "mcpeval-findings printed no findings object; \
+                 install mcpeval-serve and its siblings from the same release",
+            )
         })?;
     Ok((listed, ran.stderr.trim_end().to_owned()))
 }
 
-fn list_findings(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
+fn list_findings(config: &Config, args: &Map<String, Value>) -> Result<Value, Failure> {
     let states = strings(args, "state")?;
     if let Some(bad) = states.iter().find(|s| State::parse(s).is_none()) {
-        return Err(format!(
-            "invalid arguments: state {bad:?} is not one of {}",
+        return Err(Failure::arguments(format!(
+            "state {bad:?} is not one of {}",
             spelled_list(&State::ALL, State::as_str)
-        ));
+        )));
     }
     let servers = strings(args, "server")?;
     if !config.home.index_db().exists() {
@@ -343,16 +347,16 @@ fn summary(f: &Value) -> String {
     )
 }
 
-fn get_finding(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
+fn get_finding(config: &Config, args: &Map<String, Value>) -> Result<Value, Failure> {
     let id = finding_id(args, "id")?;
     let (findings, _) = findings(config, &[])?;
     let finding = findings
         .into_iter()
         .find(|f| f["id"] == id.as_str())
         .ok_or_else(|| {
-            format!(
-                "mcpeval-serve: error: no finding {id} in this store; list_findings shows the ids"
-            )
+            Error::usage(format!(
+                "no finding {id} in this store; list_findings shows the ids"
+            ))
         })?;
     let text = format!(
         "{}\nargument shapes: {}\nlast seen {}; windows of median {} turns; blast radius {}",
@@ -396,13 +400,13 @@ fn both(ran: &Ran) -> String {
 struct Scratch(PathBuf);
 
 impl Scratch {
-    fn new() -> Result<Scratch, String> {
+    fn new() -> Result<Scratch, Failure> {
         let dir =
             std::env::temp_dir().join(format!("mcpeval-serve-{}", uuid::Uuid::new_v4().simple()));
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)
-            .map_err(|e| format!("mcpeval-serve: error: cannot create {}: {e}", dir.display()))?;
+            .map_err(|e| Error::io(format_args!("cannot create {}", dir.display()), e))?;
         Ok(Scratch(dir))
     }
 }
@@ -414,16 +418,17 @@ impl Drop for Scratch {
 }
 
 /// Runs `mcpeval-<sub>` for this store, in the workspace.
-fn run(config: &Config, sub: &str, argv: &[OsString]) -> Result<Ran, String> {
-    siblings::run(
+fn run(config: &Config, sub: &str, argv: &[OsString]) -> Result<Ran, Failure> {
+    let ran = siblings::run(
         sub,
         config.home.root().as_std_path(),
         config.workspace.root(),
         argv,
-    )
+    )?;
+    Ok(ran)
 }
 
-fn generate_manifest(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
+fn generate_manifest(config: &Config, args: &Map<String, Value>) -> Result<Value, Failure> {
     let finding = finding_id(args, "finding")?;
     let confirm = boolean(args, "confirm_read_only")?;
     let force = boolean(args, "force")?;
@@ -445,13 +450,12 @@ fn generate_manifest(config: &Config, args: &Map<String, Value>) -> Result<Value
         None | Some(Value::Null) => {}
         Some(expect @ Value::Object(_)) => {
             let file = scratch.0.join("expect.json");
-            std::fs::write(&file, expect.to_string()).map_err(|e| {
-                format!("mcpeval-serve: error: cannot write {}: {e}", file.display())
-            })?;
+            std::fs::write(&file, expect.to_string())
+                .map_err(|e| Error::io(format_args!("cannot write {}", file.display()), e))?;
             argv.push("--expect".into());
             argv.push(file.into());
         }
-        Some(_) => return Err("invalid arguments: expect must be an object".into()),
+        Some(_) => return Err(Failure::arguments("expect must be an object")),
     }
     argv.push("--output".into());
     argv.push(made.clone().into());
@@ -480,25 +484,28 @@ fn generate_manifest(config: &Config, args: &Map<String, Value>) -> Result<Value
     Ok(relayed(&ran, &[0], structured, text))
 }
 
-fn verify_finding(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
+fn verify_finding(config: &Config, args: &Map<String, Value>) -> Result<Value, Failure> {
     let finding = finding_id(args, "finding")?;
     let case = string(args, "case")?.unwrap_or_else(|| finding.to_string());
     let manifest = required(args, "manifest")?;
     let command = strings(args, "command")?;
     if command.is_empty() {
-        return Err(
-            "invalid arguments: command must name the server command and its arguments".into(),
-        );
+        return Err(Failure::arguments(
+            "command must name the server command and its arguments",
+        ));
     }
     if !config.commands.permits(&command) {
         // The command came from the client: shown as JSON, escaped.
-        return Err(format!(
-            "mcpeval-serve: error: the command {} is not allowed; nothing was run\n  \
-             hint: verify_finding runs only a command that starts with one the user allowed \
-             by starting serve with --allow-command 'CMD ARGS' (allowed now: {})",
+        return Err(Error::usage(format!(
+            "the command {} is not allowed; nothing was run",
             serde_json::to_string(&command).unwrap_or_default(),
+        ))
+        .with_hint(format!(
+            "verify_finding runs only a command that starts with one the user allowed \
+             by starting serve with --allow-command 'CMD ARGS' (allowed now: {})",
             config.commands.describe()
-        ));
+        ))
+        .into());
     }
     let mut argv: Vec<OsString> = vec![
         "--finding".into(),
@@ -515,13 +522,13 @@ fn verify_finding(config: &Config, args: &Map<String, Value>) -> Result<Value, S
     Ok(relayed(&ran, &[0, 1], json!({}), both(&ran)))
 }
 
-fn annotate_call(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
+fn annotate_call(config: &Config, args: &Map<String, Value>) -> Result<Value, Failure> {
     let kind = required(args, "kind")?;
     if Kind::parse(&kind).is_none() {
-        return Err(format!(
-            "invalid arguments: kind {kind:?} is not one of {}",
+        return Err(Failure::arguments(format!(
+            "kind {kind:?} is not one of {}",
             spelled_list(&Kind::ALL, Kind::as_str)
-        ));
+        )));
     }
     let note = required(args, "note")?;
     let mut argv: Vec<OsString> = Vec::new();
@@ -536,7 +543,7 @@ fn annotate_call(config: &Config, args: &Map<String, Value>) -> Result<Value, St
         Some(Value::Number(n)) if n.as_u64().is_some() => {
             argv.extend(["--seq".into(), n.to_string().into()]);
         }
-        Some(_) => return Err("invalid arguments: seq must be a positive integer".into()),
+        Some(_) => return Err(Failure::arguments("seq must be a positive integer")),
     }
     argv.extend(["--kind".into(), kind.into(), "--note".into(), note.into()]);
     let ran = run(config, "annotate", &argv)?;
@@ -554,14 +561,14 @@ fn annotate_call(config: &Config, args: &Map<String, Value>) -> Result<Value, St
     ))
 }
 
-fn readiness(config: &Config, args: &Map<String, Value>) -> Result<Value, String> {
+fn readiness(config: &Config, args: &Map<String, Value>) -> Result<Value, Failure> {
     let mut argv: Vec<OsString> = vec!["--format".into(), "json".into()];
     match args.get("days") {
         None | Some(Value::Null) => {}
         Some(Value::Number(n)) if n.as_u64().is_some() => {
             argv.extend(["--days".into(), n.to_string().into()]);
         }
-        Some(_) => return Err("invalid arguments: days must be an integer from 1 to 366".into()),
+        Some(_) => return Err(Failure::arguments("days must be an integer from 1 to 366")),
     }
     for server in strings(args, "server")? {
         argv.extend(["--server".into(), server.into()]);

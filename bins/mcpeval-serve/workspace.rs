@@ -32,8 +32,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use shared::error::Kind as ErrorKind;
 use shared::manifest::{MAX_MANIFEST_BYTES, Manifest};
 use shared::{Error, Result};
+
+use crate::failure::Failure;
 
 /// The workspace, open for the life of the server.
 #[derive(Debug)]
@@ -94,7 +97,7 @@ impl Workspace {
     }
 
     /// Checks `output` before anything runs: `Err` is the isError text.
-    pub fn target(&self, output: &str, force: bool) -> Result<Target, String> {
+    pub fn target(&self, output: &str, force: bool) -> Result<Target, Failure> {
         let refuse = |what: &str, hint: &str| refusal(output, what, hint);
         let outside = format!(
             "generate_manifest writes only inside the workspace {}",
@@ -162,9 +165,10 @@ impl Workspace {
             })
         };
         let io_error = |what: &str, err: io::Error| {
-            format!(
-                "mcpeval-serve: error: cannot {what} for output {output:?}: {err}; nothing was written"
-            )
+            Failure::from(Error::new(
+                ErrorKind::Io,
+                format!("cannot {what} for output {output:?}: {err}; nothing was written"),
+            ))
         };
         let mut dir = self
             .dir
@@ -219,7 +223,7 @@ impl Workspace {
 impl Target {
     /// Writes `bytes` as the manifest: a new file, or with `force` over
     /// an existing manifest. `Err` is the isError text.
-    pub fn install(&self, bytes: &[u8], force: bool) -> Result<(), String> {
+    pub fn install(&self, bytes: &[u8], force: bool) -> Result<(), Failure> {
         // Checked again right before the write: the command took a while.
         self.check_existing(force)?;
         let name = self.name.to_string_lossy();
@@ -229,10 +233,13 @@ impl Target {
         ))
         .expect("no NUL in the name");
         let fail = |what: &str, err: io::Error| {
-            format!(
-                "mcpeval-serve: error: cannot {what} {}: {err}; nothing was written",
-                self.shown.display()
-            )
+            Failure::from(Error::new(
+                ErrorKind::Io,
+                format!(
+                    "cannot {what} {}: {err}; nothing was written",
+                    self.shown.display()
+                ),
+            ))
         };
         let written = open_at(
             &self.dir,
@@ -277,12 +284,15 @@ impl Target {
 
     /// What is at the name may be replaced: nothing, or (with `force`) a
     /// regular file holding an mcpeval manifest.
-    fn check_existing(&self, force: bool) -> Result<(), String> {
+    fn check_existing(&self, force: bool) -> Result<(), Failure> {
         let refuse = |what: &str, hint: &str| refusal(&self.output, what, hint);
         let kind = kind_at(&self.dir, &self.name).map_err(|e| {
-            format!(
-                "mcpeval-serve: error: cannot look at {}: {e}; nothing was written",
-                self.shown.display()
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "cannot look at {}: {e}; nothing was written",
+                    self.shown.display()
+                ),
             )
         })?;
         match kind {
@@ -305,7 +315,7 @@ impl Target {
         }
     }
 
-    fn exists(&self) -> String {
+    fn exists(&self) -> Failure {
         refusal(
             &self.output,
             "exists",
@@ -336,9 +346,12 @@ impl Target {
     }
 }
 
-/// The words of a refused `output`; it is quoted, as it came from a client.
-fn refusal(output: &str, what: &str, hint: &str) -> String {
-    format!("mcpeval-serve: error: output {output:?} {what}; nothing was written\n  hint: {hint}")
+/// A refused `output` (the client's request, so a usage error); it is
+/// quoted, as it came from a client.
+fn refusal(output: &str, what: &str, hint: &str) -> Failure {
+    Error::usage(format!("output {output:?} {what}; nothing was written"))
+        .with_hint(hint)
+        .into()
 }
 
 /// `path` made canonical as far as it exists (the store may not yet).

@@ -163,7 +163,7 @@ fn count(n: usize, noun: &str) -> String {
 /// whole run before anything is written.
 fn read_journals(home: &Home) -> Result<Vec<Record>> {
     let mut out = Vec::new();
-    for path in shared::journal::files(&home.journals())? {
+    for path in shared::journal::files(home.journals().as_std_path())? {
         read_journal(&path, &mut out)?;
     }
     Ok(out)

@@ -1,6 +1,5 @@
 //! Command-line flags of `mcpeval-verify`, checked into a [`Config`].
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
@@ -9,6 +8,7 @@ use shared::endpoint::Endpoint;
 use shared::file_arg::Input;
 use shared::home::Home;
 use shared::id::FindingId;
+use shared::probe_args::ServerArgs;
 use shared::{Error, Result};
 
 /// Probe a claimed fix and credit the finding's lifecycle.
@@ -77,7 +77,24 @@ not know, 4 an invalid manifest or result file or a case that never calls the fi
 tool, 5 a transport error, 6 a result that does not verify, a conflicting run id, a\n\
 server that names itself otherwise than the finding's server, or (with --record) an\n\
 unknown finding; 74 when mcpeval-probe cannot be found."
-    )
+    ),
+    // The probe's flags, declared once in `ServerArgs`, say here that they
+    // are passed on, and make no sense with --record.
+    mut_arg("handshake_timeout", |a| a
+        .help("Passed to mcpeval-probe: how long each handshake request waits, start-up included")
+        .conflicts_with("record")),
+    mut_arg("server_stderr", |a| a
+        .help("Passed to mcpeval-probe: let the server's stderr through (it may contain raw values)")
+        .conflicts_with("record")),
+    mut_arg("url", |a| a
+        .help("Passed to mcpeval-probe: reach the server at this Streamable HTTP endpoint instead of starting a command")
+        .conflicts_with("record")),
+    mut_arg("headers", |a| a
+        .help("Passed to mcpeval-probe: an extra request header for --url, as \"Name: value\" (repeatable); its value is never shown or stored")
+        .conflicts_with("record")),
+    mut_arg("command", |a| a
+        .required_unless_present_any(["record", "url"])
+        .conflicts_with("record")),
 )]
 pub struct Args {
     #[command(flatten)]
@@ -118,35 +135,9 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Text, value_name = "FORMAT")]
     pub format: Format,
 
-    /// Passed to mcpeval-probe: how long each handshake request waits, start-up included [default: 10000]
-    #[arg(long, value_name = "MS", conflicts_with = "record", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
-    pub handshake_timeout: Option<u64>,
-
-    /// Passed to mcpeval-probe: let the server's stderr through (it may contain raw values)
-    #[arg(long, conflicts_with_all = ["record", "url"])]
-    pub server_stderr: bool,
-
-    /// Passed to mcpeval-probe: reach the server at this Streamable HTTP endpoint instead of starting a command
-    #[arg(long, value_name = "URL", conflicts_with = "record")]
-    pub url: Option<String>,
-
-    /// Passed to mcpeval-probe: an extra request header for --url, as "Name: value" (repeatable); its value is never shown or stored
-    #[arg(
-        long = "header",
-        value_name = "HEADER",
-        requires = "url",
-        conflicts_with_all = ["record", "command"]
-    )]
-    pub headers: Vec<String>,
-
-    /// The server command and its arguments, after `--`
-    #[arg(
-        last = true,
-        value_name = "CMD",
-        required_unless_present_any = ["record", "url"],
-        conflicts_with_all = ["record", "url"]
-    )]
-    pub command: Vec<OsString>,
+    /// The server and how to reach it, as mcpeval-probe takes them
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 /// How the outcome is printed.
@@ -179,31 +170,8 @@ pub struct RunConfig {
     pub finding: FindingId,
     pub case: String,
     pub manifest: Input,
-    pub handshake_timeout: Option<u64>,
-    pub server_stderr: bool,
-    pub server: Server,
-}
-
-/// The server mcpeval-probe reaches.
-pub enum Server {
-    /// The command after `--`.
-    Command(Vec<OsString>),
-    /// `--url` and each `--header`, as given (checked, and passed on
-    /// unchanged so the probe binds exactly what the user wrote).
-    Endpoint { url: String, headers: Vec<String> },
-}
-
-/// By hand: the URL and header values may hold tokens.
-impl std::fmt::Debug for Server {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Server::Command(command) => f.debug_tuple("Command").field(command).finish(),
-            Server::Endpoint { headers, .. } => f
-                .debug_struct("Endpoint")
-                .field("headers", &headers.len())
-                .finish_non_exhaustive(),
-        }
-    }
+    /// The server flags as given (checked), passed on to mcpeval-probe.
+    pub probe: ServerArgs,
 }
 
 impl Args {
@@ -221,28 +189,22 @@ impl Args {
                 let missing = |flag: &str| Error::usage(format!("missing {flag}"));
                 let finding = self.finding.ok_or_else(|| missing("--finding"))?;
                 let finding = shared::id::parse_flag("--finding", &finding)?;
-                let server = match self.url {
-                    Some(url) => {
-                        // Refused here, with this program's name, before
-                        // the finding is looked up or a probe starts.
-                        Endpoint::parse(&url, &self.headers)?;
-                        Server::Endpoint {
-                            url,
-                            headers: self.headers,
-                        }
-                    }
-                    None if self.command.first().is_none_or(|p| p.is_empty()) => {
+                let probe = self.server;
+                match &probe.url {
+                    // Refused here, with this program's name, before the
+                    // finding is looked up or a probe starts; passed on
+                    // unchanged, so the probe binds exactly what was given.
+                    Some(url) => drop(Endpoint::parse(url, &probe.headers)?),
+                    None if probe.command.first().is_none_or(|p| p.is_empty()) => {
                         return Err(Error::usage("missing the server command after --"));
                     }
-                    None => Server::Command(self.command),
-                };
+                    None => {}
+                }
                 Mode::Run(RunConfig {
                     finding,
                     case: self.case.ok_or_else(|| missing("--case"))?,
                     manifest: manifest.ok_or_else(|| missing("--manifest"))?,
-                    handshake_timeout: self.handshake_timeout,
-                    server_stderr: self.server_stderr,
-                    server,
+                    probe,
                 })
             }
         };

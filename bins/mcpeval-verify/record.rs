@@ -201,12 +201,12 @@ fn record_one(home: &Home, source: &str, result: &ProbeResult, format: Format) -
     verification::standing(home, &conn, &result.finding)?
         .require(&result.finding, exit::REFUSED)?;
     let subject = earns_credit(home, source, result)?;
-    let recorded = verification::record(&mut conn, &home.lifecycle_db(), result)?;
+    let recorded = verification::record(&mut conn, home.lifecycle_db().as_std_path(), result)?;
     // A finding only the index listed is tracked from now on: keep what it
     // is about beside its state, for when a later index drops it.
     lifecycle::remember(
         &conn,
-        &home.lifecycle_db(),
+        home.lifecycle_db().as_std_path(),
         &result.finding,
         &subject.server,
         &subject.tool,

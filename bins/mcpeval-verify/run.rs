@@ -14,7 +14,7 @@ use shared::probe_result::ProbeResult;
 use shared::sibling::{self, Ended, Options, Stderr, Stdin};
 use shared::{Error, Result, credit, exit, lifecycle, verification};
 
-use crate::args::{Format, RunConfig, Server};
+use crate::args::{Format, RunConfig};
 use crate::record;
 
 const PROBE: &str = "mcpeval-probe";
@@ -111,27 +111,7 @@ fn probe_args(config: &RunConfig) -> Vec<OsString> {
     ] {
         args.push(a.into());
     }
-    if let Some(ms) = config.handshake_timeout {
-        args.push("--handshake-timeout".into());
-        args.push(ms.to_string().into());
-    }
-    if config.server_stderr {
-        args.push("--server-stderr".into());
-    }
-    match &config.server {
-        Server::Command(command) => {
-            args.push("--".into());
-            args.extend(command.iter().cloned());
-        }
-        Server::Endpoint { url, headers } => {
-            args.push("--url".into());
-            args.push(url.into());
-            for header in headers {
-                args.push("--header".into());
-                args.push(header.into());
-            }
-        }
-    }
+    args.extend(config.probe.to_probe_argv());
     args
 }
 

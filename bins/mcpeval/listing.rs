@@ -5,6 +5,7 @@
 //! `--help`): descriptions come from the built-in table, plugins show paths.
 
 use std::io::{self, BufWriter, Write};
+use std::path::Path;
 
 use serde_json::json;
 use shared::Result;
@@ -18,7 +19,17 @@ pub fn write(search: &Search, format: Format) -> Result<()> {
     let commands = search.list();
     let mut out = BufWriter::new(io::stdout().lock());
     match format {
-        Format::Json => writeln!(out, "{}", to_json(&commands))?,
+        Format::Json => {
+            let json = to_json(&commands, |left_out| {
+                shared::cli::warn(
+                    "mcpeval",
+                    format!(
+                        "{left_out:?} is not valid UTF-8, which JSON cannot carry; it is left out of the listing"
+                    ),
+                );
+            });
+            writeln!(out, "{json}")?;
+        }
         Format::Text if commands.is_empty() => {
             // Nothing for stdout, but an empty screen deserves a reason.
             let place = search
@@ -36,20 +47,33 @@ pub fn write(search: &Search, format: Format) -> Result<()> {
 }
 
 /// `{"commands":[{"name","path","origin","builtin","description","shadowed"}]}`.
-fn to_json(commands: &[Listed]) -> serde_json::Value {
-    // Paths that are not UTF-8 are shown lossily; JSON has no way to carry them.
+///
+/// JSON strings are Unicode, so a path that is not valid UTF-8 cannot be
+/// printed as itself; rather than print another path in its place, the
+/// listing leaves it out (a command, or one shadowed copy) and hands it to
+/// `left_out`, which tells the user.
+fn to_json(commands: &[Listed], mut left_out: impl FnMut(&Path)) -> serde_json::Value {
+    let mut utf8 = |path: &Path| {
+        let text = path.to_str();
+        if text.is_none() {
+            left_out(path);
+        }
+        text.map(str::to_owned)
+    };
     let items: Vec<serde_json::Value> = commands
         .iter()
-        .map(|c| {
+        .filter_map(|c| {
+            let path = utf8(&c.path)?;
+            let shadowed: Vec<String> = c.shadowed.iter().filter_map(|p| utf8(p)).collect();
             let about = builtin::about(&c.name);
-            json!({
+            Some(json!({
                 "name": c.name,
-                "path": c.path.to_string_lossy(),
+                "path": path,
                 "origin": c.origin.as_str(),
                 "builtin": about.is_some(),
                 "description": about,
-                "shadowed": c.shadowed.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
-            })
+                "shadowed": shadowed,
+            }))
         })
         .collect();
     json!({ "commands": items })
@@ -160,9 +184,34 @@ mod tests {
             &["/q/mcpeval-hello"],
         )];
         assert_eq!(
-            to_json(&commands),
+            to_json(&commands, |p| panic!("{p:?} left out")),
             json!({"commands": [{"name": "hello", "path": "/p/mcpeval-hello", "origin": "path",
                 "builtin": false, "description": null, "shadowed": ["/q/mcpeval-hello"]}]})
+        );
+    }
+
+    #[test]
+    fn json_leaves_out_paths_that_are_not_utf8() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let odd = |p: &[u8]| PathBuf::from(OsStr::from_bytes(p));
+        let mut hello = listed("hello", "/p/mcpeval-hello", Origin::Path, &[]);
+        hello.shadowed = vec![
+            odd(b"/\xff/mcpeval-hello"),
+            PathBuf::from("/q/mcpeval-hello"),
+        ];
+        let mut other = listed("other", "", Origin::Path, &[]);
+        other.path = odd(b"/\xfe/mcpeval-other");
+        let mut left = Vec::new();
+        let json = to_json(&[hello, other], |p| left.push(p.to_path_buf()));
+        assert_eq!(
+            json,
+            json!({"commands": [{"name": "hello", "path": "/p/mcpeval-hello", "origin": "path",
+                "builtin": false, "description": null, "shadowed": ["/q/mcpeval-hello"]}]})
+        );
+        assert_eq!(
+            left,
+            [odd(b"/\xff/mcpeval-hello"), odd(b"/\xfe/mcpeval-other")]
         );
     }
 }

@@ -2,7 +2,7 @@ complete -c mcpeval-findings -l home -d 'Store directory [default: $MCPEVAL_HOME
 complete -c mcpeval-findings -l from -d 'Read the findings of this share envelope instead of the store (- for standard input)' -r -F
 complete -c mcpeval-findings -l format -d 'Output format' -r -f -a "agent\t'Instructions for an LLM agent fixing the server'
 md\t'Markdown for people'
-json\t'One JSON object {"findings": [...]}'"
+json\t'One JSON object {"schema": "mcpeval.findings/1", "promoted_at", "findings": [...]}'"
 complete -c mcpeval-findings -l state -d 'Only findings in this lifecycle state (repeatable)' -r -f -a "open\t''
 fix-claimed\t''
 verifying\t''

@@ -5,7 +5,7 @@ complete -c mcpeval-verify -l manifest -d 'The manifest file (mcp-eval.manifest.
 complete -c mcpeval-verify -l record -d 'Record the results printed by mcpeval-probe (JSON Lines), from FILE or - for standard input' -r -F
 complete -c mcpeval-verify -l format -d 'Output: one line for people, or one JSON object' -r -f -a "text\t'One line (two when red) for people'
 json\t'One JSON object for scripts'"
-complete -c mcpeval-verify -l handshake-timeout -d 'Passed to mcpeval-probe: how long each handshake request waits, start-up included [default: 10000]' -r
+complete -c mcpeval-verify -l handshake-timeout -d 'Passed to mcpeval-probe: how long each handshake request waits, start-up included' -r
 complete -c mcpeval-verify -l url -d 'Passed to mcpeval-probe: reach the server at this Streamable HTTP endpoint instead of starting a command' -r
 complete -c mcpeval-verify -l header -d 'Passed to mcpeval-probe: an extra request header for --url, as "Name: value" (repeatable); its value is never shown or stored' -r
 complete -c mcpeval-verify -l server-stderr -d 'Passed to mcpeval-probe: let the server\'s stderr through (it may contain raw values)'

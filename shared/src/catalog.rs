@@ -10,102 +10,16 @@
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
-use serde::Serialize;
-use serde_json::Value;
 
 use crate::db::sql_error;
 use crate::error::{Error, Result};
 use crate::finding::{DefectClass, Kind};
+pub use crate::findings::{Derived, Finding, Promotion};
 use crate::home::Home;
 use crate::id::{self, FindingId};
 use crate::index_db;
 use crate::lifecycle::{self, FindingState};
 use crate::score::Severity;
-
-/// What `promote` derives for one finding (the `findings` table of index.db).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Derived {
-    /// The finding's id, checked when read back from index.db.
-    pub id: FindingId,
-    /// `error`, `malformed` or `false-success`.
-    pub kind: &'static str,
-    /// Server name.
-    pub server: String,
-    /// Tool name.
-    pub tool: String,
-    /// The group's salted template id (never output: it only joins).
-    #[serde(skip)]
-    pub template_id: Option<String>,
-    /// The defect class.
-    pub defect_class: &'static str,
-    /// The class's one-line fix hint.
-    pub fix_hint: &'static str,
-    /// The promotion score in [0, 1].
-    pub score: f64,
-    /// Failures of the group.
-    pub failures: u64,
-    /// Captured calls to (server, tool).
-    pub calls: u64,
-    /// failures / calls.
-    pub failure_rate: f64,
-    /// 95% Wilson lower bound of the failure rate.
-    pub wilson_lower: f64,
-    /// Distinct sessions with a failure.
-    pub sessions: u64,
-    /// First failure, RFC 3339.
-    pub first_seen: String,
-    /// Last failure, RFC 3339.
-    pub last_seen: String,
-    /// Median failure-window length in turns.
-    pub median_window_turns: f64,
-    /// Distinct tools failing inside the group's windows.
-    pub blast_radius: u64,
-    /// The most frequent error code.
-    pub err_code: Option<i64>,
-    /// Every distinct error code.
-    pub err_codes: Vec<i64>,
-    /// true: every failure retryable; false: none; null: mixed or unreported.
-    pub retryable: Option<bool>,
-    /// Argument shapes of failing calls, most frequent first.
-    pub args_shapes: Vec<Value>,
-}
-
-/// A finding as readers see it: derived figures plus lifecycle state.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    /// The derived figures.
-    #[serde(flatten)]
-    pub derived: Derived,
-    /// `high`, `medium` or `low`; capped at medium without an attached probe.
-    pub severity: &'static str,
-    /// `open`, `fix-claimed`, `verifying` or `closed`.
-    pub state: &'static str,
-    /// Consecutive green runs towards closing (of 3).
-    pub streak: u32,
-    /// Whether a manifest case was verified against it at least once.
-    pub probe_attached: bool,
-    /// How often a red run reopened it.
-    pub reopened: u32,
-}
-
-/// The facts of the last promotion run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Promotion {
-    /// When it ran.
-    pub promoted_at: String,
-    /// The "now" scores were computed for.
-    pub scored_as_of: String,
-    /// The threshold used.
-    pub threshold: f64,
-    /// Groups considered.
-    pub issues: u64,
-    /// Findings promoted.
-    pub promoted: u64,
-    /// Groups seen in one session only.
-    pub one_session: u64,
-    /// Groups in two or more sessions below the threshold.
-    pub below_threshold: u64,
-}
 
 /// Everything a reader needs: the promotion its findings come from, and
 /// the findings.
@@ -195,11 +109,11 @@ pub fn replace(
         insert
             .execute(params![
                 f.id,
-                f.kind,
+                f.kind.as_str(),
                 f.server,
                 f.tool,
                 f.template_id,
-                f.defect_class,
+                f.defect_class.as_str(),
                 f.score,
                 f.failures,
                 f.calls,
@@ -259,16 +173,16 @@ pub fn load(home: &Home) -> Result<Catalog> {
         return Err(no_index(home, &path));
     }
     let index = index_db::open_complete(home)?;
-    let calls = index_db::require_state(&index, &path)?.calls;
+    let calls = index_db::require_state(&index, path.as_std_path())?.calls;
     let states = match lifecycle::open_if_present(home)? {
-        Some(conn) => lifecycle::states(&conn, &home.lifecycle_db())?,
+        Some(conn) => lifecycle::states(&conn, home.lifecycle_db())?,
         None => HashMap::new(),
     };
     load_from(&index, home, &states, u64::try_from(calls).unwrap_or(0))
 }
 
 /// There is no index: say whether anything was captured to index.
-fn no_index(home: &Home, path: &std::path::Path) -> Error {
+fn no_index(home: &Home, path: &camino::Utf8Path) -> Error {
     let journals = home.journals();
     let captured = std::fs::read_dir(&journals).is_ok_and(|entries| {
         entries.flatten().any(|e| {
@@ -278,13 +192,12 @@ fn no_index(home: &Home, path: &std::path::Path) -> Error {
         })
     });
     if captured {
-        Error::unavailable(format!("no index yet: {} does not exist", path.display()))
+        Error::unavailable(format!("no index yet: {path} does not exist"))
             .with_hint("run `mcpeval index`, then `mcpeval promote`")
     } else {
         Error::unavailable(format!(
             "no index yet: {} does not exist, and nothing was captured yet ({} holds no journal)",
-            path.display(),
-            journals.display()
+            path, journals
         ))
         .with_hint(START)
     }
@@ -358,12 +271,12 @@ fn load_from(
             let class = DefectClass::parse(&class).unwrap_or(DefectClass::ToolError);
             Ok(Ok(Derived {
                 id,
-                kind: Kind::parse(&kind).unwrap_or(Kind::Error).as_str(),
+                kind: Kind::parse(&kind).unwrap_or(Kind::Error),
                 server: r.get(2)?,
                 tool: r.get(3)?,
                 template_id: r.get(4)?,
-                defect_class: class.as_str(),
-                fix_hint: class.fix_hint(),
+                defect_class: class,
+                fix_hint: class.fix_hint().to_owned(),
                 score: r.get(6)?,
                 failures: r.get(7)?,
                 calls: r.get(8)?,
@@ -388,8 +301,8 @@ fn load_from(
             .map_err(|(raw, row)| corrupt_id(&path, &raw, row))?;
         let state = states.get(&derived.id).cloned().unwrap_or_default();
         findings.push(Finding {
-            severity: Severity::of(derived.score, state.probe_attached).as_str(),
-            state: state.state.as_str(),
+            severity: Severity::of(derived.score, state.probe_attached),
+            state: state.state,
             streak: state.streak,
             probe_attached: state.probe_attached,
             reopened: state.reopened,
@@ -411,11 +324,10 @@ fn unpromoted(why: Unpromoted) -> Error {
 
 /// A finding row of index.db whose id is not a finding id (status 3).
 /// index.db is derived, so deriving it again is the repair.
-fn corrupt_id(path: &std::path::Path, raw: &str, row: i64) -> Error {
+fn corrupt_id(path: &camino::Utf8Path, raw: &str, row: i64) -> Error {
     Error::unavailable(format!(
-        "{} is corrupt: finding id {} at row {row} of table findings is not \
+        "{path} is corrupt: finding id {} at row {row} of table findings is not \
          {}",
-        path.display(),
         id::shown(raw),
         FindingId::FORM,
     ))

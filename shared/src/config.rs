@@ -26,14 +26,10 @@ impl Config {
             Ok(text) => text,
             Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Config::default()),
             Err(err) => {
-                return Err(Error::io(
-                    format_args!("cannot read {}", path.display()),
-                    err,
-                ));
+                return Err(Error::io(format_args!("cannot read {}", path), err));
             }
         };
-        Config::parse(&text)
-            .map_err(|why| Error::rejected(path.display().to_string()).with_source(why))
+        Config::parse(&text).map_err(|why| Error::rejected(path.to_string()).with_source(why))
     }
 
     /// Parses the text of a config file; the error says what is wrong.

@@ -18,9 +18,7 @@ use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::{escape, index_db, lifecycle};
 
-/// Names are compared, and carried in results, cut to this many bytes:
-/// the journal cuts names of an oversized record to the same length.
-pub const MAX_NAME: usize = 1024;
+pub use crate::probe_result::MAX_NAME;
 
 /// What a finding is about.
 #[derive(Debug, Clone, PartialEq, Eq)]

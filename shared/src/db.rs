@@ -42,7 +42,8 @@ impl Schema {
 }
 
 /// Opens (creating if needed) the database at `path` and migrates it.
-pub fn open(path: &Path, schema: &Schema) -> Result<Connection> {
+pub fn open(path: impl AsRef<Path>, schema: &Schema) -> Result<Connection> {
+    let path = path.as_ref();
     if !path.exists() {
         // Create the file ourselves so it is private from its first byte;
         // SQLite gives the -wal and -shm files the same mode.
@@ -61,7 +62,8 @@ pub fn open(path: &Path, schema: &Schema) -> Result<Connection> {
 
 /// Opens an existing database for reading; `Ok(None)` when the file is absent.
 /// The database must already be at this binary's schema version.
-pub fn open_existing(path: &Path, schema: &Schema) -> Result<Option<Connection>> {
+pub fn open_existing(path: impl AsRef<Path>, schema: &Schema) -> Result<Option<Connection>> {
+    let path = path.as_ref();
     if !path.exists() {
         return Ok(None);
     }
@@ -167,7 +169,8 @@ pub fn write<T>(conn: &mut Connection, work: impl FnOnce(&Transaction) -> Result
 }
 
 /// Maps an SQLite failure on `path` to an error with the right status.
-pub fn sql_error(path: &Path, err: rusqlite::Error) -> Error {
+pub fn sql_error(path: impl AsRef<Path>, err: rusqlite::Error) -> Error {
+    let path = path.as_ref();
     let code = err.sqlite_error_code();
     let msg = format!("{}: {err}", path.display());
     match code {

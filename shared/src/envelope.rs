@@ -31,6 +31,7 @@ use crate::finding::{DefectClass, Kind};
 use crate::id::FindingId;
 use crate::lifecycle::State;
 use crate::record::{Call, LegacyCall, SCHEMA_V0, SCHEMA_V1};
+use crate::score::Severity;
 
 /// The schema tag of share envelopes.
 pub const SCHEMA: &str = "mcpeval.share/1";
@@ -395,10 +396,8 @@ fn from_wire(w: Wire, at: &str) -> Checked<Finding> {
     let kind = Kind::parse(&w.kind).ok_or_else(|| unknown("kind", "kind", &w.kind))?;
     let class = DefectClass::parse(&w.defect_class)
         .ok_or_else(|| unknown("defect_class", "defect class", &w.defect_class))?;
-    let severity = ["high", "medium", "low"]
-        .into_iter()
-        .find(|s| *s == w.severity)
-        .ok_or_else(|| unknown("severity", "severity", &w.severity))?;
+    let severity =
+        Severity::parse(&w.severity).ok_or_else(|| unknown("severity", "severity", &w.severity))?;
     let state = State::parse(&w.state).ok_or_else(|| unknown("state", "state", &w.state))?;
     name(&w.server, &here("server"))?;
     name(&w.tool, &here("tool"))?;
@@ -433,12 +432,12 @@ fn from_wire(w: Wire, at: &str) -> Checked<Finding> {
     Ok(Finding {
         derived: Derived {
             id,
-            kind: kind.as_str(),
+            kind,
             server: w.server,
             tool: w.tool,
             template_id: None,
-            defect_class: class.as_str(),
-            fix_hint: class.fix_hint(),
+            defect_class: class,
+            fix_hint: class.fix_hint().to_owned(),
             score: w.score,
             failures: w.failures,
             calls: w.calls,
@@ -455,7 +454,7 @@ fn from_wire(w: Wire, at: &str) -> Checked<Finding> {
             args_shapes: w.args_shapes,
         },
         severity,
-        state: state.as_str(),
+        state,
         streak: w.streak,
         probe_attached: w.probe_attached,
         reopened: w.reopened,

@@ -41,18 +41,18 @@ struct Row {
 /// the number of rows imported now, or `None` when nothing was done.
 pub fn import(conn: &mut Connection, home: &Home) -> Result<Option<u64>> {
     let path = home.lifecycle_db();
-    if done(conn, &path)? {
+    if done(conn, path.as_std_path())? {
         return Ok(None);
     }
-    let Some(rows) = read(&home.index_db()) else {
+    let Some(rows) = read(home.index_db().as_std_path()) else {
         return Ok(None);
     };
     db::write(conn, |tx| {
         // Another process may have imported while this one read.
-        if done(tx, &path)? {
+        if done(tx, path.as_std_path())? {
             return Ok(None);
         }
-        let fail = |e| db::sql_error(&path, e);
+        let fail = |e| db::sql_error(path.as_std_path(), e);
         for row in &rows {
             tx.execute(
                 "INSERT INTO verifications(run_id, finding_id, case_id, binding, result, reason,
@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(rows, 2);
         // No state changes: legacy evidence never counts.
         assert!(
-            lifecycle::states(&conn, &home.lifecycle_db())
+            lifecycle::states(&conn, home.lifecycle_db())
                 .unwrap()
                 .is_empty()
         );
@@ -225,7 +225,7 @@ mod tests {
         let home = Home::at(&dir.path().join("home"));
         let mut conn = lifecycle::open(&home).unwrap();
         assert!(
-            !done(&conn, &home.lifecycle_db()).unwrap(),
+            !done(&conn, home.lifecycle_db().as_std_path()).unwrap(),
             "no index.db yet"
         );
         old_index(
@@ -242,7 +242,7 @@ mod tests {
             .execute_batch("CREATE TABLE calls(x);")
             .unwrap();
         let conn = lifecycle::open(&other).unwrap();
-        assert!(done(&conn, &other.lifecycle_db()).unwrap());
+        assert!(done(&conn, other.lifecycle_db().as_std_path()).unwrap());
         assert!(verifications(&conn).is_empty());
     }
 }

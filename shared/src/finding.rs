@@ -107,6 +107,22 @@ spelled! {
     }
 }
 
+spelled! {
+    /// A finding's place in the lifecycle.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum State {
+        /// Promoted and not (yet) claimed fixed.
+        #[default]
+        Open = "open",
+        /// A verification ran and was red: a fix is claimed but not shown.
+        FixClaimed = "fix-claimed",
+        /// At least one green run, fewer than three in a row.
+        Verifying = "verifying",
+        /// Three consecutive green runs, or closed by hand.
+        Closed = "closed",
+    }
+}
+
 /// JSON-RPC "method not found".
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC "invalid params".

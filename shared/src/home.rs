@@ -132,7 +132,8 @@ impl Home {
     /// error, status 2, before anything is written); one open to group or
     /// others is made 0700 again, with a warning on stderr.
     pub fn ensure(&self) -> Result<()> {
-        for dir in [self.root.as_std_path(), &self.journals()] {
+        let journals = self.journals();
+        for dir in [self.root.as_std_path(), journals.as_std_path()] {
             if let Ok(meta) = fs::metadata(dir)
                 && meta.is_dir()
             {
@@ -161,38 +162,38 @@ impl Home {
     }
 
     /// `journals/`: capture journals, never rewritten by mcpeval.
-    pub fn journals(&self) -> PathBuf {
-        self.root.join("journals").into_std_path_buf()
+    pub fn journals(&self) -> Utf8PathBuf {
+        self.root.join("journals")
     }
 
     /// `journals/.lock`: shared by journal writers and the index.
-    pub fn journal_lock(&self) -> PathBuf {
+    pub fn journal_lock(&self) -> Utf8PathBuf {
         self.journals().join(".lock")
     }
 
     /// `lifecycle.db`: authoritative lifecycle state and history.
-    pub fn lifecycle_db(&self) -> PathBuf {
-        self.root.join("lifecycle.db").into_std_path_buf()
+    pub fn lifecycle_db(&self) -> Utf8PathBuf {
+        self.root.join("lifecycle.db")
     }
 
     /// `index.db`: derived, disposable.
-    pub fn index_db(&self) -> PathBuf {
-        self.root.join("index.db").into_std_path_buf()
+    pub fn index_db(&self) -> Utf8PathBuf {
+        self.root.join("index.db")
     }
 
     /// `trends.db`: derived readiness cache.
-    pub fn trends_db(&self) -> PathBuf {
-        self.root.join("trends.db").into_std_path_buf()
+    pub fn trends_db(&self) -> Utf8PathBuf {
+        self.root.join("trends.db")
     }
 
     /// `config.json`: the user's settings.
-    pub fn config(&self) -> PathBuf {
-        self.root.join("config.json").into_std_path_buf()
+    pub fn config(&self) -> Utf8PathBuf {
+        self.root.join("config.json")
     }
 
     /// `.salt`: 32 secret bytes keying every salted hash.
-    pub fn salt(&self) -> PathBuf {
-        self.root.join(".salt").into_std_path_buf()
+    pub fn salt(&self) -> Utf8PathBuf {
+        self.root.join(".salt")
     }
 }
 
@@ -207,12 +208,12 @@ mod tests {
         home.ensure().unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode(home.root().as_std_path()), 0o700);
-        assert_eq!(mode(&home.journals()), 0o700);
+        assert_eq!(mode(home.journals().as_std_path()), 0o700);
         fs::set_permissions(home.root(), fs::Permissions::from_mode(0o777)).unwrap();
         fs::set_permissions(home.journals(), fs::Permissions::from_mode(0o750)).unwrap();
         home.ensure().unwrap();
         assert_eq!(mode(home.root().as_std_path()), 0o700);
-        assert_eq!(mode(&home.journals()), 0o700);
+        assert_eq!(mode(home.journals().as_std_path()), 0o700);
     }
 
     #[test]

@@ -195,19 +195,18 @@ pub fn state(conn: &Connection, path: &Path) -> Result<Option<State>> {
 pub fn open_complete(home: &Home) -> Result<Connection> {
     let path = home.index_db();
     let rebuild = "index.db is derived from the journals: `mcpeval index --rebuild` recreates it";
-    let conn = match db::open_existing(&path, &SCHEMA) {
+    let conn = match db::open_existing(path.as_std_path(), &SCHEMA) {
         Ok(Some(conn)) => conn,
         Ok(None) => {
-            return Err(Error::unavailable(format!(
-                "no index yet: {} does not exist",
-                path.display()
-            ))
-            .with_hint("run `mcpeval index` first"));
+            return Err(
+                Error::unavailable(format!("no index yet: {} does not exist", path))
+                    .with_hint("run `mcpeval index` first"),
+            );
         }
         Err(err) if err.status() == crate::exit::UNAVAILABLE => return Err(err.with_hint(rebuild)),
         Err(err) => return Err(err),
     };
-    require_state(&conn, &path)?;
+    require_state(&conn, path.as_std_path())?;
     Ok(conn)
 }
 
@@ -294,7 +293,7 @@ pub fn finding_facts(home: &Home, finding: &str) -> Result<Option<FindingFacts>>
         return Ok(None);
     }
     let fail = |e: rusqlite::Error| {
-        Error::unavailable(format!("{}: cannot read findings: {e}", path.display()))
+        Error::unavailable(format!("{}: cannot read findings: {e}", path))
             .with_hint("rebuild the index with `mcpeval index --rebuild` and `mcpeval promote`")
     };
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -366,7 +365,7 @@ mod tests {
         assert_eq!(missing.status(), crate::exit::UNAVAILABLE);
         assert!(missing.message().starts_with("no index yet"), "{missing}");
 
-        let conn = db::open(&home.index_db(), &SCHEMA).unwrap();
+        let conn = db::open(home.index_db(), &SCHEMA).unwrap();
         let incomplete = open_complete(&home).unwrap_err();
         assert_eq!(incomplete.status(), crate::exit::UNAVAILABLE);
         assert!(
@@ -383,14 +382,16 @@ mod tests {
         )
         .unwrap();
         let empty = open_complete(&home).unwrap();
-        let state = state(&empty, &home.index_db()).unwrap().unwrap();
+        let state = state(&empty, home.index_db().as_std_path())
+            .unwrap()
+            .unwrap();
         assert_eq!((state.calls, state.annotations), (0, (0, 0)));
     }
 
     #[test]
     fn legacy_coordinates_resolve_only_when_unique() {
         let (_dir, home) = store();
-        let conn = db::open(&home.index_db(), &SCHEMA).unwrap();
+        let conn = db::open(home.index_db(), &SCHEMA).unwrap();
         let add = |event: Option<&str>, server: &str, seq: i64| {
             conn.execute(
                 "INSERT INTO calls(journal_id, line, schema, event_id, session, seq, origin, server, tool,
@@ -406,13 +407,22 @@ mod tests {
         let second = add(None, "a", 2);
         let path = home.index_db();
         let coords = |seq| Target::coordinates("s-0000000000000001", seq).unwrap();
-        assert_eq!(resolve(&conn, &path, &coords(1)).unwrap(), Link::Ambiguous);
         assert_eq!(
-            resolve(&conn, &path, &coords(2)).unwrap(),
+            resolve(&conn, path.as_std_path(), &coords(1)).unwrap(),
+            Link::Ambiguous
+        );
+        assert_eq!(
+            resolve(&conn, path.as_std_path(), &coords(2)).unwrap(),
             Link::Linked(second)
         );
-        assert_eq!(resolve(&conn, &path, &coords(3)).unwrap(), Link::Unknown);
+        assert_eq!(
+            resolve(&conn, path.as_std_path(), &coords(3)).unwrap(),
+            Link::Unknown
+        );
         let event = Target::event_id("6F1C2A3B-4D5E-4F60-8A7B-000000000001").unwrap();
-        assert_eq!(resolve(&conn, &path, &event).unwrap(), Link::Linked(only));
+        assert_eq!(
+            resolve(&conn, path.as_std_path(), &event).unwrap(),
+            Link::Linked(only)
+        );
     }
 }

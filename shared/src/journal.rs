@@ -120,8 +120,8 @@ impl Writer {
     pub fn new(home: &Home) -> Result<Writer> {
         home.ensure()?;
         Ok(Writer {
-            dir: home.journals(),
-            lock: LockFile::open(&home.journal_lock())?,
+            dir: home.journals().into_std_path_buf(),
+            lock: LockFile::open(home.journal_lock().as_std_path())?,
             current: None,
             line: Vec::with_capacity(1024),
         })

@@ -20,8 +20,11 @@
 //! - [`id`]: typed identifiers, checked once when parsed or deserialized
 //!   (`FindingId`, `EventId`, `SessionToken`, `TemplateId`, `RunId`): a bad
 //!   id in JSON is an error naming the field, never a value.
-//! - [`finding`]: finding kinds, probes and defect classes, with their one
-//!   spelling each.
+//! - [`finding`]: finding kinds, probes, defect classes and lifecycle
+//!   states, with their one spelling each.
+//! - [`findings`]: the findings JSON (`mcpeval.findings/1`) that `mcpeval
+//!   findings --format json` prints; [`probe_result`]: the result
+//!   (`mcpeval.probe/1`) that `mcpeval probe` prints.
 //! - [`manifest`]: the probe manifest a server's maintainer writes.
 //! - [`home`]: the store and the paths inside it; [`config`]: its
 //!   `config.json`.
@@ -42,7 +45,8 @@
 //!   machinery.
 //! - `http`: the HTTP client connector (hyper, rustls, tokio) and the SSE
 //!   reader.
-//! - `cli`: warnings, man pages and shell completions from clap definitions.
+//! - `cli`: warnings, man pages and shell completions from clap definitions,
+//!   and the probe's server flags that `verify` passes on.
 //!
 //! # Reading a journal
 //!
@@ -55,12 +59,11 @@
 //!
 //! # Reading findings
 //!
-//! `mcpeval findings --format json` prints `{"findings": [...]}` on one
-//! line (`mcpeval.findings/1`): each finding has at least `id` (a
-//! [`id::FindingId`]), `kind`, `server`, `tool`, `defect_class`, `fix_hint`,
-//! `score`, `severity` and `state` (`open`, `fix-claimed`, `verifying`,
-//! `closed`). Deserialize the fields you use into your own struct and let
-//! serde ignore the rest: the format grows by adding fields. For the same
+//! `mcpeval findings --format json` prints one [`findings::Findings`]
+//! object on one line: `{"schema": "mcpeval.findings/1", "promoted_at":
+//! …, "findings": [...]}`. Parse it with [`findings::Findings::parse`], or
+//! deserialize the fields you use into your own struct: every type ignores
+//! keys it does not know, as the format grows by adding fields. For the same
 //! reason the contract's enums that may grow ([`finding::Kind`],
 //! [`finding::DefectClass`], [`manifest::Unmet`]) are `#[non_exhaustive]`:
 //! match them with a wildcard arm. The journal's enums are exhaustive on
@@ -111,6 +114,7 @@ pub mod exit;
 pub mod fault;
 pub mod file_arg;
 pub mod finding;
+pub mod findings;
 #[cfg(feature = "store")]
 pub mod hash;
 pub mod home;
@@ -130,7 +134,8 @@ pub mod mcp;
 pub mod outcome;
 #[cfg(feature = "mcp")]
 pub mod probe;
-#[cfg(feature = "store")]
+#[cfg(feature = "cli")]
+pub mod probe_args;
 pub mod probe_result;
 pub mod record;
 #[cfg(feature = "store")]

@@ -57,7 +57,7 @@ pub const MAX_NOTE_CHARS: usize = 240;
 /// [`crate::evidence`]).
 pub fn open(home: &Home) -> Result<Connection> {
     home.ensure()?;
-    let mut conn = db::open(&home.lifecycle_db(), &SCHEMA)?;
+    let mut conn = db::open(home.lifecycle_db().as_std_path(), &SCHEMA)?;
     crate::evidence::import(&mut conn, home)?;
     Ok(conn)
 }
@@ -70,7 +70,7 @@ pub fn open_if_present(home: &Home) -> Result<Option<Connection>> {
     if !path.exists() {
         return Ok(None);
     }
-    let mut conn = db::open(&path, &SCHEMA)?;
+    let mut conn = db::open(path.as_std_path(), &SCHEMA)?;
     crate::evidence::import(&mut conn, home)?;
     Ok(Some(conn))
 }
@@ -305,20 +305,20 @@ mod tests {
         assert!(!home.lifecycle_db().exists(), "reading creates nothing");
         let conn = open(&home).unwrap();
         let path = home.lifecycle_db();
-        remember(&conn, &path, id, "jobs", "get_status").unwrap();
+        remember(&conn, path.as_std_path(), id, "jobs", "get_status").unwrap();
         assert_eq!(remembered(&home, id).unwrap(), None, "no state row yet");
         ensure(
             &conn,
-            &path,
+            path.as_std_path(),
             &FindingId::parse(id).unwrap(),
             "2026-11-30T07:00:00Z",
         )
         .unwrap();
-        remember(&conn, &path, id, "jobs", "get_status").unwrap();
-        remember(&conn, &path, id, "other", "other").unwrap();
+        remember(&conn, path.as_std_path(), id, "jobs", "get_status").unwrap();
+        remember(&conn, path.as_std_path(), id, "other", "other").unwrap();
         let kept = Some(("jobs".to_owned(), "get_status".to_owned()));
         assert_eq!(remembered(&home, id).unwrap(), kept, "never rewritten");
-        assert_eq!(remembered_in(&conn, &path, id).unwrap(), kept);
+        assert_eq!(remembered_in(&conn, path.as_std_path(), id).unwrap(), kept);
         drop(conn);
         // A lifecycle.db of the release before: no columns, no subject, no change.
         let (_old_dir, old) = store();
@@ -469,7 +469,7 @@ pub fn remembered(home: &Home, finding_id: &str) -> Result<Option<(String, Strin
     if !path.exists() {
         return Ok(None);
     }
-    let fail = |e: rusqlite::Error| db::sql_error(&path, e);
+    let fail = |e: rusqlite::Error| db::sql_error(path.as_std_path(), e);
     let flags =
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(&path, flags).map_err(fail)?;
@@ -485,7 +485,7 @@ pub fn remembered(home: &Home, finding_id: &str) -> Result<Option<(String, Strin
     if columns != 2 {
         return Ok(None);
     }
-    remembered_in(&conn, &path, finding_id)
+    remembered_in(&conn, path.as_std_path(), finding_id)
 }
 
 /// Like [`remembered`], on an open, current lifecycle.db.
@@ -508,21 +508,7 @@ pub fn remembered_in(
     })
 }
 
-spelled! {
-    /// A finding's place in the lifecycle.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-    pub enum State {
-        /// Promoted and not (yet) claimed fixed.
-        #[default]
-        Open = "open",
-        /// A verification ran and was red: a fix is claimed but not shown.
-        FixClaimed = "fix-claimed",
-        /// At least one green run, fewer than three in a row.
-        Verifying = "verifying",
-        /// Three consecutive green runs, or closed by hand.
-        Closed = "closed",
-    }
-}
+pub use crate::finding::State;
 
 /// The durable lifecycle facts of one finding.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -545,8 +531,9 @@ pub struct FindingState {
 /// id is not a finding id makes the database corrupt (status 3).
 pub fn states(
     conn: &Connection,
-    path: &Path,
+    path: impl AsRef<Path>,
 ) -> Result<std::collections::HashMap<FindingId, FindingState>> {
+    let path = path.as_ref();
     let fail = |e| db::sql_error(path, e);
     let mut stmt = conn
         .prepare(

@@ -6,18 +6,26 @@
 //! every other field: an edited result, or one made by another store,
 //! does not verify. A result judges the server and never echoes it: its
 //! `detail` holds only manifest pointers, attempt counts and error codes.
+//!
+//! The result's form, its parse and its checks are the contract (default
+//! features), so a plugin can read `probe`'s output; signing and checking
+//! the MAC need the salt and sit behind the `store` feature.
 
+#[cfg(feature = "store")]
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+#[cfg(feature = "store")]
 use sha2::Sha256;
 
 use crate::canonical;
 use crate::error::{Error, Result};
 use crate::finding::Probe;
+#[cfg(feature = "store")]
 use crate::hash;
 use crate::id::{FindingId, RunId};
 use crate::manifest::is_identifier;
+#[cfg(feature = "store")]
 use crate::salt::Salt;
 use crate::spelling::spelled;
 
@@ -26,6 +34,10 @@ pub const SCHEMA: &str = "mcpeval.probe/1";
 
 /// The longest `detail`, in bytes.
 pub const MAX_DETAIL: usize = 256;
+
+/// Names are compared, and carried in results, cut to this many bytes:
+/// the journal cuts names of an oversized record to the same length.
+pub const MAX_NAME: usize = 1024;
 
 /// Every field of a result, in the order they are printed.
 pub const FIELDS: [&str; 15] = [
@@ -232,7 +244,7 @@ pub struct ProbeResult {
     /// The probe that ran (`instruction-fidelity`, …).
     pub probe: String,
     /// The tools the case calls, in step order, each once, each cut to
-    /// [`crate::credit::MAX_NAME`] bytes; empty (and not printed) only in
+    /// [`MAX_NAME`] bytes; empty (and not printed) only in
     /// results of earlier releases, which cannot earn credit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
@@ -269,6 +281,7 @@ impl ProbeResult {
     }
 
     /// Sets `mac` for `salt`.
+    #[cfg(feature = "store")]
     pub fn sign(&mut self, salt: &Salt) {
         let mac = keyed(salt).chain_update(self.canonical_unsigned().as_bytes());
         self.mac = hash::hex(&mac.finalize().into_bytes());
@@ -276,6 +289,7 @@ impl ProbeResult {
 
     /// Whether `mac` was made with `salt` over exactly these fields
     /// (compared in constant time).
+    #[cfg(feature = "store")]
     pub fn verify(&self, salt: &Salt) -> bool {
         let Some(given) = unhex(&self.mac) else {
             return false;
@@ -303,7 +317,8 @@ impl ProbeResult {
     }
 
     /// Parses a result and checks every field's form; the MAC is checked
-    /// separately with [`ProbeResult::verify`]. The error names the field.
+    /// separately (`ProbeResult::verify`, with the `store` feature). The
+    /// error names the field.
     pub fn parse(text: &str) -> Result<ProbeResult> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| Error::rejected("not a JSON object").with_source(e))?;
@@ -347,17 +362,17 @@ impl ProbeResult {
         if Probe::parse(&self.probe).is_none() {
             return Err(Error::rejected("probe is not a probe name"));
         }
-        let fits = |name: &str| !name.is_empty() && name.len() <= crate::credit::MAX_NAME;
+        let fits = |name: &str| !name.is_empty() && name.len() <= MAX_NAME;
         if !self.tools.iter().all(|t| fits(t)) {
             return Err(Error::rejected(format!(
                 "tools holds an empty name or one longer than {} bytes",
-                crate::credit::MAX_NAME
+                MAX_NAME
             )));
         }
         if self.server.as_deref().is_some_and(|s| !fits(s)) {
             return Err(Error::rejected(format!(
                 "server is empty or longer than {} bytes",
-                crate::credit::MAX_NAME
+                MAX_NAME
             )));
         }
         if !is_binding(&self.binding) {
@@ -406,11 +421,13 @@ pub fn is_binding(s: &str) -> bool {
 
 /// A detail text made safe to carry: control characters dropped, at most
 /// [`MAX_DETAIL`] bytes.
+#[cfg(feature = "store")]
 pub fn clean_detail(text: &str) -> String {
     let clean: String = text.chars().filter(|c| !c.is_control()).collect();
     crate::sanitize::truncate(&clean, MAX_DETAIL).to_owned()
 }
 
+#[cfg(feature = "store")]
 fn keyed(salt: &Salt) -> Hmac<Sha256> {
     Hmac::<Sha256>::new_from_slice(salt.expose()).expect("HMAC takes any key length")
 }
@@ -436,6 +453,7 @@ mod tests {
     use super::*;
 
     fn sample() -> ProbeResult {
+        #[allow(unused_mut)]
         let mut r = ProbeResult {
             schema: SCHEMA.into(),
             run_id: RunId::parse("0f8fad5b-d9cb-469f-a165-70867728950e").unwrap(),
@@ -451,8 +469,9 @@ mod tests {
             attempts: 1,
             started_at: "2026-11-30T07:00:00.123Z".into(),
             finished_at: "2026-11-30T07:00:00.456Z".into(),
-            mac: String::new(),
+            mac: "0".repeat(64),
         };
+        #[cfg(feature = "store")]
         r.sign(&Salt::from_bytes([7; 32]));
         r
     }
@@ -477,6 +496,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "store")]
     fn results_of_earlier_releases_parse_and_verify_without_the_added_fields() {
         let salt = Salt::from_bytes([7; 32]);
         let mut old = sample();
@@ -504,6 +524,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "store")]
     fn names_print_no_control_character_raw() {
         let salt = Salt::from_bytes([7; 32]);
         let mut r = sample();
@@ -523,7 +544,7 @@ mod tests {
         empty.tools = vec![String::new()];
         assert!(empty.validate().is_err());
         let mut long = sample();
-        long.server = Some("n".repeat(crate::credit::MAX_NAME + 1));
+        long.server = Some("n".repeat(MAX_NAME + 1));
         assert_eq!(
             long.validate().unwrap_err().message(),
             "server is empty or longer than 1024 bytes"
@@ -531,6 +552,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "store")]
     fn mac_is_hmac_sha256_of_the_canonical_fields() {
         let r = sample();
         // RFC 2104 by hand: H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ m)), K padded to 64 bytes.
@@ -546,6 +568,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "store")]
     fn any_edit_or_another_salt_fails() {
         let salt = Salt::from_bytes([7; 32]);
         assert!(!sample().verify(&Salt::from_bytes([8; 32])));
@@ -639,6 +662,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "store")]
     fn details_are_cleaned() {
         assert_eq!(clean_detail("a\nb\u{7}c"), "abc");
         assert_eq!(clean_detail(&"é".repeat(200)).len(), 256);

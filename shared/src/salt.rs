@@ -41,12 +41,11 @@ impl Salt {
             )
         })?;
         // The first link wins; a racing process reads the winner's bytes.
-        if crate::atomic_file::create(&path, &bytes, 0o600)? {
+        if crate::atomic_file::create(path.as_std_path(), &bytes, 0o600)? {
             return Ok(Salt(bytes));
         }
-        Salt::load(home)?.ok_or_else(|| {
-            Error::unavailable(format!("{} vanished while being created", path.display()))
-        })
+        Salt::load(home)?
+            .ok_or_else(|| Error::unavailable(format!("{} vanished while being created", path)))
     }
 
     /// Loads the salt if the store has one.
@@ -56,16 +55,13 @@ impl Salt {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
             Err(err) => {
-                return Err(Error::io(
-                    format_args!("cannot read {}", path.display()),
-                    err,
-                ));
+                return Err(Error::io(format_args!("cannot read {}", path), err));
             }
         };
         let bytes: [u8; LEN] = bytes.try_into().map_err(|b: Vec<u8>| {
             Error::unavailable(format!(
                 "{} holds {} bytes, not {LEN}: the salt is damaged",
-                path.display(),
+                path,
                 b.len()
             ))
             .with_hint("restore .salt from the backup taken with lifecycle.db")

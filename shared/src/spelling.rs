@@ -59,7 +59,7 @@ pub(crate) use spelled;
 #[cfg(test)]
 mod tests {
     use crate::finding::DefectClass;
-    use crate::lifecycle::State;
+    use crate::finding::State;
     use crate::probe_result::Reason;
     use crate::record::Outcome;
 

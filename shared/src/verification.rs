@@ -60,11 +60,11 @@ pub fn standing(home: &Home, conn: &Connection, id: &str) -> Result<Standing> {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()
-        .map_err(|e| db::sql_error(&path, e))?;
+        .map_err(|e| db::sql_error(path.as_std_path(), e))?;
     match row {
         Some((_, Some(to))) => return Ok(Standing::Retired(to)),
         Some(_) => {
-            let state = lifecycle::state(conn, &path, id)?.unwrap_or_default();
+            let state = lifecycle::state(conn, path.as_std_path(), id)?.unwrap_or_default();
             return Ok(Standing::Tracked(state));
         }
         None => {}

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use assert_cmd::assert::Assert;
 use serde_json::{Value, json};
 
 use crate::support::{SYSTEM_PATH, Store, bin, bin_dir, text};
@@ -71,6 +72,17 @@ fn output_within(mut cmd: Command, limit: Duration) -> Output {
 
 fn output(cmd: Command) -> Output {
     output_within(cmd, Duration::from_secs(30))
+}
+
+/// `cmd` run to its end through assert_cmd, with stdin empty, failing the
+/// test instead of hanging past `limit`: for checks of status, stdout and
+/// stderr alone.
+fn assert_within(cmd: Command, limit: Duration) -> Assert {
+    assert_cmd::Command::from_std(cmd).timeout(limit).assert()
+}
+
+fn assert(cmd: Command) -> Assert {
+    assert_within(cmd, Duration::from_secs(30))
 }
 
 fn list_json(cmd: Command) -> Vec<Value> {
@@ -205,6 +217,52 @@ fn a_builtin_found_only_on_path_keeps_its_description() {
             "builtin": true, "description": "Pack share-safe findings into an envelope for others",
             "shadowed": []})
     );
+}
+
+#[test]
+fn a_path_that_is_not_utf8_is_left_out_of_the_json_listing_by_name() {
+    let store = Store::new();
+    let marker = store.scratch().join("ran");
+    // Both copies of `odd` live in directories whose names are not UTF-8;
+    // the second copy of `hello` as well.
+    let odd_dir = store.scratch().join(OsStr::from_bytes(b"odd-\xff"));
+    let later_dir = store.scratch().join(OsStr::from_bytes(b"later-\xfe"));
+    fs::create_dir_all(&odd_dir).unwrap();
+    fs::create_dir_all(&later_dir).unwrap();
+    let plain = plugin_dir(&store, "plain");
+    let hello = tripwire(&plain, "mcpeval-hello", &marker);
+    tripwire(&later_dir, "mcpeval-hello", &marker);
+    tripwire(&odd_dir, "mcpeval-odd", &marker);
+
+    let mut cmd = front(&store, &[&plain, &odd_dir, &later_dir]);
+    cmd.args(["--list", "--format", "json"]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let commands = doc["commands"].as_array().unwrap();
+    assert!(!commands.iter().any(|c| c["name"] == "odd"), "{commands:?}");
+    assert_eq!(
+        entry(commands, "hello"),
+        &json!({"name": "hello", "path": hello.to_str().unwrap(), "origin": "path",
+            "builtin": false, "description": null, "shadowed": []})
+    );
+    assert!(!contains_replacement(&out.stdout), "{}", text(&out.stdout));
+    // Each left-out path is named on stderr, its odd byte escaped.
+    let scratch = store.scratch().to_str().unwrap();
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "mcpeval: warning: \"{scratch}/later-\\xFE/mcpeval-hello\" is not valid UTF-8, \
+             which JSON cannot carry; it is left out of the listing\n\
+             mcpeval: warning: \"{scratch}/odd-\\xFF/mcpeval-odd\" is not valid UTF-8, \
+             which JSON cannot carry; it is left out of the listing\n"
+        )
+    );
+    assert!(!marker.exists(), "listing ran a command");
+}
+
+fn contains_replacement(bytes: &[u8]) -> bool {
+    String::from_utf8_lossy(bytes).contains('\u{fffd}')
 }
 
 #[test]
@@ -408,25 +466,19 @@ fn a_typo_gets_a_suggestion_and_status_2() {
     let store = Store::new();
     let mut cmd = front(&store, &[]);
     cmd.arg("captuer");
-    let out = output(cmd);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(out.stdout, b"");
-    assert_eq!(
-        text(&out.stderr),
-        "mcpeval: error: no such command 'captuer'\n  hint: did you mean 'capture'?\n"
-    );
+    assert(cmd)
+        .code(2)
+        .stdout("")
+        .stderr("mcpeval: error: no such command 'captuer'\n  hint: did you mean 'capture'?\n");
 
     // Third-party names are candidates too.
     let dir = plugin_dir(&store, "bin");
     script(&dir, "mcpeval-hello", "exit 0", 0o755);
     let mut cmd = front(&store, &[&dir]);
     cmd.arg("helo");
-    let out = output(cmd);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        text(&out.stderr),
-        "mcpeval: error: no such command 'helo'\n  hint: did you mean 'hello'?\n"
-    );
+    assert(cmd)
+        .code(2)
+        .stderr("mcpeval: error: no such command 'helo'\n  hint: did you mean 'hello'?\n");
 }
 
 #[test]
@@ -438,16 +490,10 @@ fn names_that_are_not_command_names_are_refused() {
     for name in ["../x", "Foo", "", "a/b"] {
         let mut cmd = front(&store, &[&dir]);
         cmd.arg(name);
-        let out = output(cmd);
-        assert_eq!(out.status.code(), Some(2), "{name}");
-        assert_eq!(out.stdout, b"");
-        assert_eq!(
-            text(&out.stderr),
-            format!(
-                "mcpeval: error: '{name}' is not a command name: names are lowercase letters, \
-                 digits and '-', starting with a letter or digit (like 'export-issues')\n"
-            )
-        );
+        assert(cmd).code(2).stdout("").stderr(format!(
+            "mcpeval: error: '{name}' is not a command name: names are lowercase letters, \
+             digits and '-', starting with a letter or digit (like 'export-issues')\n"
+        ));
     }
     assert!(!marker.exists());
 }
@@ -461,23 +507,17 @@ fn a_file_without_exec_bit_is_status_126_unless_a_later_one_runs() {
 
     let mut cmd = front(&store, &[&first]);
     cmd.arg("noexec");
-    let out = output(cmd);
-    assert_eq!(out.status.code(), Some(126));
-    assert_eq!(out.stdout, b"");
-    assert_eq!(
-        text(&out.stderr),
-        format!(
-            "mcpeval: error: cannot run {p}: it is not executable\n  \
-             hint: make it executable (chmod +x {p}) or remove it\n",
-            p = noexec.display()
-        )
-    );
+    assert(cmd).code(126).stdout("").stderr(format!(
+        "mcpeval: error: cannot run {p}: it is not executable\n  \
+         hint: make it executable (chmod +x {p}) or remove it\n",
+        p = noexec.display()
+    ));
 
     // As in a shell, an executable copy later on PATH is the one that runs.
     script(&second, "mcpeval-noexec", "exit 3", 0o755);
     let mut cmd = front(&store, &[&first, &second]);
     cmd.arg("noexec");
-    assert_eq!(output(cmd).status.code(), Some(3));
+    assert(cmd).code(3);
 }
 
 #[test]
@@ -489,17 +529,11 @@ fn a_missing_interpreter_is_status_127() {
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
     let mut cmd = front(&store, &[&dir]);
     cmd.arg("broken");
-    let out = output(cmd);
-    assert_eq!(out.status.code(), Some(127));
-    assert_eq!(out.stdout, b"");
-    assert_eq!(
-        text(&out.stderr),
-        format!(
-            "mcpeval: error: cannot run {}: No such file or directory (os error 2)\n  \
-             hint: if it is a script, check that the interpreter on its #! line is installed\n",
-            path.display()
-        )
-    );
+    assert(cmd).code(127).stdout("").stderr(format!(
+        "mcpeval: error: cannot run {}: No such file or directory (os error 2)\n  \
+         hint: if it is a script, check that the interpreter on its #! line is installed\n",
+        path.display()
+    ));
 }
 
 #[test]
@@ -510,17 +544,14 @@ fn a_link_back_to_the_front_is_refused_not_looped() {
     symlink(bin("mcpeval"), &link).unwrap();
     let mut cmd = front(&store, &[&dir]);
     cmd.arg("loop");
-    let out = output_within(cmd, Duration::from_secs(10));
-    assert_eq!(out.status.code(), Some(126));
-    assert_eq!(
-        text(&out.stderr),
-        format!(
+    assert_within(cmd, Duration::from_secs(10))
+        .code(126)
+        .stderr(format!(
             "mcpeval: error: refusing to run {link}: it is this mcpeval ({front}), which would \
              only run itself again\n  hint: remove {link} or make it the real command\n",
             link = link.display(),
             front = canonical(bin("mcpeval")).display()
-        )
-    );
+        ));
 }
 
 #[test]
@@ -535,17 +566,14 @@ fn a_wrapper_that_calls_back_in_a_loop_is_stopped() {
     );
     let mut cmd = front(&store, &[&dir]);
     cmd.arg("again");
-    let out = output_within(cmd, Duration::from_secs(10));
-    assert_eq!(out.status.code(), Some(126));
-    assert_eq!(
-        text(&out.stderr),
-        format!(
+    assert_within(cmd, Duration::from_secs(10))
+        .code(126)
+        .stderr(format!(
             "mcpeval: error: refusing to run {p}: 32 nested mcpeval commands already run \
              (MCPEVAL_DEPTH=32), so a command is probably calling itself in a loop\n  \
              hint: check what {p} runs through $MCPEVAL\n",
             p = again.display()
-        )
-    );
+        ));
 }
 
 #[test]
@@ -627,9 +655,6 @@ fn front_flag_mistakes_are_status_2() {
     for (args, stderr) in cases {
         let mut cmd = front(&store, &[]);
         cmd.args(*args);
-        let out = output(cmd);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert_eq!(out.stdout, b"", "{args:?}");
-        assert_eq!(text(&out.stderr), *stderr, "{args:?}");
+        assert(cmd).code(2).stdout("").stderr(*stderr);
     }
 }

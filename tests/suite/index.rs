@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
+use predicates::str::{contains, starts_with};
 use rusqlite::Connection;
 
 use crate::records::{self, Rec, append, journal, journal_name, lines, write};
@@ -371,17 +372,11 @@ fn a_bad_line_rejects_the_whole_run_and_changes_nothing() {
             1,
             &format!("{good}{bad}{}", Rec::ok(904, 9, 3, "get_forecast").line()),
         );
-        let out = index(&store, &[]);
-        assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-        assert_eq!(
-            text(&out.stderr),
-            format!(
-                "mcpeval-index: error: {}:5: {reason}\n  hint: index.db was left unchanged; repair that line \
-                 (or move the journal out of journals/), then run `mcpeval index` again\n",
-                path.display()
-            )
-        );
-        assert!(out.stdout.is_empty());
+        store.bin("mcpeval-index").assert().code(4).stdout("").stderr(format!(
+            "mcpeval-index: error: {}:5: {reason}\n  hint: index.db was left unchanged; repair that line \
+             (or move the journal out of journals/), then run `mcpeval index` again\n",
+            path.display()
+        ));
         assert!(
             before == snapshot(&store),
             "index.db changed after rejecting {reason}"
@@ -400,9 +395,11 @@ fn a_rejected_rebuild_keeps_the_previous_index_and_its_checkpoints() {
     // the rebuild meets the bad line.
     fs::write(&path, original.replacen("{", "[", 1)).unwrap();
     for _ in 0..2 {
-        let out = index(&store, &[]);
-        assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-        assert!(text(&out.stderr).contains(&format!("{}:1: not valid JSON", path.display())));
+        store
+            .bin("mcpeval-index")
+            .assert()
+            .code(4)
+            .stderr(contains(format!("{}:1: not valid JSON", path.display())));
         assert!(before == snapshot(&store), "index.db changed");
     }
     // Restored bytes match the kept checkpoint: no rebuild is needed.
@@ -511,9 +508,11 @@ fn a_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
 fn a_rejected_first_run_leaves_no_index() {
     let store = Store::new();
     write(&store, 1, &format!("{}not json\n", lines(&calls(2, 1))));
-    let out = index(&store, &[]);
-    assert_eq!(out.status.code(), Some(4));
-    assert!(text(&out.stderr).contains(&format!("{}:3: not valid JSON", journal_name(1))));
+    store
+        .bin("mcpeval-index")
+        .assert()
+        .code(4)
+        .stderr(contains(format!("{}:3: not valid JSON", journal_name(1))));
     // The first index is built aside: nothing of it is left.
     let left: Vec<_> = fs::read_dir(store.home())
         .unwrap()
@@ -583,19 +582,17 @@ fn a_known_event_id_with_different_content_rejects() {
             2,
             &format!("{}{}", Rec::ok(7, 7, 1, "x").line(), changed.line()),
         );
-        let out = index(&store, &[]);
-        assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
         let want = format!(
             "mcpeval-index: error: {}:2: event id {} was already indexed from {}:2 with different content\n",
             second.display(),
             records::event(1002),
             journal_name(1)
         );
-        assert!(
-            text(&out.stderr).starts_with(&want),
-            "{}",
-            text(&out.stderr)
-        );
+        store
+            .bin("mcpeval-index")
+            .assert()
+            .code(4)
+            .stderr(starts_with(want));
         assert!(first.exists());
     }
 }
@@ -926,14 +923,14 @@ fn a_corrupt_or_foreign_index_db_is_reported_and_rebuild_recreates_it() {
     indexed(&store);
     let path = store.home().join("index.db");
     fs::write(&path, vec![7u8; 8192]).unwrap();
-    let out = index(&store, &[]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    let err = text(&out.stderr);
-    assert!(
-        err.starts_with(&format!("mcpeval-index: error: {}", path.display())),
-        "{err}"
-    );
-    assert!(err.contains("hint: index.db is derived from the journals: `mcpeval index --rebuild` deletes and recreates it"), "{err}");
+    store
+        .bin("mcpeval-index")
+        .assert()
+        .code(3)
+        .stderr(starts_with(format!("mcpeval-index: error: {}", path.display())))
+        .stderr(contains(
+            "hint: index.db is derived from the journals: `mcpeval index --rebuild` deletes and recreates it",
+        ));
     assert_eq!(
         summary(&index(&store, &["--rebuild"])),
         "indexed 3 calls (3 new) from 1 journals in S s; full rebuild: --rebuild"
@@ -948,13 +945,11 @@ fn a_corrupt_or_foreign_index_db_is_reported_and_rebuild_recreates_it() {
         .unwrap()
         .execute_batch("CREATE TABLE other(x);")
         .unwrap();
-    let out = index(&store, &[]);
-    assert_eq!(out.status.code(), Some(3));
-    assert!(
-        text(&out.stderr).contains("is not an mcpeval index.db"),
-        "{}",
-        text(&out.stderr)
-    );
+    store
+        .bin("mcpeval-index")
+        .assert()
+        .code(3)
+        .stderr(contains("is not an mcpeval index.db"));
     assert_eq!(
         summary(&index(&store, &["--rebuild"])),
         "indexed 3 calls (3 new) from 1 journals in S s; full rebuild: --rebuild"

@@ -5,6 +5,7 @@ mod capture;
 mod capture_http;
 mod close;
 mod conformance;
+mod contract;
 mod crash;
 mod docs;
 mod dump;

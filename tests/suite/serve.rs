@@ -222,7 +222,7 @@ fn before_the_first_index_and_with_a_damaged_one() {
     records::write(&store, 1, &records::lines(&[Rec::ok(1, 1, 1, "forecast")]));
     ok(&store, "mcpeval-index", &[]);
     let home = shared::home::Home::at(&store.home());
-    let conn = shared::db::open(&home.index_db(), &shared::index_db::SCHEMA).unwrap();
+    let conn = shared::db::open(home.index_db(), &shared::index_db::SCHEMA).unwrap();
     conn.execute("DELETE FROM state", []).unwrap();
     drop(conn);
     let words = cli_words(&store, "mcpeval-findings", &["--format", "json"]);
@@ -233,7 +233,7 @@ fn before_the_first_index_and_with_a_damaged_one() {
 
     // Damaged: not a database at all.
     for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", home.index_db().display()));
+        let _ = std::fs::remove_file(format!("{}{suffix}", home.index_db()));
     }
     std::fs::write(home.index_db(), vec![7u8; 8192]).unwrap();
     let words = cli_words(&store, "mcpeval-findings", &[]);

@@ -15,28 +15,10 @@ use std::collections::BTreeMap;
 use std::io::{self, BufRead, Read, Write};
 use std::process::ExitCode;
 
-use serde::Deserialize;
 use shared::exit;
+use shared::findings::Findings;
 use shared::home::Home;
-use shared::id::FindingId;
 use shared::record::{Outcome, Record};
-
-/// The fields of one finding of `mcpeval.findings/1` this command uses;
-/// serde ignores the others, so the contract may grow.
-#[derive(Deserialize)]
-struct Finding {
-    /// Checked once, here at the edge: a bad id is an error, never a value.
-    id: FindingId,
-    server: String,
-    tool: String,
-    state: String,
-    severity: String,
-}
-
-#[derive(Deserialize)]
-struct Findings {
-    findings: Vec<Finding>,
-}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -63,23 +45,21 @@ fn main() -> ExitCode {
 
 type Done = Result<(), (u8, String)>;
 
-/// Reads `{"findings": [...]}` from stdin and prints one line per finding.
+/// Reads `mcpeval.findings/1` from stdin and prints one line per finding.
 fn findings() -> Done {
     let mut text = String::new();
     io::stdin()
         .read_to_string(&mut text)
         .map_err(|e| (exit::IO, format!("cannot read stdin: {e}")))?;
-    let parsed: Findings = serde_json::from_str(&text).map_err(|e| {
-        (
-            exit::REJECTED,
-            format!("stdin is not the JSON of `mcpeval findings --format json`: {e}"),
-        )
-    })?;
+    // The contract's own type: ids, states and severities are checked as
+    // they are read, and keys a later release adds are ignored.
+    let parsed = Findings::parse(&text).map_err(|e| (e.status(), format!("stdin: {e}")))?;
     let mut out = io::stdout().lock();
     for f in &parsed.findings {
+        let d = &f.derived;
         let line = format!(
             "{} {} {} {}/{}",
-            f.id, f.state, f.severity, f.server, f.tool
+            d.id, f.state, f.severity, d.server, d.tool
         );
         if writeln!(out, "{line}").is_err() {
             return Ok(()); // a closed pipe ends a reader quietly
