@@ -432,7 +432,7 @@ mod tests {
         assert_eq!(current.promotion, Some(promotion.clone()));
         assert_eq!(current.calls, 4);
 
-        clear(&conn, &home.index_db()).unwrap();
+        clear(&conn, home.index_db().as_std_path()).unwrap();
         let stale = load(&home).unwrap_err();
         assert_eq!(why(&stale), Some(Unpromoted::OutOfDate));
         assert_eq!(
