@@ -319,3 +319,33 @@ fn one_long_failure_window_over_many_tools_keeps_every_tool_in_each_radius() {
     );
     assert_eq!(blast[&seven], 600);
 }
+
+#[test]
+fn an_index_from_before_window_ranges_is_rebuilt_on_the_next_run() {
+    let store = Store::new();
+    let records = mix(7, 400, 0);
+    write(&store, 1, &lines(&records));
+    indexed(&store);
+    // Put index.db back as the previous release left it: tools listed per
+    // window in a table, windows without their call range, version 2.
+    db(&store)
+        .execute_batch(
+            "DROP VIEW group_blast; DROP VIEW window_tools;
+             ALTER TABLE windows DROP COLUMN open_call;
+             ALTER TABLE windows DROP COLUMN close_call;
+             CREATE TABLE window_tools(window_id INTEGER NOT NULL, tool TEXT NOT NULL,
+                 PRIMARY KEY (window_id, tool)) WITHOUT ROWID;
+             CREATE VIEW group_blast AS
+                 SELECT w.server, w.tool, w.template_id, count(DISTINCT w.id) AS windows,
+                        count(DISTINCT t.tool) AS blast_radius
+                 FROM windows w JOIN window_tools t ON t.window_id = w.id
+                 GROUP BY w.server, w.tool, w.template_id;
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+    assert_eq!(
+        indexed(&store),
+        "indexed 400 calls (400 new) from 1 journals in S s; full rebuild: no previous index"
+    );
+    check(&store, &records);
+}
