@@ -11,6 +11,7 @@
 //! that each program gave the right answer.
 
 mod floor;
+mod http;
 mod measure;
 mod relay;
 mod report;
@@ -31,6 +32,9 @@ use crate::workload::Generator;
 struct Sizes {
     round_trips: u64,
     pipelined: u64,
+    /// Failed calls in the one long failure window, and its tools.
+    window_calls: u64,
+    window_tools: u64,
     calls: u64,
     /// The re-validation store holds at least this many journal bytes.
     revalidate_bytes: u64,
@@ -43,6 +47,8 @@ struct Sizes {
 const FULL: Sizes = Sizes {
     round_trips: 10_000,
     pipelined: 100_000,
+    window_calls: 6_000,
+    window_tools: 3_000,
     calls: 1_000_000,
     revalidate_bytes: 1_000_000_000,
     journal_bytes: 60_000_000,
@@ -54,6 +60,8 @@ const FULL: Sizes = Sizes {
 const QUICK: Sizes = Sizes {
     round_trips: 500,
     pipelined: 5_000,
+    window_calls: 600,
+    window_tools: 300,
     calls: 10_000,
     revalidate_bytes: 8_000_000,
     journal_bytes: 1_000_000,
@@ -70,6 +78,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("--echo-server") => return relay::serve(),
         Some("--floor") => return floor::main(&args[1..]),
+        Some("--http-echo-server") => return http::serve(),
         _ => {}
     }
     let has = |flag: &str| args.iter().any(|a| a == flag);
@@ -123,6 +132,9 @@ fn main() {
     }
     if wants("revalidate") {
         revalidate(&sizes, &tools, scratch, &mut table);
+    }
+    if wants("windows") {
+        long_window(&sizes, scratch, &mut table);
     }
     table.note(format!(
         "peak memory figures may include up to {} inherited from the bench process at spawn",
@@ -246,6 +258,44 @@ fn capture(sizes: &Sizes, scratch: &Path, table: &mut Table) {
          so it need not equal the difference of the two medians shown",
         sizes.short_reps
     ));
+    capture_http(sizes, scratch, table);
+}
+
+/// Sequential POSTs over one keep-alive connection, straight to an HTTP
+/// server and through `capture --listen`, alternately.
+fn capture_http(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    let home = scratch.join("capture-http");
+    let server = http::Server::start();
+    let calls = sizes.round_trips / 2;
+    let (mut direct_p, mut ours_p) = (Vec::new(), Vec::new());
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "{calls} sequential HTTP requests, direct and through capture --listen ({} of {})",
+            rep + 1,
+            sizes.short_reps
+        ));
+        direct_p.push(percentile(&http::direct(&server, calls), 50.0));
+        ours_p.push(percentile(&http::captured(&server, &home, calls), 50.0));
+    }
+    let expected = sizes.short_reps as u64 * calls;
+    assert_eq!(relay::journaled(&home), expected, "HTTP calls journaled");
+    let diffs: Vec<f64> = direct_p
+        .iter()
+        .zip(&ours_p)
+        .map(|(d, o)| o.as_secs_f64() - d.as_secs_f64())
+        .collect();
+    let extra = median(&diffs);
+    table.push(Row {
+        figure: format!(
+            "capture --listen (HTTP): round trip p50, {} sequential calls",
+            report::count(calls)
+        ),
+        ours: secs(median(&ours_p)),
+        baseline: format!("{} direct", secs(median(&direct_p))),
+        ratio: format!("{:+.0} µs", extra * 1e6),
+        target: "≤ +100 µs".into(),
+        met: Some(extra <= 100e-6),
+    });
 }
 
 /// A full index of the store into a new index.db, beside the parse-only
@@ -493,4 +543,70 @@ fn revalidate(sizes: &Sizes, tools: &Tools, scratch: &Path, table: &mut Table) {
         rate(first.calls as f64 / first.run.time.as_secs_f64()),
         bytes(first.run.peak)
     ));
+}
+
+/// One long failure window over many tools beside the same failed calls
+/// to one tool: index then promote (which counts the blast radius), each
+/// store indexed anew every time.
+fn long_window(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    let stores: Vec<Store> = [sizes.window_tools, 1]
+        .iter()
+        .map(|&tools| {
+            let home = scratch.join(format!("window-{tools}"));
+            let dir = home.join("journals");
+            std::fs::create_dir_all(&dir).expect("journals directory");
+            let journal = dir.join("20261101T000000.000Z-0000000a.jsonl");
+            workload::failure_window(&journal, sizes.window_calls, tools).expect("write journal");
+            Store {
+                home,
+                journals: vec![journal],
+                calls: sizes.window_calls,
+            }
+        })
+        .collect();
+    let (mut many, mut one) = (vec![], vec![]);
+    let (mut many_peak, mut one_peak) = (vec![], vec![]);
+    for rep in 0..sizes.reps {
+        progress(format_args!(
+            "one failure window of {} calls over {} tools and over one ({} of {})",
+            sizes.window_calls,
+            sizes.window_tools,
+            rep + 1,
+            sizes.reps
+        ));
+        for (store, times, peaks) in [
+            (&stores[0], &mut many, &mut many_peak),
+            (&stores[1], &mut one, &mut one_peak),
+        ] {
+            store.forget_index();
+            let indexed = store::index(store, scratch);
+            assert_eq!(indexed.calls, store.calls);
+            let promote = store::promote(store, NOW, scratch);
+            times.push(indexed.run.time + promote.time);
+            peaks.push(indexed.run.peak.max(promote.peak));
+        }
+    }
+    let (ours, base) = (median(&many), median(&one));
+    let budget = 2.0 * base.as_secs_f64() + 0.1;
+    table.push(Row {
+        figure: format!(
+            "index + promote, one failure window: {} failed calls over {} tools",
+            report::count(sizes.window_calls),
+            report::count(sizes.window_tools)
+        ),
+        ours: secs(ours),
+        baseline: format!("{} same calls to one tool", secs(base)),
+        ratio: report::times(ours, base),
+        target: "≤ 2× + 0.1 s".into(),
+        met: Some(ours.as_secs_f64() <= budget),
+    });
+    let (ours_peak, base_peak) = (median(&many_peak), median(&one_peak));
+    table.push(Row {
+        figure: "index + promote, one failure window: peak memory".into(),
+        ours: bytes(ours_peak),
+        baseline: format!("{} one tool", bytes(base_peak)),
+        ratio: format!("{:.1}×", ours_peak as f64 / base_peak as f64),
+        target: "≤ 2×".into(),
+        met: Some(ours_peak <= 2 * base_peak),
+    });
 }

@@ -156,8 +156,8 @@ pub fn sha256sum(store: &Store, tools: &Tools, scratch: &Path) -> Run {
     run
 }
 
-/// `mcpeval-promote` then `mcpeval-findings --format md`, scored as of `now`.
-pub fn promote_and_findings(store: &Store, now: &str, scratch: &Path) -> (Run, Run) {
+/// `mcpeval-promote`, scored as of `now`.
+pub fn promote(store: &Store, now: &str, scratch: &Path) -> Run {
     let promote = measure::run(
         Command::new(env!("CARGO_BIN_EXE_mcpeval-promote"))
             .arg("--home")
@@ -170,6 +170,12 @@ pub fn promote_and_findings(store: &Store, now: &str, scratch: &Path) -> (Run, R
         "promote said {:?}",
         promote.stdout
     );
+    promote
+}
+
+/// `mcpeval-promote` then `mcpeval-findings --format md`, scored as of `now`.
+pub fn promote_and_findings(store: &Store, now: &str, scratch: &Path) -> (Run, Run) {
+    let promote = promote(store, now, scratch);
     let findings = measure::run(
         Command::new(env!("CARGO_BIN_EXE_mcpeval-findings"))
             .arg("--home")

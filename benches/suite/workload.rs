@@ -225,7 +225,7 @@ impl Generator {
         // Skewed: the first tools of a server get most of the traffic.
         let tool = &tools[(rng.below(8) * rng.below(8) / 7) as usize];
         let (date, time, millis) = civil(self.clock);
-        let event = uuid_v4(rng);
+        let event = uuid_v7(self.clock, rng);
         let line = &mut self.line;
         line.clear();
         let _ = write!(
@@ -299,14 +299,16 @@ impl Generator {
     }
 }
 
-/// A random version-4 UUID in its lower-case hyphenated form.
-fn uuid_v4(rng: &mut Rng) -> String {
+/// A time-ordered version-7 UUID for `ms` since the epoch, as capture
+/// writes them, in its lower-case hyphenated form.
+fn uuid_v7(ms: i64, rng: &mut Rng) -> String {
     let (a, b) = (rng.next(), rng.next());
     let b = (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    let ms = ms as u64 & 0xffff_ffff_ffff;
     format!(
-        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
+        "{:08x}-{:04x}-7{:03x}-{:04x}-{:012x}",
+        ms >> 16,
+        ms & 0xffff,
         a & 0x0fff,
         b >> 48,
         b & 0xffff_ffff_ffff
@@ -351,4 +353,22 @@ pub fn count_lines(files: &[PathBuf]) -> u64 {
         }
     }
     lines
+}
+
+/// One session of `calls` failed calls spread round-robin over `tools`
+/// tools (each with its own template) and never recovered: every group's
+/// window spans every other tool's failures. Written to `path`.
+pub fn failure_window(path: &Path, calls: u64, tools: u64) -> std::io::Result<()> {
+    let mut rng = Rng::new(tools);
+    let mut out = BufWriter::new(File::create(path)?);
+    for seq in 1..=calls {
+        let tool = (seq - 1) % tools;
+        let (date, time, millis) = civil(1_793_000_000_000 + seq as i64 * 10);
+        writeln!(
+            out,
+            r#"{{"schema":"mcpeval.call/1","identity":{{"event_id":"{}","session":"s-00000000000000a1","seq":{seq}}},"origin":"capture","transport":"stdio","server":"warehouse","tool":"tool_{tool:05}","started_at":"{date}T{time}.{millis:03}Z","duration_ms":3,"advertised":true,"args_shape":{{}},"outcome":"error","error":{{"channel":"tool","code":null,"template_id":"t-{tool:016x}","retryable":false}}}}"#,
+            uuid_v7(1_793_000_000_000 + seq as i64 * 10, &mut rng)
+        )?;
+    }
+    out.flush()
 }

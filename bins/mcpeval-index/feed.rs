@@ -287,6 +287,7 @@ impl Feed {
                 let template = entry.template.map(|t| format!("t-{t:016x}"));
                 session.call(
                     entry.seq,
+                    entry.id,
                     &self.names.names[entry.tool as usize],
                     match entry.outcome {
                         Outcome::Ok => "ok",

@@ -110,7 +110,7 @@ pub fn set_state(conn: &Connection, path: &Path, state: &State) -> Result<()> {
 /// Empties every derived table, for a rebuild inside the transaction.
 pub fn clear(conn: &Connection, path: &Path) -> Result<()> {
     conn.execute_batch(
-        "DELETE FROM window_tools; DELETE FROM windows; DELETE FROM annotation_links;
+        "DELETE FROM windows; DELETE FROM annotation_links;
          DELETE FROM calls; DELETE FROM journals; DELETE FROM state;",
     )
     .map_err(fail(path))

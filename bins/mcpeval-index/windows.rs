@@ -1,18 +1,24 @@
-//! Failure windows and blast radius, derived from the indexed calls.
+//! Failure windows, derived from the indexed calls.
 //!
-//! Windows are computed per session of one server, in `seq` order, over
-//! capture calls only: probe calls are the suite's own traffic and must
-//! never make a failure look longer, wider or recovered. A window of group
-//! G = (server, tool, template_id) opens at a failed call of G and closes
-//! at the next ok call to the same (server, tool), or at the session's last
-//! call when none comes. Failures of G inside an open window extend it. The
-//! tools with an error call inside a window's seq range are kept, so the
-//! blast radius of G is the number of distinct tools over its windows.
+//! Windows are computed per session of one server, in `seq` order (ties in
+//! row order), over capture calls only: probe calls are the suite's own
+//! traffic and must never make a failure look longer, wider or recovered.
+//! A window of group G = (server, tool, template_id) opens at a failed call
+//! of G and closes at the next ok call to the same (server, tool), or at
+//! the session's last call when none comes. Failures of G inside an open
+//! window extend it.
+//!
+//! A window is stored with the rows of its first and last call, so the
+//! calls inside it are a range of `calls_by_session`. The tools failing in
+//! that range (the blast radius) are never listed per window: a long
+//! failure over many tools would make that list quadratic. Readers count
+//! them from the calls in one pass (see `group_blast` in index.db).
 //!
 //! Sessions are independent, so a run recomputes only the sessions its new
-//! calls belong to, streaming one call at a time.
+//! calls belong to, streaming one call at a time. Each call costs a hash
+//! lookup whatever the number of open windows.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::mpsc::Receiver;
 
@@ -40,11 +46,13 @@ pub struct Window {
     pub template_id: Option<String>,
     pub open_seq: i64,
     pub close_seq: i64,
+    /// Row ids of the opening call and of the closing one (the recovering
+    /// ok call, or the session's last call).
+    pub open_call: i64,
+    pub close_call: i64,
     pub recovered: bool,
     pub turns: i64,
     pub failures: i64,
-    /// Distinct tools with an error call inside the window, sorted.
-    pub tools: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -52,52 +60,70 @@ struct Open {
     tool: String,
     template_id: Option<String>,
     open_seq: i64,
+    open_call: i64,
     failures: i64,
-    tools: BTreeSet<String>,
 }
 
-/// The windows of one session, fed its calls in `seq` order.
+/// The windows of one session, fed its calls in `(seq, id)` order.
 #[derive(Debug, Default)]
 pub struct Session {
-    open: Vec<Open>,
-    last_seq: i64,
+    /// Windows in the order they opened; `None` once closed.
+    open: Vec<Option<Open>>,
+    /// Open windows by (tool, template): where in `open`.
+    by_group: HashMap<(String, Option<String>), usize>,
+    /// Open windows by tool, in the order they opened.
+    by_tool: HashMap<String, Vec<usize>>,
+    last: (i64, i64),
     closed: Vec<Window>,
 }
 
 impl Session {
-    /// Feeds the next call of the session.
-    pub fn call(&mut self, seq: i64, tool: &str, outcome: &str, template_id: Option<&str>) {
-        self.last_seq = seq;
+    /// Feeds the next call of the session: its seq, row id, tool, outcome
+    /// and template.
+    pub fn call(
+        &mut self,
+        seq: i64,
+        id: i64,
+        tool: &str,
+        outcome: &str,
+        template_id: Option<&str>,
+    ) {
+        self.last = (seq, id);
         match outcome {
             "error" => {
-                // Every open window sees this error inside its range.
-                for w in &mut self.open {
-                    if !w.tools.contains(tool) {
-                        w.tools.insert(tool.to_owned());
+                let key = (tool.to_owned(), template_id.map(str::to_owned));
+                match self.by_group.get(&key) {
+                    Some(&at) => {
+                        if let Some(w) = &mut self.open[at] {
+                            w.failures += 1;
+                        }
                     }
-                }
-                match self
-                    .open
-                    .iter_mut()
-                    .find(|w| w.tool == tool && w.template_id.as_deref() == template_id)
-                {
-                    Some(w) => w.failures += 1,
-                    None => self.open.push(Open {
-                        tool: tool.to_owned(),
-                        template_id: template_id.map(str::to_owned),
-                        open_seq: seq,
-                        failures: 1,
-                        tools: BTreeSet::from([tool.to_owned()]),
-                    }),
+                    None => {
+                        let at = self.open.len();
+                        self.open.push(Some(Open {
+                            tool: key.0.clone(),
+                            template_id: key.1.clone(),
+                            open_seq: seq,
+                            open_call: id,
+                            failures: 1,
+                        }));
+                        match self.by_tool.get_mut(tool) {
+                            Some(list) => list.push(at),
+                            None => {
+                                self.by_tool.insert(key.0.clone(), vec![at]);
+                            }
+                        }
+                        self.by_group.insert(key, at);
+                    }
                 }
             }
             "ok" => {
-                let (closing, open): (Vec<Open>, Vec<Open>) = std::mem::take(&mut self.open)
-                    .into_iter()
-                    .partition(|w| w.tool == tool);
-                self.open = open;
-                for w in closing {
-                    self.closed.push(close(w, seq, true));
+                for at in self.by_tool.remove(tool).unwrap_or_default() {
+                    if let Some(w) = self.open[at].take() {
+                        self.by_group
+                            .remove(&(w.tool.clone(), w.template_id.clone()));
+                        self.closed.push(close(w, (seq, id), true));
+                    }
                 }
             }
             // An unknown outcome neither fails nor recovers.
@@ -107,24 +133,25 @@ impl Session {
 
     /// Ends the session: windows still open ran to its last call.
     pub fn finish(mut self) -> Vec<Window> {
-        let last = self.last_seq;
-        for w in std::mem::take(&mut self.open) {
+        let last = self.last;
+        for w in std::mem::take(&mut self.open).into_iter().flatten() {
             self.closed.push(close(w, last, false));
         }
         self.closed
     }
 }
 
-fn close(w: Open, close_seq: i64, recovered: bool) -> Window {
+fn close(w: Open, (close_seq, close_call): (i64, i64), recovered: bool) -> Window {
     Window {
         turns: close_seq - w.open_seq + i64::from(!recovered),
         tool: w.tool,
         template_id: w.template_id,
         open_seq: w.open_seq,
         close_seq,
+        open_call: w.open_call,
+        close_call,
         recovered,
         failures: w.failures,
-        tools: w.tools.into_iter().collect(),
     }
 }
 
@@ -132,12 +159,11 @@ fn close(w: Open, close_seq: i64, recovered: bool) -> Window {
 pub fn recompute(conn: &Connection, db: &Path, scope: &Scope) -> Result<()> {
     let fail = schema::fail(db);
     let mut store = Store::new(conn, db)?;
-    let columns = "SELECT session, server, seq, tool, outcome, template_id FROM calls";
+    let columns = "SELECT session, server, seq, tool, outcome, template_id, id FROM calls";
     match scope {
         Scope::Derived => {}
         Scope::All => {
-            conn.execute_batch("DELETE FROM window_tools; DELETE FROM windows;")
-                .map_err(&fail)?;
+            conn.execute_batch("DELETE FROM windows;").map_err(&fail)?;
             let mut stmt = conn
                 .prepare(&format!(
                     "{columns} WHERE origin = 'capture' ORDER BY session, server, seq, id"
@@ -146,12 +172,6 @@ pub fn recompute(conn: &Connection, db: &Path, scope: &Scope) -> Result<()> {
             feed(&mut stmt, [], &mut store)?;
         }
         Scope::Sessions(sessions) => {
-            let mut forget = conn
-                .prepare(
-                    "DELETE FROM window_tools WHERE window_id IN
-                        (SELECT id FROM windows WHERE session = ?1 AND server = ?2)",
-                )
-                .map_err(&fail)?;
             let mut drop = conn
                 .prepare("DELETE FROM windows WHERE session = ?1 AND server = ?2")
                 .map_err(&fail)?;
@@ -161,7 +181,6 @@ pub fn recompute(conn: &Connection, db: &Path, scope: &Scope) -> Result<()> {
                 ))
                 .map_err(&fail)?;
             for (session, server) in sessions {
-                forget.execute([session, server]).map_err(&fail)?;
                 drop.execute([session, server]).map_err(&fail)?;
                 feed(&mut stmt, [session, server], &mut store)?;
             }
@@ -220,8 +239,9 @@ fn feed(
             .and_then(|v| Ok(v.as_str_or_null()?))
             .map_err(&fail)?;
         let seq: i64 = row.get(2).map_err(&fail)?;
+        let id: i64 = row.get(6).map_err(&fail)?;
         if let Some((_, _, s)) = &mut current {
-            s.call(seq, tool, outcome, template);
+            s.call(seq, id, tool, outcome, template);
         }
     }
     if let Some((s, v, done)) = current {
@@ -231,26 +251,21 @@ fn feed(
 }
 
 struct Store<'a> {
-    conn: &'a Connection,
     db: &'a Path,
     window: Statement<'a>,
-    tool: Statement<'a>,
 }
 
 impl<'a> Store<'a> {
     fn new(conn: &'a Connection, db: &'a Path) -> Result<Store<'a>> {
         let fail = schema::fail(db);
         Ok(Store {
-            conn,
             db,
             window: conn
                 .prepare(
                     "INSERT INTO windows(session, server, tool, template_id, open_seq, close_seq,
-                        recovered, turns, failures) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                        recovered, turns, failures, open_call, close_call)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 )
-                .map_err(&fail)?,
-            tool: conn
-                .prepare("INSERT INTO window_tools(window_id, tool) VALUES (?1, ?2)")
                 .map_err(&fail)?,
         })
     }
@@ -268,13 +283,11 @@ impl<'a> Store<'a> {
                     w.close_seq,
                     w.recovered,
                     w.turns,
-                    w.failures
+                    w.failures,
+                    w.open_call,
+                    w.close_call
                 ])
                 .map_err(&fail)?;
-            let id = self.conn.last_insert_rowid();
-            for tool in &w.tools {
-                self.tool.execute(params![id, tool]).map_err(&fail)?;
-            }
         }
         Ok(())
     }
@@ -286,8 +299,8 @@ mod tests {
 
     fn run(calls: &[(i64, &str, &str, Option<&str>)]) -> Vec<Window> {
         let mut s = Session::default();
-        for &(seq, tool, outcome, template) in calls {
-            s.call(seq, tool, outcome, template);
+        for (id, &(seq, tool, outcome, template)) in (1..).zip(calls) {
+            s.call(seq, id, tool, outcome, template);
         }
         s.finish()
     }
@@ -320,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn blast_radius_counts_tools_failing_inside_the_window() {
+    fn a_window_spans_the_rows_from_its_opening_to_its_closing_call() {
         let w = run(&[
             (1, "a", "error", None),
             (2, "b", "error", Some("t-2")),
@@ -330,12 +343,14 @@ mod tests {
             (6, "a", "ok", None),
         ]);
         let a = w.iter().find(|w| w.tool == "a").unwrap();
-        assert_eq!(a.tools, ["a", "b", "c"]);
+        assert_eq!((a.open_call, a.close_call), (1, 6));
         assert_eq!((a.turns, a.template_id.as_deref()), (5, None));
         let b = w.iter().find(|w| w.tool == "b").unwrap();
-        assert_eq!((b.tools.clone(), b.turns), (vec!["b".to_owned()], 2));
+        assert_eq!((b.open_call, b.close_call, b.turns), (2, 4, 2));
         let c = w.iter().find(|w| w.tool == "c").unwrap();
         assert_eq!((c.close_seq, c.turns, c.recovered), (6, 2, false));
+        // Unrecovered: it runs to the session's last row.
+        assert_eq!((c.open_call, c.close_call), (5, 6));
     }
 
     #[test]
@@ -348,7 +363,7 @@ mod tests {
         assert_eq!(w.len(), 2);
         assert!(
             w.iter()
-                .all(|w| w.close_seq == 3 && w.failures == 1 && w.tools == ["a"])
+                .all(|w| w.close_seq == 3 && w.failures == 1 && w.close_call == 3)
         );
     }
 }

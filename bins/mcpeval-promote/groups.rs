@@ -64,7 +64,7 @@ impl Group {
 /// Loads every group from the index.
 pub fn load(conn: &Connection, path: &Path) -> Result<Vec<Group>> {
     let fail = |e| sql_error(path, e);
-    let scan = Scan::read(conn, path)?;
+    let mut scan = Scan::read(conn, path)?;
     let mut groups: HashMap<Key, Group> = HashMap::new();
     for (server, tools) in &scan.servers {
         for (tool, calls) in tools {
@@ -151,19 +151,7 @@ pub fn load(conn: &Connection, path: &Path) -> Result<Vec<Group>> {
         }
     }
 
-    let mut stmt = conn
-        .prepare("SELECT server, tool, template_id, blast_radius FROM group_blast")
-        .map_err(fail)?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                error_key(r.get(0)?, r.get(1)?, r.get(2)?),
-                r.get::<_, u64>(3)?,
-            ))
-        })
-        .map_err(fail)?;
-    for row in rows {
-        let (key, blast) = row.map_err(fail)?;
+    for (key, blast) in scan.blast(conn, path)? {
         if let Some(g) = groups.get_mut(&key) {
             g.blast_radius = blast.max(1);
         }
@@ -181,10 +169,19 @@ pub fn load(conn: &Connection, path: &Path) -> Result<Vec<Group>> {
 #[derive(Default)]
 struct Scan {
     servers: HashMap<String, HashMap<String, ToolCalls>>,
+    /// (server, tool) pairs numbered as first seen.
+    tools: u32,
+    /// (session, server) pairs with an error call, numbered as first seen.
+    streams: HashMap<String, HashMap<String, u32>>,
+    stream_count: u32,
+    /// Every error call, for the blast radius: (stream, seq, row id, tool).
+    errors: Vec<(u32, i64, i64, u32)>,
 }
 
 #[derive(Default)]
 struct ToolCalls {
+    /// The number of (server, tool) among all seen.
+    index: u32,
     calls: u64,
     /// Errors by template id.
     errors: HashMap<String, Failures>,
@@ -214,7 +211,7 @@ impl Scan {
         let mut stmt = conn
             .prepare(
                 "SELECT server, tool, outcome, unknown, template_id, session, started_at,
-                        retryable, advertised, code, args_shape
+                        retryable, advertised, code, args_shape, seq, id
                  FROM calls WHERE origin = 'capture'",
             )
             .map_err(fail)?;
@@ -224,6 +221,7 @@ impl Scan {
             let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?));
             let calls = scan.tool(text(0).map_err(fail)?, text(1).map_err(fail)?);
             calls.calls += 1;
+            let tool = calls.index;
             let (failures, kind) = match (text(2).map_err(fail)?, r.get_ref(3).map_err(fail)?) {
                 ("error", _) => {
                     let template = r
@@ -246,6 +244,7 @@ impl Scan {
             };
             failures.failures += 1;
             let session = text(5).map_err(fail)?;
+
             if !failures.sessions.contains(session) {
                 failures.sessions.insert(session.to_owned());
             }
@@ -277,6 +276,9 @@ impl Scan {
                 if let Some(code) = r.get::<_, Option<i64>>(9).map_err(fail)? {
                     *failures.codes.entry(code).or_default() += 1;
                 }
+                let stream = scan.stream(text(5).map_err(fail)?, text(0).map_err(fail)?);
+                let (seq, id) = (r.get(11).map_err(fail)?, r.get(12).map_err(fail)?);
+                scan.errors.push((stream, seq, id, tool));
             }
         }
         Ok(scan)
@@ -289,9 +291,95 @@ impl Scan {
         }
         let tools = self.servers.get_mut(server).expect("inserted");
         if !tools.contains_key(tool) {
-            tools.insert(tool.to_owned(), ToolCalls::default());
+            let index = self.tools;
+            self.tools += 1;
+            tools.insert(
+                tool.to_owned(),
+                ToolCalls {
+                    index,
+                    ..ToolCalls::default()
+                },
+            );
         }
         tools.get_mut(tool).expect("inserted")
+    }
+
+    /// The number of (session, server).
+    fn stream(&mut self, session: &str, server: &str) -> u32 {
+        let next = self.stream_count;
+        if !self.streams.contains_key(server) {
+            self.streams.insert(server.to_owned(), HashMap::new());
+        }
+        let sessions = self.streams.get_mut(server).expect("inserted");
+        match sessions.get(session) {
+            Some(&n) => n,
+            None => {
+                sessions.insert(session.to_owned(), next);
+                self.stream_count += 1;
+                next
+            }
+        }
+    }
+
+    /// The blast radius of every error group with a window: the distinct
+    /// tools with an error call inside any of its windows. Each window is a
+    /// range of its session's error calls in (seq, row id) order; a tool is
+    /// counted once per group by stamping it with the group's number, so
+    /// nothing is allocated per window or per tool counted.
+    fn blast(&mut self, conn: &Connection, path: &Path) -> Result<Vec<(Key, u64)>> {
+        let fail = |e| sql_error(path, e);
+        self.errors.sort_unstable();
+        let mut stmt = conn
+            .prepare(
+                "SELECT server, tool, template_id, session, open_seq, open_call, close_seq,
+                        close_call
+                 FROM windows ORDER BY server, tool, template_id",
+            )
+            .map_err(fail)?;
+        let mut rows = stmt.query([]).map_err(fail)?;
+        let mut stamps = vec![0u32; self.tools as usize];
+        let mut out: Vec<(Key, u64)> = Vec::new();
+        while let Some(r) = rows.next().map_err(fail)? {
+            let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?));
+            let (server, tool) = (text(0).map_err(fail)?, text(1).map_err(fail)?);
+            let template = r
+                .get_ref(2)
+                .and_then(|v| Ok(v.as_str_or_null()?))
+                .map_err(fail)?;
+            let same = matches!(out.last(), Some(((_, s, t, p), _))
+                if s == server && t == tool && p.as_deref() == template);
+            if !same {
+                let key = (
+                    Kind::Error,
+                    server.to_owned(),
+                    tool.to_owned(),
+                    template.map(str::to_owned),
+                );
+                out.push((key, 0));
+            }
+            let group = out.len() as u32;
+            let session = text(3).map_err(fail)?;
+            let Some(&stream) = self.streams.get(server).and_then(|s| s.get(session)) else {
+                continue;
+            };
+            let from: (i64, i64) = (r.get(4).map_err(fail)?, r.get(5).map_err(fail)?);
+            let to: (i64, i64) = (r.get(6).map_err(fail)?, r.get(7).map_err(fail)?);
+            let lo = self
+                .errors
+                .partition_point(|e| (e.0, e.1, e.2) < (stream, from.0, from.1));
+            let hi = self
+                .errors
+                .partition_point(|e| (e.0, e.1, e.2) <= (stream, to.0, to.1));
+            let count = &mut out.last_mut().expect("pushed").1;
+            for e in &self.errors[lo..hi.max(lo)] {
+                let stamp = &mut stamps[e.3 as usize];
+                if *stamp != group {
+                    *stamp = group;
+                    *count += 1;
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Captured calls to (server, tool): every group's denominator.

@@ -25,6 +25,7 @@ pub const SCHEMA: Schema = Schema {
         MIGRATION_1,
         crate::catalog::INDEX_MIGRATION,
         crate::catalog::OUTDATED_MIGRATION,
+        WINDOW_RANGES_MIGRATION,
     ],
     // Large pages make the bulk work of building the index cheaper: fewer
     // pages to balance, sort into and write through the WAL.
@@ -153,6 +154,48 @@ CREATE VIEW false_success_calls AS
       AND c.id IN (SELECT call_id FROM call_annotations WHERE kind = 'false-success');
 
 -- group_blast: per error group, its windows and blast radius.
+CREATE VIEW group_blast AS
+    SELECT w.server, w.tool, w.template_id,
+           count(DISTINCT w.id) AS windows,
+           count(DISTINCT t.tool) AS blast_radius
+    FROM windows w JOIN window_tools t ON t.window_id = w.id
+    GROUP BY w.server, w.tool, w.template_id;
+";
+
+/// Windows keep the rows of their first and last call, and the tools
+/// failing inside a window are read from the calls in that range instead
+/// of being stored: one long failure over many tools made that list grow
+/// with the square of the calls. The windows already stored lack the new
+/// columns, so the index is marked incomplete and the next `index` run
+/// rebuilds it from the journals.
+const WINDOW_RANGES_MIGRATION: &str = "
+DROP VIEW group_blast;
+DROP TABLE window_tools;
+DELETE FROM windows;
+DELETE FROM state;
+
+-- windows.open_call / close_call: the calls.id of the window's opening
+-- failure and of its closing call (the recovering ok, or the session's
+-- last capture call). The window's calls are those of its session and
+-- server from (open_seq, open_call) to (close_seq, close_call) in
+-- (seq, id) order, a range of calls_by_session.
+ALTER TABLE windows ADD COLUMN open_call INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE windows ADD COLUMN close_call INTEGER NOT NULL DEFAULT 0;
+
+-- window_tools: the distinct tools with an error capture call inside a
+-- window (its own tool included); the blast radius of a group is the
+-- number of distinct tools over all its windows (view group_blast). Both
+-- are for inspection: a join per window, slow for long windows. promote
+-- counts the same in one pass over the calls.
+CREATE VIEW window_tools AS
+    SELECT DISTINCT w.id AS window_id, c.tool AS tool
+    FROM windows w JOIN calls c
+      ON c.session = w.session AND c.server = w.server
+     AND c.seq BETWEEN w.open_seq AND w.close_seq
+     AND (c.seq, c.id) >= (w.open_seq, w.open_call)
+     AND (c.seq, c.id) <= (w.close_seq, w.close_call)
+    WHERE c.origin = 'capture' AND c.outcome = 'error';
+
 CREATE VIEW group_blast AS
     SELECT w.server, w.tool, w.template_id,
            count(DISTINCT w.id) AS windows,

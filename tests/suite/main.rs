@@ -37,3 +37,4 @@ mod soak;
 mod support;
 mod verify;
 mod verify_http;
+mod windows;

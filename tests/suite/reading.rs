@@ -235,10 +235,14 @@ fn an_empty_store_says_nothing_was_captured_and_how_to_start() {
         ok(&store, "mcpeval-promote", &[]),
         "promoted 0 of 0 issues\n"
     );
-    for (format, stdout) in [("json", "{\"findings\":[]}\n"), ("md", ""), ("agent", "")] {
+    for format in ["json", "md", "agent"] {
         let out = run(&store, "mcpeval-findings", &["--format", format]);
         assert_eq!(out.status.code(), Some(0), "{format}");
-        assert_eq!(text(&out.stdout), stdout, "{format}");
+        if format == "json" {
+            assert_promoted_and_empty(&text(&out.stdout));
+        } else {
+            assert_eq!(text(&out.stdout), "", "{format}");
+        }
         assert_eq!(
             text(&out.stderr),
             format!(
@@ -248,6 +252,19 @@ fn an_empty_store_says_nothing_was_captured_and_how_to_start() {
             "{format}"
         );
     }
+}
+
+/// One line of `mcpeval.findings/1` with no findings, from a promote run.
+#[track_caller]
+fn assert_promoted_and_empty(stdout: &str) {
+    assert!(
+        stdout.ends_with('\n') && stdout.lines().count() == 1,
+        "{stdout:?}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    assert_eq!(doc["schema"], "mcpeval.findings/1", "{stdout}");
+    assert!(doc["promoted_at"].is_string(), "{stdout}");
+    assert_eq!(doc["findings"], serde_json::json!([]), "{stdout}");
 }
 
 #[test]
@@ -273,7 +290,7 @@ fn a_promoted_store_with_calls_and_no_findings_explains_why() {
     ok(&store, "mcpeval-promote", &[]);
     let out = run(&store, "mcpeval-findings", &["--format", "json"]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(text(&out.stdout), "{\"findings\":[]}\n");
+    assert_promoted_and_empty(&text(&out.stdout));
     assert_eq!(
         text(&out.stderr),
         "mcpeval-findings: no findings: promote found none of 1 issues recurring in two \
