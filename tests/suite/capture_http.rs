@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Deps, Guard, Store, contains, fixture, free_port, repo, text, wait_for_port};
+use crate::support::{
+    Deps, Guard, Store, contains, everything_over_http, fixture, free_port, repo, text,
+};
 
 /// The fixture upstream (`tests/fixtures/http_upstream.py`).
 struct Upstream {
@@ -79,14 +81,14 @@ fn bytes_of(text: &Value) -> Vec<u8> {
 }
 
 /// A running `mcpeval-capture --listen`.
-struct Capture {
+pub struct Capture {
     guard: Guard,
-    port: u16,
+    pub port: u16,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Capture {
-    fn start(store: &Store, upstream: &str, extra: &[&str]) -> Capture {
+    pub fn start(store: &Store, upstream: &str, extra: &[&str]) -> Capture {
         Capture::start_with(store, upstream, extra, &[])
     }
 
@@ -140,7 +142,7 @@ impl Capture {
     }
 
     /// SIGTERM, then the exit status and everything capture said.
-    fn stop(mut self) -> (ExitStatus, String) {
+    pub fn stop(mut self) -> (ExitStatus, String) {
         unsafe { libc::kill(self.guard.0.id() as i32, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(20);
         let status = loop {
@@ -369,16 +371,7 @@ fn group(calls: &[(&str, &str)]) -> Vec<(u64, String, String)> {
 #[test]
 fn real_sdk_client_sees_the_same_session_over_http() {
     let store = Store::new();
-    let port = free_port();
-    let mut cmd = Command::new(Deps::server_everything());
-    store.env(&mut cmd);
-    cmd.arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let _everything = Guard(cmd.spawn().unwrap());
-    wait_for_port(port, "mcp-server-everything");
-    let direct_url = format!("http://127.0.0.1:{port}/mcp");
+    let (_everything, direct_url) = everything_over_http(&store);
     let capture = Capture::start(&store, &direct_url, &[]);
 
     let script = store.scratch().join("script.json");

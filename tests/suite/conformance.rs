@@ -11,14 +11,13 @@
 //! or OAuth, which probe does not speak).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Deps, Guard, Store, bin, fixture, free_port, text, wait_for_port};
+use crate::capture_http::Capture;
+use crate::support::{Deps, Store, bin, everything_over_http, fixture, text};
 
 /// A check's outcome as the tool reports it: its id and status
 /// (SUCCESS, FAILURE, WARNING, SKIPPED or INFO), without timings.
@@ -81,63 +80,21 @@ fn server_run(store: &Store, url: &str, out: &Path) -> BTreeMap<String, Vec<Outc
     outcomes(out)
 }
 
-/// `mcpeval-capture --listen 127.0.0.1:0 --upstream URL`, and its port.
-fn capture(store: &Store, upstream: &str) -> (Guard, u16) {
-    let mut cmd = store.cmd("mcpeval-capture");
-    cmd.args(["--listen", "127.0.0.1:0", "--upstream", upstream])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let guard = Guard(child);
-    let first = lines.next().unwrap().unwrap();
-    let port = first
-        .strip_prefix("mcpeval-capture: listening on http://127.0.0.1:")
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"));
-    // Keep reading, so capture never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    (guard, port)
-}
-
-/// Ends capture with SIGTERM and waits for it; its exit status.
-fn stop(mut guard: Guard) -> Option<i32> {
-    unsafe { libc::kill(guard.0.id() as i32, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = guard.0.try_wait().unwrap() {
-            return status.code();
-        }
-        assert!(Instant::now() < deadline, "capture ignored SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn server_scenarios_see_the_same_server_directly_and_through_capture() {
     let store = Store::new();
-    let port = free_port();
-    let mut cmd = Command::new(Deps::server_everything());
-    store.env(&mut cmd);
-    cmd.arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let _everything = Guard(cmd.spawn().unwrap());
-    wait_for_port(port, "mcp-server-everything");
-    let upstream = format!("http://127.0.0.1:{port}/mcp");
+    let (_everything, upstream) = everything_over_http(&store);
 
     let direct = server_run(&store, &upstream, &store.scratch().join("direct"));
     assert!(store.journals().is_empty());
-    let (guard, listen) = capture(&store, &upstream);
+    let capture = Capture::start(&store, &upstream, &[]);
     let through = server_run(
         &store,
-        &format!("http://127.0.0.1:{listen}/mcp"),
+        &format!("http://127.0.0.1:{}/mcp", capture.port),
         &store.scratch().join("through"),
     );
-    assert_eq!(stop(guard), Some(0));
+    let (status, said) = capture.stop();
+    assert_eq!(status.code(), Some(0), "{said}");
 
     let count = |runs: &BTreeMap<String, Vec<Outcome>>, status: &str| {
         runs.values().flatten().filter(|(_, s)| s == status).count()

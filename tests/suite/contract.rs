@@ -28,13 +28,8 @@ fn one_finding(store: &Store) {
 fn findings_json_names_its_schema_and_the_promotion_it_comes_from() {
     let store = Store::new();
     one_finding(&store);
-    // Indexed but not promoted: the object is whole, with no promotion.
-    let before = stdout(&store, "mcpeval-findings", &["--format", "json"]);
-    assert_eq!(
-        before,
-        format!("{{\"schema\":\"{SCHEMA}\",\"promoted_at\":null,\"findings\":[]}}\n")
-    );
-
+    // Indexed but not promoted is status 3 with nothing on stdout (see
+    // `reading`); from a promote run on, the object names that run.
     // Promotion times are cut to milliseconds.
     let started = jiff::Timestamp::now() - jiff::SignedDuration::from_millis(1);
     stdout(&store, "mcpeval-promote", &["--threshold", "0"]);

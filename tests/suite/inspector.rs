@@ -185,17 +185,7 @@ fn serve_answers_the_inspector_from_the_store_named_by_home() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "list_findings",
-            "get_finding",
-            "generate_manifest",
-            "verify_finding",
-            "annotate_call",
-            "readiness"
-        ]
-    );
+    assert_eq!(names, crate::serve::TOOLS);
 
     let mut call = serve.clone();
     call.extend(

@@ -11,14 +11,15 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::probe::{Run, expect, finish, transport};
-use crate::support::{Deps, Guard, Store, contains, fixture, free_port, wait_for_port};
+use crate::support::{Guard, Store, contains, everything_over_http, fixture, free_port};
 
 const F: &str = "finding-0123456789abcdef";
 const MARK: &str = "SECRET-7f3a";
 const TOKEN: &str = "tok-Quokka-991";
 const SECRET: &str = "Quokka";
 
-/// `tests/fixtures/probe_http_server.py`, running until dropped.
+/// `tests/fixtures/probe_http_server.py` (or another fixture script that
+/// logs the same way), running until dropped.
 pub struct Fixture {
     _guard: Guard,
     port: u16,
@@ -27,12 +28,18 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn start(store: &Store, args: &[&str]) -> Fixture {
+        Fixture::script(store, "probe_http_server.py", args)
+    }
+
+    /// Another fixture script under `tests/fixtures/` that takes `--log
+    /// FILE`, logs as this one does and says `PORT n` on its first line.
+    pub fn script(store: &Store, script: &str, args: &[&str]) -> Fixture {
         let log = store
             .scratch()
             .join(format!("fixture-{}.log", uuid::Uuid::new_v4()));
         let mut cmd = Command::new("python3");
         store.env(&mut cmd);
-        cmd.arg(fixture("probe_http_server.py"))
+        cmd.arg(fixture(script))
             .args(args)
             .arg("--log")
             .arg(&log)
@@ -412,16 +419,7 @@ fn a_real_server_over_streamable_http() {
                           "equals_paths": {"/structuredContent/conditions": conditions,
                                            "/structuredContent/temperature": 33}}})
     })));
-    let port = free_port();
-    let mut cmd = Command::new(Deps::server_everything());
-    b.store.env(&mut cmd);
-    cmd.arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let _everything = Guard(cmd.spawn().unwrap());
-    wait_for_port(port, "mcp-server-everything");
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (_everything, url) = everything_over_http(&b.store);
     green(&b.run("weather-cloudy", &url, &[]));
     red(
         &b.run("weather-sunny", &url, &[]),

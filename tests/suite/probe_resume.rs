@@ -2,82 +2,38 @@
 //! that ends before its response (GET with `Last-Event-ID`, after the
 //! server's `retry`), and give up, boundedly, on one that never brings it.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::probe::{Run, expect, finish, transport};
-use crate::support::{Guard, Store, fixture, text};
+use crate::probe_http::Fixture;
+use crate::support::{Store, text};
 use crate::verify::promoted_store_of;
 
 const F: &str = "finding-0123456789abcdef";
 
 /// `tests/fixtures/resume_server.py`, running until dropped.
-struct Fixture {
-    _guard: Guard,
-    port: u16,
-    log: PathBuf,
+fn start(store: &Store, args: &[&str]) -> Fixture {
+    Fixture::script(store, "resume_server.py", args)
 }
 
-impl Fixture {
-    fn start(store: &Store, args: &[&str]) -> Fixture {
-        let log = store.scratch().join("resume-fixture.log");
-        let mut cmd = Command::new("python3");
-        store.env(&mut cmd);
-        cmd.arg(fixture("resume_server.py"))
-            .args(args)
-            .arg("--log")
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        let mut child = cmd.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let guard = Guard(child);
-        let mut first = String::new();
-        BufReader::new(stdout).read_line(&mut first).unwrap();
-        let port = first
-            .trim()
-            .strip_prefix("PORT ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("the fixture said {first:?}"));
-        Fixture {
-            _guard: guard,
-            port,
-            log,
+/// The GETs, and each one's wait since the stream before it ended.
+fn resumptions(server: &Fixture) -> Vec<(Value, f64)> {
+    let mut ended = None;
+    let mut out = Vec::new();
+    for e in server.entries() {
+        if e["event"] == "ended" {
+            ended = Some(e);
+        } else if e["http"] == "GET" {
+            let before = ended.take().expect("a GET after an ended stream");
+            let waited = e["t"].as_f64().unwrap() - before["t"].as_f64().unwrap();
+            assert_eq!(e["headers"]["last-event-id"], before["last"], "{e}");
+            out.push((e, waited));
         }
     }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-
-    fn entries(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    /// The GETs, and each one's wait since the stream before it ended.
-    fn resumptions(&self) -> Vec<(Value, f64)> {
-        let mut ended = None;
-        let mut out = Vec::new();
-        for e in self.entries() {
-            if e["event"] == "ended" {
-                ended = Some(e);
-            } else if e["http"] == "GET" {
-                let before = ended.take().expect("a GET after an ended stream");
-                let waited = e["t"].as_f64().unwrap() - before["t"].as_f64().unwrap();
-                assert_eq!(e["headers"]["last-event-id"], before["last"], "{e}");
-                out.push((e, waited));
-            }
-        }
-        out
-    }
+    out
 }
 
 fn manifest(store: &Store, finding: &str) -> PathBuf {
@@ -103,11 +59,11 @@ fn probe(store: &Store, url: &str) -> Run {
 #[test]
 fn a_stream_ended_before_its_response_is_resumed_after_retry() {
     let store = Store::new();
-    let server = Fixture::start(&store, &["--retry", "250"]);
+    let server = start(&store, &["--retry", "250"]);
     let run = probe(&store, &server.url());
     expect(&run, 0, "green", Value::Null, Value::Null, 1);
     assert_eq!(run.stderr, "");
-    let resumed = server.resumptions();
+    let resumed = resumptions(&server);
     assert_eq!(resumed.len(), 1, "{:?}", server.entries());
     let (get, waited) = &resumed[0];
     // The last id the broken stream named (its notification's, not the
@@ -124,7 +80,7 @@ fn a_stream_ended_before_its_response_is_resumed_after_retry() {
 #[test]
 fn a_stream_that_never_brings_its_response_ends_with_status_5() {
     let store = Store::new();
-    let server = Fixture::start(&store, &["--resume", "never", "--retry", "100"]);
+    let server = start(&store, &["--resume", "never", "--retry", "100"]);
     let started = Instant::now();
     let run = probe(&store, &server.url());
     let took = started.elapsed();
@@ -134,7 +90,7 @@ resumptions in a row (GET with Last-Event-ID) brought no message";
     assert!(run.stderr.contains(detail), "{}", run.stderr);
     // Five GETs, each naming the id the stream before it ended on, each
     // after retry's 100 ms; well before the case's 10 s timeout.
-    let resumed = server.resumptions();
+    let resumed = resumptions(&server);
     let ids: Vec<&str> = resumed
         .iter()
         .map(|(g, _)| g["headers"]["last-event-id"].as_str().unwrap())
@@ -151,7 +107,7 @@ resumptions in a row (GET with Last-Event-ID) brought no message";
 fn verify_over_http_resumes_the_stream_too() {
     let store = Store::new();
     let finding = promoted_store_of(&store, "resume-fixture", "status");
-    let server = Fixture::start(&store, &["--retry", "200"]);
+    let server = start(&store, &["--retry", "200"]);
     let out = store
         .cmd("mcpeval-verify")
         .args(["--finding", &finding, "--case", "status", "--manifest"])
@@ -165,5 +121,5 @@ fn verify_over_http_resumes_the_stream_too() {
         stdout.starts_with(&format!("{finding} case=status result=green")),
         "{stdout}"
     );
-    assert_eq!(server.resumptions().len(), 1);
+    assert_eq!(resumptions(&server).len(), 1);
 }

@@ -55,6 +55,16 @@ pub(crate) fn call(tool: &str, arguments: Value) -> Value {
     json!({"tool": tool, "arguments": arguments})
 }
 
+/// serve's tools, in the order `tools/list` gives them.
+pub const TOOLS: [&str; 6] = [
+    "list_findings",
+    "get_finding",
+    "generate_manifest",
+    "verify_finding",
+    "annotate_call",
+    "readiness",
+];
+
 /// What `bin ARGS` prints on stderr, without the last newline: the words
 /// an isError result must carry.
 fn cli_words(store: &Store, bin: &str, args: &[&str]) -> String {
@@ -72,17 +82,7 @@ fn both_eras_list_the_tools_with_schemas_and_annotations() {
         assert_eq!(out["server"], "mcpeval-serve");
         let tools = out["tools"].as_array().unwrap();
         let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-        assert_eq!(
-            names,
-            [
-                "list_findings",
-                "get_finding",
-                "generate_manifest",
-                "verify_finding",
-                "annotate_call",
-                "readiness"
-            ]
-        );
+        assert_eq!(names, TOOLS);
         for t in tools {
             assert_eq!(t["input_schema"]["type"], "object", "{t}");
             assert_eq!(t["output_schema"]["type"], "object", "{t}");

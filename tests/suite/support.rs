@@ -10,7 +10,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// Creates `dir` and its missing parents private (mode 0700), as the
 /// binaries create a store: a store directory open to others is tightened
@@ -112,6 +112,21 @@ impl Deps {
     pub fn conformance() -> PathBuf {
         Deps::path("node/node_modules/@modelcontextprotocol/conformance/dist/index.js")
     }
+}
+
+/// `@modelcontextprotocol/server-everything` over Streamable HTTP on a
+/// free loopback port, running until the guard drops; its endpoint URL.
+pub fn everything_over_http(store: &Store) -> (Guard, String) {
+    let port = free_port();
+    let mut cmd = Command::new(Deps::server_everything());
+    store.env(&mut cmd);
+    cmd.arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let guard = Guard(cmd.spawn().unwrap());
+    wait_for_port(port, "mcp-server-everything");
+    (guard, format!("http://127.0.0.1:{port}/mcp"))
 }
 
 /// A private store in a temporary directory, removed when dropped.
