@@ -128,7 +128,7 @@ impl Error {
 
     /// An I/O failure while doing `what`, e.g. `"cannot create /x/journals"`,
     /// with the I/O error kept as its cause. A closed pipe among the causes
-    /// is decided at the top ([`crate::cli::finish`]), not here.
+    /// is decided at the top (`cli::finish`, feature `cli`), not here.
     pub fn io(what: impl fmt::Display, err: io::Error) -> Error {
         Error::new(Kind::Io, what.to_string()).with_source(err)
     }

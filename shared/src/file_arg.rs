@@ -8,7 +8,7 @@
 //! FIFO, a device, a symbolic link such as `/dev/stdout`) is written in
 //! place: a rename would replace the link or the device node, so it is
 //! never used there. A regular file keeps the atomic write of
-//! [`crate::atomic_file`]: a temporary file beside it, renamed into place.
+//! `atomic_file` (feature `store`): a temporary file beside it, renamed into place.
 
 use std::fmt;
 use std::fs::File;

@@ -88,7 +88,7 @@ pub fn parse_flag<T: FromStr<Err = IdError>>(flag: &str, value: &str) -> crate::
 }
 
 /// An id kind of the form `prefix` and 16 lower-case hex digits (a salted
-/// hash, see [`crate::salt::Salt::id16`]).
+/// hash, see `salt::Salt::id16`, feature `store`).
 pub trait Prefixed {
     /// The prefix, e.g. `s-`.
     const PREFIX: &'static str;
@@ -279,7 +279,7 @@ macro_rules! prefixed_id {
 
 prefixed_id!(
     /// A finding of this store: `finding-` and 16 lower-case hex digits
-    /// (a salted hash of the group's key, see [`crate::finding::finding_id`]).
+    /// (a salted hash of the group's key, see `finding::finding_id`, feature `store`).
     FindingId,
     "finding id",
     "finding-"
@@ -322,7 +322,7 @@ impl TemplateId {
 
 prefixed_id!(
     /// A credit binding's fingerprint: `b-` and 16 lower-case hex digits
-    /// (see [`crate::binding`]).
+    /// (see `binding`, feature `store`).
     BindingId,
     "binding",
     "b-"

@@ -1,7 +1,7 @@
 //! The MCP client probes speak through: JSON-RPC 2.0 over a server's
-//! stdin/stdout, or over Streamable HTTP ([`http`]), on
+//! stdin/stdout, or over Streamable HTTP (module `http`), on
 //! `serde_json::Value`, so that it can say exactly what a server sent.
-//! Both transports deliver what arrives as [`Incoming`] items on one
+//! Both transports deliver what arrives as `Incoming` items on one
 //! channel, so the request loop, the era logic and the classification
 //! below are the same for both.
 //!

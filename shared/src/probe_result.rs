@@ -252,7 +252,7 @@ pub struct ProbeResult {
     /// cut the same way; absent when it gave none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
-    /// The credit binding, `b-` and 16 hex digits (see [`crate::binding`]).
+    /// The credit binding, `b-` and 16 hex digits (see `binding`, feature `store`).
     pub binding: String,
     /// The verdict.
     pub result: Verdict,
