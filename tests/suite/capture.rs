@@ -385,6 +385,91 @@ fn bytes_pass_unchanged_in_both_directions() {
     assert_eq!(store.records().len(), 2);
 }
 
+/// Runs capture in front of the fixture server with `stdin` as the client's
+/// whole input and `stdout` as where the server's bytes go, then checks
+/// that each side received exactly what the other sent and that every call
+/// was journaled answered.
+fn relay_through(store: &Store, input: &[u8], calls: usize, stdout: Stdio) -> Vec<u8> {
+    let dir = tempfile::tempdir_in(store.scratch()).unwrap();
+    let sent = dir.path().join("sent");
+    std::fs::write(&sent, input).unwrap();
+    let (got, put) = (dir.path().join("got"), dir.path().join("put"));
+    let server = fixture("misbehaving_server.py");
+    let mut cmd = store.cmd("mcpeval-capture");
+    cmd.args(["--", "python3", server.to_str().unwrap()])
+        .args([
+            "--log",
+            got.to_str().unwrap(),
+            "--out",
+            put.to_str().unwrap(),
+        ])
+        .stdin(std::fs::File::open(&sent).unwrap())
+        .stdout(stdout)
+        .stderr(Stdio::null());
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(
+        std::fs::read(&got).unwrap(),
+        input,
+        "client → server bytes changed"
+    );
+    let put = std::fs::read(&put).unwrap();
+    assert!(put.iter().filter(|&&b| b == b'\n').count() >= calls);
+    put
+}
+
+#[test]
+fn ends_that_are_not_pipes_relay_the_same_bytes() {
+    // A client may hand capture a file or a socket instead of a pipe; the
+    // relay then copies instead of splicing, and must relay the same bytes
+    // and observe the same calls, in the same order: a response seen before
+    // its request would leave that call unanswered.
+    let store = Store::new();
+    let calls = 3000;
+    let mut input = Vec::new();
+    input.extend_from_slice(
+        b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{}}\n",
+    );
+    for id in 1..=calls {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": if id % 3 == 0 { "tool_error" } else { "ok" },
+                                     "arguments": {"text": "ünïcødé \u{2028} \\n tab\t", "n": id}}});
+        writeln!(input, "{call}").unwrap();
+    }
+    input.extend_from_slice(b"not JSON-RPC, relayed all the same\n");
+    let into_file = store.scratch().join("client.out");
+    // Both ends files: both directions copied.
+    let put = relay_through(
+        &store,
+        &input,
+        calls,
+        Stdio::from(std::fs::File::create(&into_file).unwrap()),
+    );
+    assert_eq!(
+        std::fs::read(&into_file).unwrap(),
+        put,
+        "server → client bytes changed"
+    );
+    // Input a file, output a pipe: one direction copied, one spliced where
+    // the system can.
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let drain = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        std::io::Read::read_to_end(&mut reader, &mut all).unwrap();
+        all
+    });
+    let put = relay_through(&store, &input, calls, Stdio::from(writer));
+    assert_eq!(drain.join().unwrap(), put, "server → client bytes changed");
+    let records = store.records();
+    assert_eq!(records.len(), 2 * calls);
+    assert!(
+        records
+            .iter()
+            .all(|r| r["unknown"].is_null() && r["duration_ms"].is_u64()),
+        "every call was seen answered"
+    );
+}
+
 #[test]
 fn stdout_carries_only_the_servers_bytes_and_stderr_passes_through() {
     let store = Store::new();
