@@ -385,15 +385,21 @@ fn bytes_pass_unchanged_in_both_directions() {
     assert_eq!(store.records().len(), 2);
 }
 
-/// Runs capture in front of the fixture server with `stdin` as the client's
-/// whole input and `stdout` as where the server's bytes go, then checks
-/// that each side received exactly what the other sent and that every call
-/// was journaled answered.
-fn relay_through(store: &Store, input: &[u8], calls: usize, stdout: Stdio) -> Vec<u8> {
+/// One end of capture's stdio for [`relay_through`].
+#[derive(Clone, Copy)]
+enum End {
+    File,
+    Pipe,
+}
+
+/// Runs capture in front of the fixture server with `input` as the
+/// client's whole input, each of its stdin and stdout a file or a pipe, and
+/// checks that each side received exactly what the other sent.
+fn relay_through(store: &Store, input: &[u8], stdin: End, stdout: End) {
     let dir = tempfile::tempdir_in(store.scratch()).unwrap();
-    let sent = dir.path().join("sent");
+    let (sent, got) = (dir.path().join("sent"), dir.path().join("got"));
+    let (put, received) = (dir.path().join("put"), dir.path().join("received"));
     std::fs::write(&sent, input).unwrap();
-    let (got, put) = (dir.path().join("got"), dir.path().join("put"));
     let server = fixture("misbehaving_server.py");
     let mut cmd = store.cmd("mcpeval-capture");
     cmd.args(["--", "python3", server.to_str().unwrap()])
@@ -403,26 +409,51 @@ fn relay_through(store: &Store, input: &[u8], calls: usize, stdout: Stdio) -> Ve
             "--out",
             put.to_str().unwrap(),
         ])
-        .stdin(std::fs::File::open(&sent).unwrap())
-        .stdout(stdout)
         .stderr(Stdio::null());
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{:?}", out.status);
-    assert_eq!(
-        std::fs::read(&got).unwrap(),
-        input,
-        "client → server bytes changed"
-    );
-    let put = std::fs::read(&put).unwrap();
-    assert!(put.iter().filter(|&&b| b == b'\n').count() >= calls);
-    put
+    let mut feed = None;
+    match stdin {
+        End::File => cmd.stdin(std::fs::File::open(&sent).unwrap()),
+        End::Pipe => {
+            let (reader, mut writer) = std::io::pipe().unwrap();
+            let input = input.to_vec();
+            feed = Some(std::thread::spawn(move || {
+                writer.write_all(&input).unwrap()
+            }));
+            cmd.stdin(reader)
+        }
+    };
+    let mut drain = None;
+    match stdout {
+        End::File => cmd.stdout(std::fs::File::create(&received).unwrap()),
+        End::Pipe => {
+            let (mut reader, writer) = std::io::pipe().unwrap();
+            let received = received.clone();
+            drain = Some(std::thread::spawn(move || {
+                let mut all = Vec::new();
+                std::io::Read::read_to_end(&mut reader, &mut all).unwrap();
+                std::fs::write(received, all).unwrap();
+            }));
+            cmd.stdout(writer)
+        }
+    };
+    let status = cmd.status().unwrap();
+    // The command holds the parent's copies of the pipe ends until dropped.
+    drop(cmd);
+    for thread in feed.into_iter().chain(drain) {
+        thread.join().unwrap();
+    }
+    assert!(status.success(), "{status:?}");
+    let read = |p: &std::path::Path| std::fs::read(p).unwrap();
+    assert_eq!(read(&got), input, "client → server bytes changed");
+    assert!(read(&put).len() > input.len() / 2);
+    assert_eq!(read(&received), read(&put), "server → client bytes changed");
 }
 
 #[test]
-fn ends_that_are_not_pipes_relay_the_same_bytes() {
-    // A client may hand capture a file or a socket instead of a pipe; the
-    // relay then copies instead of splicing, and must relay the same bytes
-    // and observe the same calls, in the same order: a response seen before
+fn pipes_files_and_both_relay_the_same_bytes_in_order() {
+    // Between two pipes the relay splices; a file (or a socket, as some
+    // clients hand their servers) is copied. Each mix must relay the same
+    // bytes and observe every call in order: a response observed before
     // its request would leave that call unanswered.
     let store = Store::new();
     let calls = 3000;
@@ -431,43 +462,26 @@ fn ends_that_are_not_pipes_relay_the_same_bytes() {
         b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{}}\n",
     );
     for id in 1..=calls {
+        let tool = if id % 3 == 0 { "tool_error" } else { "ok" };
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                          "params": {"name": if id % 3 == 0 { "tool_error" } else { "ok" },
+                          "params": {"name": tool,
                                      "arguments": {"text": "ünïcødé \u{2028} \\n tab\t", "n": id}}});
         writeln!(input, "{call}").unwrap();
     }
     input.extend_from_slice(b"not JSON-RPC, relayed all the same\n");
-    let into_file = store.scratch().join("client.out");
-    // Both ends files: both directions copied.
-    let put = relay_through(
-        &store,
-        &input,
-        calls,
-        Stdio::from(std::fs::File::create(&into_file).unwrap()),
-    );
-    assert_eq!(
-        std::fs::read(&into_file).unwrap(),
-        put,
-        "server → client bytes changed"
-    );
-    // Input a file, output a pipe: one direction copied, one spliced where
-    // the system can.
-    let (mut reader, writer) = std::io::pipe().unwrap();
-    let drain = std::thread::spawn(move || {
-        let mut all = Vec::new();
-        std::io::Read::read_to_end(&mut reader, &mut all).unwrap();
-        all
-    });
-    let put = relay_through(&store, &input, calls, Stdio::from(writer));
-    assert_eq!(drain.join().unwrap(), put, "server → client bytes changed");
+    let mixes = [
+        (End::File, End::File),
+        (End::Pipe, End::File),
+        (End::File, End::Pipe),
+        (End::Pipe, End::Pipe),
+    ];
+    for (stdin, stdout) in mixes {
+        relay_through(&store, &input, stdin, stdout);
+    }
     let records = store.records();
-    assert_eq!(records.len(), 2 * calls);
-    assert!(
-        records
-            .iter()
-            .all(|r| r["unknown"].is_null() && r["duration_ms"].is_u64()),
-        "every call was seen answered"
-    );
+    assert_eq!(records.len(), mixes.len() * calls);
+    let unanswered = records.iter().filter(|r| !r["unknown"].is_null()).count();
+    assert_eq!(unanswered, 0, "every call was observed answered");
 }
 
 #[test]
