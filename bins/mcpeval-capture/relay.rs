@@ -162,7 +162,11 @@ mod spliced {
     const MOST: usize = 1 << 30;
 
     /// The size asked for each tap pipe: the most an unprivileged process
-    /// may set by default (`/proc/sys/fs/pipe-max-size`). Best effort.
+    /// may set by default (`/proc/sys/fs/pipe-max-size`). Best effort: two
+    /// per session count against the user's pipe allowance
+    /// (`pipe-user-pages-soft`, 64 MiB by default); past it the kernel
+    /// refuses, and a tap of the default size only makes the relay wait on
+    /// the tap thread more often.
     const TAP_PIPE: libc::c_int = 1 << 20;
 
     /// What a relay tells the tap thread.
