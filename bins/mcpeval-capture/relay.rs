@@ -194,7 +194,6 @@ mod spliced {
         let Observer::Direct(events) = observer else {
             return (directions, observer);
         };
-
         let (teed, queue) = mpsc::channel();
         let mut readers: [Option<File>; 2] = [None, None];
         let mut copied = Vec::new();
@@ -219,7 +218,8 @@ mod spliced {
     /// How long the tap thread sleeps between looks while bytes flow: long
     /// enough that a busy session's relays never wake it (a wake-up per chunk
     /// cost more than the copies splicing saves), short enough that a tap
-    /// never fills (a megabyte takes a pipelined session over a millisecond).
+    /// seldom fills (a megabyte takes a pipelined session over a
+    /// millisecond); when one does, its relay waits, and nothing is lost.
     const POLL: Duration = Duration::from_micros(200);
 
     /// Looks that find nothing before the tap thread waits to be woken.
