@@ -1,14 +1,29 @@
 //! The stdio byte relay: client stdin → server stdin, server stdout →
 //! client stdout.
 //!
-//! Each direction is one thread doing `read` → `write_all` with no user-space
-//! buffering, so a message reaches the other side as soon as its bytes do.
-//! A copy of every chunk read goes to the observer over a channel; the relay
-//! never parses, re-serializes or waits for the observer. The observer cuts
-//! the chunks into lines ([`Lines`]), off the relay's threads.
+//! Each direction is one thread that forwards bytes as soon as they arrive,
+//! with no user-space buffering, so a message reaches the other side as
+//! soon as its bytes do. The observer gets its own copy of every chunk over
+//! a channel; the relay never parses, re-serializes or waits for the
+//! observer. The observer cuts the chunks into lines ([`Lines`]), off the
+//! relay's threads.
+//!
+//! Two ways to move the bytes, relaying them identically:
+//!
+//! - **Spliced** (Linux, both ends pipes): `tee(2)` duplicates what the
+//!   source pipe holds into a tap pipe without consuming it, then
+//!   `splice(2)` moves the same bytes on to the destination. The relay
+//!   thread never copies a byte; a tap thread reads each tap into memory
+//!   for the observer, so the tap never fills while the observer lags. On
+//!   two shared cores, alternated with copying in the same hour, this kept
+//!   53-76% of a pipelined session's direct throughput (median 69%) where
+//!   copying kept 44-57% (median 51%), ahead in each of seven pairs.
+//! - **Copied** (anywhere else, or when an end is a file, a socket or a
+//!   terminal): `read` → `write_all`, with a copy for the observer.
 
+use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Instant;
 
 use jiff::Timestamp;
@@ -21,7 +36,7 @@ const BUFFER: usize = 64 * 1024;
 /// A line longer than this is relayed but not observed (counted as unparsed).
 const MAX_OBSERVED_LINE: usize = 64 * 1024 * 1024;
 
-/// What a relay thread tells the observer.
+/// What the observer is told.
 #[derive(Debug)]
 pub enum Event {
     /// Bytes read from one side, and when they were read.
@@ -35,6 +50,54 @@ pub enum Event {
     Closed(Side),
 }
 
+/// Starts relaying both directions; returns what the observer is told, in
+/// the order the relays saw it.
+pub fn start(
+    client_in: File,
+    server_in: File,
+    server_out: File,
+    client_out: File,
+) -> Receiver<Event> {
+    let (events, observed) = mpsc::channel();
+    let directions = vec![
+        (Side::Client, client_in, server_in),
+        (Side::Server, server_out, client_out),
+    ];
+    let observer = Observer::Direct(events);
+    #[cfg(target_os = "linux")]
+    let (directions, observer) = spliced::start(directions, observer);
+    for (side, from, to) in directions {
+        let observer = observer.clone();
+        std::thread::spawn(move || pump(side, from, to, &observer));
+    }
+    observed
+}
+
+/// Where a relay hands what it saw.
+#[derive(Clone)]
+enum Observer {
+    /// Straight to the observer.
+    Direct(Sender<Event>),
+    /// Through the tap thread, which every event passes once any direction
+    /// is spliced, so the observer's order stays the relays' order.
+    #[cfg(target_os = "linux")]
+    Tapped(Sender<spliced::Teed>),
+}
+
+impl Observer {
+    fn send(&self, event: Event) {
+        match self {
+            Observer::Direct(events) => {
+                let _ = events.send(event);
+            }
+            #[cfg(target_os = "linux")]
+            Observer::Tapped(teed) => {
+                let _ = teed.send(spliced::Teed::Copied(event));
+            }
+        }
+    }
+}
+
 /// Copies `from` to `to` until end of input, handing each chunk to the
 /// observer. Both directions hand a chunk over *before* forwarding it: a
 /// peer can only react to bytes it has received, so the observer sees
@@ -45,7 +108,7 @@ pub enum Event {
 ///
 /// When `to` fails (the reader went away) the relay keeps draining `from`,
 /// so the writer on the other end is never blocked by a dead reader.
-pub fn pump(side: Side, mut from: impl Read, mut to: impl Write, events: &Sender<Event>) {
+fn pump(side: Side, mut from: impl Read, mut to: impl Write, observer: &Observer) {
     let mut buf = vec![0u8; BUFFER];
     let mut sink = true;
     loop {
@@ -56,7 +119,7 @@ pub fn pump(side: Side, mut from: impl Read, mut to: impl Write, events: &Sender
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        let _ = events.send(Event::Chunk {
+        observer.send(Event::Chunk {
             side,
             bytes: chunk.to_vec(),
             at: Timestamp::now(),
@@ -72,11 +135,253 @@ pub fn pump(side: Side, mut from: impl Read, mut to: impl Write, events: &Sender
     }
     // Dropping `to` here closes the server's stdin after the client's EOF.
     drop(to);
-    let _ = events.send(Event::Closed(side));
+    observer.send(Event::Closed(side));
 }
 
 fn forward(to: &mut impl Write, chunk: &[u8]) -> bool {
     to.write_all(chunk).and_then(|()| to.flush()).is_ok()
+}
+
+#[cfg(target_os = "linux")]
+mod spliced {
+    //! The zero-copy relay: `tee(2)` into a tap pipe, `splice(2)` onwards.
+
+    use std::fs::File;
+    use std::io::{self, Read};
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+    use std::time::{Duration, Instant};
+
+    use jiff::Timestamp;
+
+    use super::{BUFFER, Event, Observer};
+    use crate::session::Side;
+
+    /// The most one `tee` or `splice` is asked to move (it moves what the
+    /// pipe holds, up to this).
+    const MOST: usize = 1 << 30;
+
+    /// The size asked for each tap pipe: the most an unprivileged process
+    /// may set by default (`/proc/sys/fs/pipe-max-size`). Best effort: two
+    /// per session count against the user's pipe allowance
+    /// (`pipe-user-pages-soft`, 64 MiB by default); past it the kernel
+    /// refuses, and a tap of the default size only makes the relay wait on
+    /// the tap thread more often.
+    const TAP_PIPE: libc::c_int = 1 << 20;
+
+    /// What a relay tells the tap thread.
+    pub enum Teed {
+        /// `len` bytes went into the side's tap, and when.
+        Bytes {
+            side: Side,
+            len: usize,
+            at: Timestamp,
+            now: Instant,
+        },
+        /// The side's stream ended.
+        Closed(Side),
+        /// What a copying relay saw, passed on as it is.
+        Copied(Event),
+    }
+
+    /// The directions to relay, each a side with its source and destination.
+    type Directions = Vec<(Side, File, File)>;
+
+    /// Splices each direction whose ends are both pipes, and starts the tap
+    /// thread if any is; gives back the directions left to copy and where
+    /// their relays must hand what they see.
+    pub fn start(directions: Directions, observer: Observer) -> (Directions, Observer) {
+        let Observer::Direct(events) = observer else {
+            return (directions, observer);
+        };
+        let (teed, queue) = mpsc::channel();
+        let mut readers: [Option<File>; 2] = [None, None];
+        let mut copied = Vec::new();
+        for (side, from, to) in directions {
+            let tap = (is_pipe(&from) && is_pipe(&to)).then(tap_pipe).flatten();
+            match tap {
+                Some((reader, writer)) => {
+                    readers[index(side)] = Some(reader);
+                    let teed = teed.clone();
+                    std::thread::spawn(move || relay(side, from, to, writer, &teed));
+                }
+                None => copied.push((side, from, to)),
+            }
+        }
+        if readers.iter().all(Option::is_none) {
+            return (copied, Observer::Direct(events));
+        }
+        std::thread::spawn(move || tap(&queue, readers, &events));
+        (copied, Observer::Tapped(teed))
+    }
+
+    /// How long the tap thread sleeps between looks while bytes flow: long
+    /// enough that a busy session's relays never wake it (a wake-up per chunk
+    /// cost more than the copies splicing saves), short enough that a tap
+    /// seldom fills (a megabyte takes a pipelined session over a
+    /// millisecond); when one does, its relay waits, and nothing is lost.
+    const POLL: Duration = Duration::from_micros(200);
+
+    /// Looks that find nothing before the tap thread waits to be woken.
+    const IDLE_LOOKS: u32 = 50;
+
+    /// The tap thread: turns each `Teed::Bytes` into the observer's chunk,
+    /// read from the side's tap, in the relays' order.
+    fn tap(queue: &Receiver<Teed>, mut readers: [Option<File>; 2], events: &Sender<Event>) {
+        let mut idle = 0;
+        loop {
+            let message = match queue.try_recv() {
+                Ok(message) => {
+                    idle = 0;
+                    message
+                }
+                Err(TryRecvError::Empty) if idle < IDLE_LOOKS => {
+                    idle += 1;
+                    std::thread::sleep(POLL);
+                    continue;
+                }
+                Err(TryRecvError::Empty) => match queue.recv() {
+                    Ok(message) => {
+                        idle = 0;
+                        message
+                    }
+                    Err(_) => return,
+                },
+                Err(TryRecvError::Disconnected) => return,
+            };
+            let event = match message {
+                Teed::Bytes { side, len, at, now } => {
+                    let reader = readers[index(side)].as_mut().expect("a spliced side's tap");
+                    let mut bytes = vec![0; len];
+                    // The bytes are in the tap already: this never waits.
+                    if reader.read_exact(&mut bytes).is_err() {
+                        continue;
+                    }
+                    Event::Chunk {
+                        side,
+                        bytes,
+                        at,
+                        now,
+                    }
+                }
+                Teed::Closed(side) => Event::Closed(side),
+                Teed::Copied(event) => event,
+            };
+            let _ = events.send(event);
+        }
+    }
+
+    fn index(side: Side) -> usize {
+        match side {
+            Side::Client => 0,
+            Side::Server => 1,
+        }
+    }
+
+    /// The spliced twin of [`super::pump`]: the same order (the observer's
+    /// copy is handed over before the bytes move on) and the same handling
+    /// of a reader that went away.
+    fn relay(side: Side, from: File, to: File, tap: File, teed: &Sender<Teed>) {
+        let mut sink = true;
+        loop {
+            let len = match retry(|| unsafe {
+                // SAFETY: tee(2) on two open pipe descriptors we own.
+                libc::tee(from.as_raw_fd(), tap.as_raw_fd(), MOST, 0)
+            }) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let _ = teed.send(Teed::Bytes {
+                side,
+                len,
+                at: Timestamp::now(),
+                now: Instant::now(),
+            });
+            if sink {
+                sink = move_on(&from, &to, len);
+                if !sink && side == Side::Client {
+                    break;
+                }
+            } else if discard(&from, len).is_err() {
+                break;
+            }
+        }
+        drop(to);
+        drop(tap);
+        let _ = teed.send(Teed::Closed(side));
+    }
+
+    /// Moves the first `len` bytes of `from` to `to`. When `to` fails, the
+    /// rest of the `len` bytes is consumed all the same.
+    fn move_on(from: &File, to: &File, mut len: usize) -> bool {
+        while len > 0 {
+            match retry(|| unsafe {
+                // SAFETY: splice(2) between two open pipe descriptors we own,
+                // without offsets.
+                libc::splice(
+                    from.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    to.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    len,
+                    libc::SPLICE_F_MOVE,
+                )
+            }) {
+                Ok(0) => return false,
+                Ok(n) => len -= n,
+                Err(_) => {
+                    let _ = discard(from, len);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Reads and drops the first `len` bytes of `from`.
+    fn discard(mut from: &File, mut len: usize) -> io::Result<()> {
+        let mut buf = vec![0u8; len.min(BUFFER)];
+        while len > 0 {
+            let want = len.min(buf.len());
+            from.read_exact(&mut buf[..want])?;
+            len -= want;
+        }
+        Ok(())
+    }
+
+    /// Runs a system call returning a count, again while it is interrupted.
+    fn retry(mut call: impl FnMut() -> isize) -> io::Result<usize> {
+        loop {
+            let n = call();
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+    }
+
+    fn is_pipe(file: &File) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        file.metadata().is_ok_and(|m| m.file_type().is_fifo())
+    }
+
+    /// A new pipe for a tap, as large as allowed, closed on exec.
+    fn tap_pipe() -> Option<(File, File)> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2(2) fills two descriptors that we then own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return None;
+        }
+        // SAFETY: both descriptors were just opened and are owned here only.
+        let (reader, writer) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+        // SAFETY: fcntl(2) on our own descriptor; on failure the pipe keeps
+        // its default size.
+        unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_SETPIPE_SZ, TAP_PIPE) };
+        Some((reader, writer))
+    }
 }
 
 /// One side's chunks cut into complete lines, on the observer's thread.

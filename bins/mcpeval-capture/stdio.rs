@@ -5,9 +5,8 @@
 //! bytes. This mode never starts an async runtime.
 
 use std::fs::File;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Instant;
 
 use jiff::Timestamp;
@@ -48,12 +47,9 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
 
     let stdin = dup(std::io::stdin().as_fd(), "stdin")?;
     let stdout = dup(std::io::stdout().as_fd(), "stdout")?;
-    let server_in = child.stdin.take().expect("piped stdin");
-    let server_out = child.stdout.take().expect("piped stdout");
-    let (events, observed) = mpsc::channel();
-    let to_server = events.clone();
-    std::thread::spawn(move || relay::pump(Side::Client, stdin, server_in, &to_server));
-    std::thread::spawn(move || relay::pump(Side::Server, server_out, stdout, &events));
+    let server_in = File::from(OwnedFd::from(child.stdin.take().expect("piped stdin")));
+    let server_out = File::from(OwnedFd::from(child.stdout.take().expect("piped stdout")));
+    let observed = relay::start(stdin, server_in, server_out, stdout);
 
     lower_priority();
     let mut journaled = 0u64;

@@ -385,6 +385,105 @@ fn bytes_pass_unchanged_in_both_directions() {
     assert_eq!(store.records().len(), 2);
 }
 
+/// One end of capture's stdio for [`relay_through`].
+#[derive(Clone, Copy)]
+enum End {
+    File,
+    Pipe,
+}
+
+/// Runs capture in front of the fixture server with `input` as the
+/// client's whole input, each of its stdin and stdout a file or a pipe, and
+/// checks that each side received exactly what the other sent.
+fn relay_through(store: &Store, input: &[u8], stdin: End, stdout: End) {
+    let dir = tempfile::tempdir_in(store.scratch()).unwrap();
+    let (sent, got) = (dir.path().join("sent"), dir.path().join("got"));
+    let (put, received) = (dir.path().join("put"), dir.path().join("received"));
+    std::fs::write(&sent, input).unwrap();
+    let server = fixture("misbehaving_server.py");
+    let mut cmd = store.cmd("mcpeval-capture");
+    cmd.args(["--", "python3", server.to_str().unwrap()])
+        .args([
+            "--log",
+            got.to_str().unwrap(),
+            "--out",
+            put.to_str().unwrap(),
+        ])
+        .stderr(Stdio::null());
+    let mut feed = None;
+    match stdin {
+        End::File => cmd.stdin(std::fs::File::open(&sent).unwrap()),
+        End::Pipe => {
+            let (reader, mut writer) = std::io::pipe().unwrap();
+            let input = input.to_vec();
+            feed = Some(std::thread::spawn(move || {
+                writer.write_all(&input).unwrap()
+            }));
+            cmd.stdin(reader)
+        }
+    };
+    let mut drain = None;
+    match stdout {
+        End::File => cmd.stdout(std::fs::File::create(&received).unwrap()),
+        End::Pipe => {
+            let (mut reader, writer) = std::io::pipe().unwrap();
+            let received = received.clone();
+            drain = Some(std::thread::spawn(move || {
+                let mut all = Vec::new();
+                std::io::Read::read_to_end(&mut reader, &mut all).unwrap();
+                std::fs::write(received, all).unwrap();
+            }));
+            cmd.stdout(writer)
+        }
+    };
+    let status = cmd.status().unwrap();
+    // The command holds the parent's copies of the pipe ends until dropped.
+    drop(cmd);
+    for thread in feed.into_iter().chain(drain) {
+        thread.join().unwrap();
+    }
+    assert!(status.success(), "{status:?}");
+    let read = |p: &std::path::Path| std::fs::read(p).unwrap();
+    assert_eq!(read(&got), input, "client → server bytes changed");
+    assert!(read(&put).len() > input.len() / 2);
+    assert_eq!(read(&received), read(&put), "server → client bytes changed");
+}
+
+#[test]
+fn pipes_files_and_both_relay_the_same_bytes_in_order() {
+    // Between two pipes the relay splices; a file (or a socket, as some
+    // clients hand their servers) is copied. Each mix must relay the same
+    // bytes and observe every call in order: a response observed before
+    // its request would leave that call unanswered.
+    let store = Store::new();
+    let calls = 3000;
+    let mut input = Vec::new();
+    input.extend_from_slice(
+        b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{}}\n",
+    );
+    for id in 1..=calls {
+        let tool = if id % 3 == 0 { "tool_error" } else { "ok" };
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": tool,
+                                     "arguments": {"text": "ünïcødé \u{2028} \\n tab\t", "n": id}}});
+        writeln!(input, "{call}").unwrap();
+    }
+    input.extend_from_slice(b"not JSON-RPC, relayed all the same\n");
+    let mixes = [
+        (End::File, End::File),
+        (End::Pipe, End::File),
+        (End::File, End::Pipe),
+        (End::Pipe, End::Pipe),
+    ];
+    for (stdin, stdout) in mixes {
+        relay_through(&store, &input, stdin, stdout);
+    }
+    let records = store.records();
+    assert_eq!(records.len(), mixes.len() * calls);
+    let unanswered = records.iter().filter(|r| !r["unknown"].is_null()).count();
+    assert_eq!(unanswered, 0, "every call was observed answered");
+}
+
 #[test]
 fn stdout_carries_only_the_servers_bytes_and_stderr_passes_through() {
     let store = Store::new();
