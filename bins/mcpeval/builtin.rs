@@ -58,6 +58,10 @@ pub const BUILTINS: &[Builtin] = &[
         about: "Write one HTML page of readiness, findings and fixes",
     },
     Builtin {
+        name: "salt",
+        about: "Export the store's secret salt, or import a team's salt",
+    },
+    Builtin {
         name: "serve",
         about: "Serve findings and verification as an MCP server on stdio",
     },
@@ -94,7 +98,7 @@ mod tests {
         // `about` relies on binary search; a misplaced row would vanish.
         assert!(BUILTINS.windows(2).all(|w| w[0].name < w[1].name));
         assert!(names().all(is_valid_name));
-        assert_eq!(BUILTINS.len(), 14);
+        assert_eq!(BUILTINS.len(), 15);
         for b in BUILTINS {
             assert_eq!(about(b.name), Some(b.about));
             // One line each, short enough for an 80-column listing.

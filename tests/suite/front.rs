@@ -475,10 +475,10 @@ fn a_typo_gets_a_suggestion_and_status_2() {
     let dir = plugin_dir(&store, "bin");
     script(&dir, "mcpeval-hello", "exit 0", 0o755);
     let mut cmd = front(&store, &[&dir]);
-    cmd.arg("helo");
+    cmd.arg("hellow");
     assert(cmd)
         .code(2)
-        .stderr("mcpeval: error: no such command 'helo'\n  hint: did you mean 'hello'?\n");
+        .stderr("mcpeval: error: no such command 'hellow'\n  hint: did you mean 'hello'?\n");
 }
 
 #[test]

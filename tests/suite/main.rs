@@ -30,6 +30,7 @@ mod readiness;
 mod reading;
 mod records;
 mod report;
+mod salt;
 mod seeded;
 mod serve;
 mod share;
