@@ -346,8 +346,8 @@ fn index_full(store: &Store, sizes: &Sizes, tools: &Tools, scratch: &Path, table
             rate(store.calls as f64 / floor_time.as_secs_f64())
         ),
         ratio: report::times(time, floor_time),
-        target: "≥ 250k/s, ≤ 3×".into(),
-        met: Some(per_s >= 250_000.0 && time.as_secs_f64() <= 3.0 * floor_time.as_secs_f64()),
+        target: "≥ 250k/s, ≤ 2×".into(),
+        met: Some(per_s >= 250_000.0 && time.as_secs_f64() <= 2.0 * floor_time.as_secs_f64()),
     });
     let (rebuild_time, rebuild_peak) = measure::summary(&in_place);
     table.push(Row {
@@ -359,8 +359,8 @@ fn index_full(store: &Store, sizes: &Sizes, tools: &Tools, scratch: &Path, table
         ),
         baseline: format!("{} parse-only floor", secs(floor_time)),
         ratio: report::times(rebuild_time, floor_time),
-        target: "-".into(),
-        met: None,
+        target: "≤ 3×".into(),
+        met: Some(rebuild_time.as_secs_f64() <= 3.0 * floor_time.as_secs_f64()),
     });
     table.note(format!(
         "a first index is built aside and linked into place; `--rebuild` works inside one \
