@@ -47,10 +47,7 @@ fn export(home: &Home, output: &Output) -> Result<()> {
 
 fn import(home: &Home, input: &Input) -> Result<()> {
     let bytes = input.read_limited(LIMIT)?;
-    let salt = Salt::parse_export(&bytes).map_err(|why| {
-        Error::rejected(format!("{input}: {why}"))
-            .with_hint("give the file mcpeval salt --export wrote, unchanged")
-    })?;
+    let salt = Salt::parse_export(&bytes, input)?;
     let refused = |why: &str| {
         Error::refused(format!(
             "refused: {} {why}; nothing was changed",
@@ -84,7 +81,7 @@ fn import(home: &Home, input: &Input) -> Result<()> {
     Ok(())
 }
 
-/// Whether `journals/` holds any journal.
+/// Whether `journals/` holds any journal (by the journal's file name rule).
 fn has_journals(home: &Home) -> Result<bool> {
     let dir = home.journals();
     let entries = match std::fs::read_dir(&dir) {
@@ -94,7 +91,11 @@ fn has_journals(home: &Home) -> Result<bool> {
     };
     for entry in entries {
         let entry = entry.map_err(|err| Error::io(format_args!("cannot read {dir}"), err))?;
-        if entry.file_name().to_string_lossy().ends_with(".jsonl") {
+        if entry
+            .file_name()
+            .to_str()
+            .is_some_and(shared::journal::is_journal_name)
+        {
             return Ok(true);
         }
     }

@@ -138,18 +138,23 @@ impl Salt {
         format!("{EXPORT_HEADER}{}\n", self.to_hex())
     }
 
-    /// Reads an export file's whole contents. The error says what is wrong
-    /// without quoting any of the bytes.
-    pub fn parse_export(bytes: &[u8]) -> std::result::Result<Salt, String> {
+    /// Reads an export file's whole contents, read from `source`. A bad
+    /// file is rejected (status 4) naming `source` and what is wrong,
+    /// without quoting any of its bytes.
+    pub fn parse_export(bytes: &[u8], source: impl std::fmt::Display) -> Result<Salt> {
+        let rejected = |why: String| {
+            Error::rejected(format!("{source}: {why}"))
+                .with_hint("give the file mcpeval salt --export wrote, unchanged")
+        };
         let Some(rest) = bytes.strip_prefix(EXPORT_HEADER.as_bytes()) else {
-            return Err(format!(
+            return Err(rejected(format!(
                 "not an exported salt: the file does not start with \"{EXPORT_HEADER}\""
-            ));
+            )));
         };
         let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
         let (field, after) = rest.split_at(end);
-        let salt = Salt::from_hex(field).ok_or_else(|| {
-            if field.len() != 2 * LEN {
+        let Some(salt) = Salt::from_hex(field) else {
+            return Err(rejected(if field.len() != 2 * LEN {
                 format!(
                     "the salt must be {} lowercase hex digits after the header; the line holds {} bytes there",
                     2 * LEN,
@@ -160,15 +165,17 @@ impl Salt {
                     "the salt must be {} lowercase hex digits after the header; another character is among them",
                     2 * LEN
                 )
-            }
-        })?;
+            }));
+        };
         match after {
             b"\n" => Ok(salt),
-            [] => Err("the salt line does not end with a newline".to_owned()),
-            _ => Err(format!(
+            [] => Err(rejected(
+                "the salt line does not end with a newline".to_owned(),
+            )),
+            _ => Err(rejected(format!(
                 "{} bytes of trailing data after the salt line; the file holds one line",
                 after.len() - 1
-            )),
+            ))),
         }
     }
 
@@ -229,9 +236,14 @@ mod tests {
         let salt = Salt::from_bytes([0xa5; LEN]);
         let line = salt.export_line();
         assert_eq!(line, format!("mcpeval.salt/1 {}\n", "a5".repeat(LEN)));
-        assert_eq!(Salt::parse_export(line.as_bytes()).unwrap().0, salt.0);
+        assert_eq!(Salt::parse_export(line.as_bytes(), "f").unwrap().0, salt.0);
         let hex = "a5".repeat(LEN);
-        let why = |text: &str| Salt::parse_export(text.as_bytes()).unwrap_err();
+        let why = |text: &str| {
+            let err = Salt::parse_export(text.as_bytes(), "f").unwrap_err();
+            assert_eq!(err.status(), 4);
+            assert!(err.message().starts_with("f: "), "{}", err.message());
+            err.message().to_owned()
+        };
         assert!(why(&format!("salt/1 {hex}\n")).contains("does not start with"));
         assert!(why(&format!("mcpeval.salt/1 {}\n", &hex[1..])).contains("holds 63 bytes"));
         assert!(
