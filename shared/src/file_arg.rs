@@ -145,15 +145,14 @@ impl Output {
     }
 
     /// Whether writing would replace a file: a regular file or a directory
-    /// is there (what `--force` guards). A FIFO, a device or a symbolic
-    /// link is written into, never replaced, and standard output always
-    /// takes what is written.
+    /// is there, itself or at the end of a symbolic link (what `--force`
+    /// guards: a link's target is what would be overwritten). A FIFO or a
+    /// device, also through a link, is written into, never replaced, and
+    /// standard output always takes what is written.
     pub fn replaces(&self) -> bool {
         match self {
             Output::Stdout => false,
-            Output::Path(path) => {
-                std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() || m.is_dir())
-            }
+            Output::Path(path) => std::fs::metadata(path).is_ok_and(|m| m.is_file() || m.is_dir()),
         }
     }
 }
@@ -179,11 +178,13 @@ impl Output {
         }
     }
 
-    /// Like [`Output::write`], but never replaces a regular file:
-    /// `Ok(false)` when one is there (or any other name in the way of the
-    /// new file), and it is left byte for byte.
+    /// Like [`Output::write`], but never replaces a regular file, itself
+    /// or at the end of a link: `Ok(false)` when one is there (or any
+    /// other name in the way of the new file), and it is left byte for
+    /// byte.
     pub fn create(&self, bytes: &[u8], mode: u32) -> Result<bool> {
         match self {
+            Output::Path(_) if self.replaces() => Ok(false),
             Output::Path(path) if !Output::in_place(path) => {
                 crate::atomic_file::create(path, bytes, mode)
             }
@@ -278,11 +279,28 @@ mod tests {
         std::fs::write(&target, "old old old").unwrap();
         let link = dir.path().join("link.txt");
         symlink(&target, &link).unwrap();
+        // A link to a regular file guards its target like the file itself:
+        // create leaves it, write (--force) writes through the link.
         let out = Output::new(&link);
-        assert!(!out.replaces());
-        assert!(out.create(b"new", 0o600).unwrap());
+        assert!(out.replaces());
+        assert!(!out.create(b"new", 0o600).unwrap());
+        assert_eq!(std::fs::read(&target).unwrap(), b"old old old");
+        out.write(b"new", 0o600).unwrap();
         assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
+
+        // A link to a FIFO is written into, with or without --force.
+        let fifo = dir.path().join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let to_fifo = dir.path().join("to-fifo");
+        symlink(&fifo, &to_fifo).unwrap();
+        assert!(!Output::new(&to_fifo).replaces());
 
         // /dev/null takes the bytes and stays a device.
         Output::new("/dev/null").write(b"x", 0o600).unwrap();

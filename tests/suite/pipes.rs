@@ -543,6 +543,24 @@ fn outputs_that_are_not_regular_files_are_written_in_place() {
     let out = run(generate(&file, true));
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), manifest);
+
+    // So is a regular file at the end of a link: the link's target is
+    // what would be overwritten. Forced, it is written through the link.
+    std::fs::write(&file, "mine").unwrap();
+    let to_file = dir.join("to-m.json");
+    symlink(&file, &to_file).unwrap();
+    let out = run(generate(&to_file, false));
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("exists; nothing was written"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+    let out = run(generate(&to_file, true));
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(std::fs::symlink_metadata(&to_file).unwrap().is_symlink());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), manifest);
 }
 
 /// The ```make block of the README, as a file in `dir`.
