@@ -191,7 +191,9 @@ _mcpeval() {
         fi
         return 0
     fi
-    # Anything else is mcpeval-NAME's: complete the line as if it began there.
+    # Anything else is mcpeval-NAME's: complete the line as if it began there
+    # (only for a name the front would run, so no typed word picks a file).
+    [[ $name =~ ^[a-z0-9][a-z0-9-]*$ ]] || return 0
     _mcpeval_function "mcpeval-$name" || return 0
     local func=$_mcpeval_func
     local words=("mcpeval-$name" "${COMP_WORDS[@]:i+1}")
@@ -274,7 +276,7 @@ _mcpeval() {
         argument)
             if [[ $words[1] == help ]]; then
                 ((CURRENT == 2)) && names=(${(f)"$(_mcpeval_names)"}) && compadd -a names && ret=0
-            else
+            elif [[ $words[1] =~ '^[a-z0-9][a-z0-9-]*$' ]]; then
                 words[1]=mcpeval-$words[1]
                 _normal && ret=0
             fi
@@ -361,6 +363,8 @@ function __fish_mcpeval_command
         test (count $rest) -eq 1; and __fish_mcpeval_names
         return
     end
+    # Only for a name the front would run.
+    string match -qr '^[a-z0-9][a-z0-9-]*$' -- $rest[1]; or return
     set rest[1] mcpeval-$rest[1]
     set -l line (string join ' ' -- (string escape -- $rest))
     set -l cur (commandline -ct)

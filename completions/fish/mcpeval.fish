@@ -38,6 +38,8 @@ function __fish_mcpeval_command
         test (count $rest) -eq 1; and __fish_mcpeval_names
         return
     end
+    # Only for a name the front would run.
+    string match -qr '^[a-z0-9][a-z0-9-]*$' -- $rest[1]; or return
     set rest[1] mcpeval-$rest[1]
     set -l line (string join ' ' -- (string escape -- $rest))
     set -l cur (commandline -ct)

@@ -337,6 +337,33 @@ fn the_front_completes_commands_plugins_and_their_flags() {
         "--home"
     );
 
+    // A typed word that is not a command name never picks a file to
+    // load: beside a copy of the script, `x/../evil` would name `evil`.
+    let copy = store.scratch().join("completions");
+    std::fs::create_dir_all(copy.join("mcpeval-x")).unwrap();
+    std::fs::copy(
+        repo().join("completions/bash/mcpeval"),
+        copy.join("mcpeval"),
+    )
+    .unwrap();
+    std::fs::write(copy.join("evil"), "echo sourced >&2\n").unwrap();
+    let out = std::process::Command::new("bash")
+        .env_clear()
+        .env("PATH", &path)
+        .current_dir(store.scratch())
+        .args([
+            "-c",
+            "source completions/mcpeval; COMP_WORDS=(mcpeval x/../evil --); COMP_CWORD=2; _mcpeval",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+
     for (shell, file) in [
         ("zsh", "completions/zsh/_mcpeval"),
         ("fish", "completions/fish/mcpeval.fish"),
