@@ -143,6 +143,23 @@ pub struct HomeArg {
     pub home: Option<std::path::PathBuf>,
 }
 
+/// The `--database URL` flag of the commands that read or write a team
+/// store: flatten it beside [`HomeArg`] and pass it to
+/// [`DatabaseArg::apply`].
+#[derive(Debug, Clone, clap::Args)]
+pub struct DatabaseArg {
+    /// Team database: a libpq connection string or postgres:// URL, password from PGPASSWORD or ~/.pgpass [default: $MCPEVAL_DATABASE_URL, else database_url in config.json, else none: this store alone]
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
+}
+
+impl DatabaseArg {
+    /// The store with this flag's database, if one was given.
+    pub fn apply(&self, home: crate::home::Home) -> crate::home::Home {
+        home.with_database_flag(self.database.clone())
+    }
+}
+
 impl HomeArg {
     /// The store: `--home`, else the environment (see [`crate::home::Home::resolve`]).
     pub fn resolve(&self) -> Result<crate::home::Home> {

@@ -1,4 +1,5 @@
-//! `config.json`: the user's settings. Today one key, `promotion_threshold`.
+//! `config.json`: the user's settings: `promotion_threshold` and
+//! `database_url` (the team store).
 //!
 //! Unknown keys are errors naming the key, so a typo never silently falls
 //! back to the default.
@@ -16,6 +17,9 @@ use crate::home::Home;
 pub struct Config {
     /// Minimum promotion score, finite and ≥ 0.
     pub promotion_threshold: Option<f64>,
+    /// The team database (SPEC §11), a connection string or URL without a
+    /// password: passwords come from `PGPASSWORD` or `~/.pgpass`.
+    pub database_url: Option<String>,
 }
 
 impl Config {
@@ -55,9 +59,18 @@ impl Config {
                     })?;
                     config.promotion_threshold = Some(t);
                 }
+                "database_url" => {
+                    let Value::String(url) = value else {
+                        return Err(Error::rejected(format!(
+                            "database_url must be a string, not {value}"
+                        )));
+                    };
+                    config.database_url = Some(url);
+                }
                 other => {
                     return Err(Error::rejected(format!(
-                        "unknown key \"{other}\" (known: promotion_threshold)"
+                        "unknown key \"{}\" (known: promotion_threshold, database_url)",
+                        crate::escape::terminal(other)
                     )));
                 }
             }

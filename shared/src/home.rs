@@ -72,6 +72,11 @@ fn program() -> String {
 #[derive(Debug, Clone)]
 pub struct Home {
     root: Utf8PathBuf,
+    /// For a team view: the store it is a view of, whose salt, settings
+    /// and journal writers it keeps (see [`Home::team_view`]).
+    base: Option<Utf8PathBuf>,
+    /// `--database URL`, when given (see `team::Database::resolve`).
+    database: Option<String>,
 }
 
 impl Home {
@@ -105,7 +110,11 @@ impl Home {
 
     fn named(dir: PathBuf, source: &str) -> Result<Home> {
         match Utf8PathBuf::from_path_buf(dir) {
-            Ok(root) => Ok(Home { root }),
+            Ok(root) => Ok(Home {
+                root,
+                base: None,
+                database: None,
+            }),
             Err(_) => Err(Error::usage(format!(
                 "{source} is not valid UTF-8; the store path must be"
             ))
@@ -124,7 +133,52 @@ impl Home {
             root: Utf8Path::from_path(dir)
                 .expect("store paths made by the program are UTF-8")
                 .to_path_buf(),
+            base: None,
+            database: None,
         }
+    }
+
+    /// The same store with the `--database` flag's value, if one was given.
+    pub fn with_database_flag(mut self, url: Option<String>) -> Home {
+        self.database = url;
+        self
+    }
+
+    /// The `--database` flag's value, if one was given.
+    pub fn database_flag(&self) -> Option<&str> {
+        self.database.as_deref()
+    }
+
+    /// `team/`: this machine's view of a team store, laid out as a store of
+    /// its own (`journals/` rebuilt from the database's calls, `index.db`
+    /// over them, `lifecycle.db` as the database holds it), so every
+    /// command reads a team exactly as it reads one store. Its salt and
+    /// settings are this store's; journal writers (capture, probe) write
+    /// into this store's own journals.
+    pub fn team_view(&self) -> Home {
+        Home {
+            root: self.own_root().join("team"),
+            base: Some(self.own_root().to_path_buf()),
+            database: self.database.clone(),
+        }
+    }
+
+    /// Whether this is a team view.
+    pub fn is_team_view(&self) -> bool {
+        self.base.is_some()
+    }
+
+    /// The store itself: for a team view, the store it is a view of.
+    pub fn own(&self) -> Home {
+        Home {
+            root: self.own_root().to_path_buf(),
+            base: None,
+            database: self.database.clone(),
+        }
+    }
+
+    fn own_root(&self) -> &Utf8Path {
+        self.base.as_deref().unwrap_or(&self.root)
     }
 
     /// Creates the store and its journal directory (mode 0700) if missing.
@@ -188,12 +242,17 @@ impl Home {
 
     /// `config.json`: the user's settings.
     pub fn config(&self) -> Utf8PathBuf {
-        self.root.join("config.json")
+        self.own_root().join("config.json")
     }
 
     /// `.salt`: 32 secret bytes keying every salted hash.
     pub fn salt(&self) -> Utf8PathBuf {
-        self.root.join(".salt")
+        self.own_root().join(".salt")
+    }
+
+    /// `store-id`: the random id a team database knows this store by.
+    pub fn store_id(&self) -> Utf8PathBuf {
+        self.own_root().join("store-id")
     }
 }
 

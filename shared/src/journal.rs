@@ -118,6 +118,9 @@ impl Writer {
     /// A writer for the store's journals; the first file is created with
     /// the first record, so a session without tool calls leaves no file.
     pub fn new(home: &Home) -> Result<Writer> {
+        // A team view's journals are rebuilt from the database; new
+        // records go to the store's own.
+        let home = &home.own();
         home.ensure()?;
         Ok(Writer {
             dir: home.journals().into_std_path_buf(),

@@ -148,6 +148,8 @@ pub mod sibling;
 mod spelling;
 #[cfg(feature = "http")]
 pub mod sse;
+#[cfg(feature = "team")]
+pub mod team;
 pub mod time;
 #[cfg(feature = "store")]
 pub mod verification;

@@ -1,0 +1,285 @@
+//! Which team database, how to reach it, and how it is shown.
+//!
+//! `--database URL` › `MCPEVAL_DATABASE_URL` › `database_url` in
+//! `config.json`. The text is a libpq connection string (`host=… dbname=…`)
+//! or a `postgres://` URL. Passwords come from libpq's usual places —
+//! `PGPASSWORD`, then the password file (`PGPASSFILE`, else `~/.pgpass`) —
+//! and never from `config.json`. What the suite prints is
+//! `postgres://USER@HOST:PORT/DBNAME`: never a password.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use postgres::config::{Host, SslMode};
+use postgres::{Client, Config};
+
+use crate::config::Config as Settings;
+use crate::error::{Error, Result};
+use crate::escape;
+use crate::home::Home;
+
+/// Environment variable naming the team database.
+pub const DATABASE_ENV: &str = "MCPEVAL_DATABASE_URL";
+
+/// A team database, resolved and ready to connect to.
+#[derive(Clone)]
+pub struct Database {
+    config: Config,
+    shown: String,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl Database {
+    /// The store's team database, if it has one.
+    pub fn resolve(home: &Home) -> Result<Option<Database>> {
+        if let Some(url) = home.database_flag() {
+            return Database::parse(url, "--database", true).map(Some);
+        }
+        if let Some(url) = std::env::var_os(DATABASE_ENV).filter(|v| !v.is_empty()) {
+            let url = url.into_string().map_err(|_| {
+                Error::usage(format!("{DATABASE_ENV} is not valid UTF-8"))
+            })?;
+            return Database::parse(&url, DATABASE_ENV, true).map(Some);
+        }
+        match Settings::load(home)?.database_url {
+            Some(url) => {
+                let source = format!("database_url in {}", home.config());
+                Database::parse(&url, &source, false).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Parses a connection string from `source`. A password is taken from
+    /// the text only where the user typed it (`from_user`), never from a
+    /// file of settings.
+    pub fn parse(text: &str, source: &str, from_user: bool) -> Result<Database> {
+        let bad = |why: String| {
+            let err = format!("{source} is not a usable connection string or postgres:// URL: {why}");
+            if from_user {
+                Error::usage(err)
+            } else {
+                Error::rejected(err)
+            }
+        };
+        // The parser's message never repeats a value; escape it anyway.
+        let mut config = Config::from_str(text)
+            .map_err(|e| bad(escape::terminal(&e.to_string()).into_owned()))?;
+        if config.get_password().is_some() && !from_user {
+            return Err(bad(
+                "it carries a password; keep passwords in PGPASSWORD or ~/.pgpass".to_owned(),
+            ));
+        }
+        defaults(&mut config);
+        let shown = shown(&config);
+        if config.get_password().is_none()
+            && let Some(password) = password(&config)
+        {
+            config.password(password);
+        }
+        Ok(Database { config, shown })
+    }
+
+    /// `postgres://USER@HOST:PORT/DBNAME`, for messages.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// Connects; an unreachable or refusing server is status 3, naming
+    /// the database without its password.
+    pub fn connect(&self) -> Result<Client> {
+        let result = match self.config.get_ssl_mode() {
+            SslMode::Disable => self.config.connect(postgres::NoTls),
+            _ => self.config.connect(tls()),
+        };
+        result.map_err(|e| {
+            Error::unavailable(format!(
+                "cannot reach the team database {}: {}",
+                self.shown,
+                escape::terminal(&e.to_string())
+            ))
+            .with_hint("check that the server runs and lets this user in (password from PGPASSWORD or ~/.pgpass)")
+        })
+    }
+}
+
+/// TLS as libpq's `sslmode` asks: `prefer` tries it, `require` insists.
+/// The server's certificate is checked against the public web roots.
+fn tls() -> tokio_postgres_rustls::MakeRustlsConnect {
+    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("ring supports the default protocol versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    tokio_postgres_rustls::MakeRustlsConnect::new(config)
+}
+
+/// libpq's defaults for what the text left out: `PGHOST`, `PGPORT`,
+/// `PGUSER`, `PGDATABASE`, `PGSSLMODE`, else a local socket, 5432, the
+/// login name, and a database named after the user.
+fn defaults(config: &mut Config) {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    if config.get_hosts().is_empty() {
+        let hosts = var("PGHOST").unwrap_or_else(|| "/var/run/postgresql".to_owned());
+        for host in hosts.split(',') {
+            config.host(host);
+        }
+    }
+    if config.get_ports().is_empty()
+        && let Some(port) = var("PGPORT").and_then(|p| p.parse().ok())
+    {
+        config.port(port);
+    }
+    if config.get_user().is_none() {
+        let user = var("PGUSER")
+            .or_else(|| var("USER"))
+            .or_else(|| var("LOGNAME"))
+            .unwrap_or_else(|| "postgres".to_owned());
+        config.user(&user);
+    }
+    if config.get_dbname().is_none() {
+        let name = var("PGDATABASE").unwrap_or_else(|| config.get_user().unwrap_or("").to_owned());
+        config.dbname(&name);
+    }
+    if let Some(mode) = var("PGSSLMODE") {
+        match mode.as_str() {
+            "disable" => config.ssl_mode(SslMode::Disable),
+            "require" => config.ssl_mode(SslMode::Require),
+            _ => config.ssl_mode(SslMode::Prefer),
+        };
+    }
+}
+
+fn host_text(host: &Host) -> String {
+    match host {
+        Host::Tcp(name) => name.clone(),
+        Host::Unix(path) => path.display().to_string(),
+    }
+}
+
+fn port(config: &Config) -> u16 {
+    config.get_ports().first().copied().unwrap_or(5432)
+}
+
+fn shown(config: &Config) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(host_text)
+        .unwrap_or_default();
+    let text = format!(
+        "postgres://{}@{}:{}/{}",
+        config.get_user().unwrap_or(""),
+        host,
+        port(config),
+        config.get_dbname().unwrap_or("")
+    );
+    escape::terminal(&text).into_owned()
+}
+
+/// `PGPASSWORD`, else the first matching line of the password file.
+fn password(config: &Config) -> Option<String> {
+    if let Ok(password) = std::env::var("PGPASSWORD") {
+        return Some(password);
+    }
+    let file = std::env::var_os("PGPASSFILE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")))?;
+    // libpq ignores a password file others can read.
+    let meta = fs::metadata(&file).ok()?;
+    if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
+        return None;
+    }
+    let text = fs::read_to_string(&file).ok()?;
+    let host = config.get_hosts().first().map(host_text).unwrap_or_default();
+    let host = if host.starts_with('/') {
+        "localhost".to_owned()
+    } else {
+        host
+    };
+    let wanted = [
+        host,
+        port(config).to_string(),
+        config.get_dbname().unwrap_or("").to_owned(),
+        config.get_user().unwrap_or("").to_owned(),
+    ];
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| {
+            let fields = pgpass_fields(line);
+            if fields.len() != 5 {
+                return None;
+            }
+            let matches = fields[..4]
+                .iter()
+                .zip(&wanted)
+                .all(|(field, want)| field == "*" || field == want);
+            matches.then(|| fields[4].clone())
+        })
+}
+
+/// The `:`-separated fields of a password file line, `\` escaping.
+fn pgpass_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    fields.last_mut().expect("one field at least").push(next);
+                }
+            }
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => fields.last_mut().expect("one field at least").push(c),
+        }
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        let db = Database::parse("postgres://ana:s3cret@db.example:6543/team", "--database", true)
+            .unwrap();
+        assert_eq!(db.shown(), "postgres://ana@db.example:6543/team");
+        let db = Database::parse(
+            "host=db.example user=ana password=s3cret dbname=team",
+            "--database",
+            true,
+        )
+        .unwrap();
+        assert_eq!(db.shown(), "postgres://ana@db.example:5432/team");
+        assert!(!format!("{db:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_settings_file_may_not_carry_a_password() {
+        let err = Database::parse("postgres://ana:s3cret@db/team", "database_url", false)
+            .unwrap_err();
+        assert_eq!(err.status(), crate::exit::REJECTED);
+        assert!(err.to_string().contains("carries a password"), "{err}");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+    }
+
+    #[test]
+    fn password_file_lines_split_on_unescaped_colons() {
+        assert_eq!(
+            pgpass_fields(r"db:5432:*:ana:pa\:ss\\word"),
+            ["db", "5432", "*", "ana", r"pa:ss\word"]
+        );
+        assert_eq!(pgpass_fields("a:b:c:d:e:f"), ["a", "b", "c", "d", "e:f"]);
+    }
+}

@@ -1,0 +1,319 @@
+//! Small tables copied whole between the team database and a team view's
+//! SQLite files: the lifecycle and the last promote's findings.
+//!
+//! They hold hundreds to thousands of rows, so a copy is cheap, and a
+//! whole-table copy inside one transaction on each side can never mix two
+//! states. Which side wins is the caller's choice: the database, when a
+//! command starts; the view, when a lifecycle change commits.
+
+use postgres::Transaction;
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::{ToSql, Type};
+use rusqlite::types::Value;
+
+use crate::error::Result;
+use crate::hash;
+
+use super::pg_error;
+
+/// How a column is typed on both sides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Ty {
+    Int,
+    Real,
+    Text,
+}
+
+/// One mirrored table: its SQLite name, the database's, and its columns
+/// (the first is the key).
+#[derive(Debug)]
+pub struct Table {
+    pub local: &'static str,
+    pub remote: &'static str,
+    pub columns: &'static [(&'static str, Ty)],
+}
+
+use Ty::{Int, Real, Text};
+
+/// `lifecycle.db`'s tables.
+pub const LIFECYCLE: &[Table] = &[
+    Table {
+        local: "annotations",
+        remote: "mcpeval.life_annotations",
+        columns: &[
+            ("id", Int),
+            ("created_at", Text),
+            ("kind", Text),
+            ("note", Text),
+            ("event_id", Text),
+            ("session", Text),
+            ("seq", Int),
+        ],
+    },
+    Table {
+        local: "finding_state",
+        remote: "mcpeval.life_finding_state",
+        columns: &[
+            ("finding_id", Text),
+            ("state", Text),
+            ("streak", Int),
+            ("binding", Text),
+            ("probe_attached", Int),
+            ("reopened", Int),
+            ("retired_for", Text),
+            ("updated_at", Text),
+            ("server", Text),
+            ("tool", Text),
+        ],
+    },
+    Table {
+        local: "verifications",
+        remote: "mcpeval.life_verifications",
+        columns: &[
+            ("id", Int),
+            ("run_id", Text),
+            ("finding_id", Text),
+            ("case_id", Text),
+            ("binding", Text),
+            ("result", Text),
+            ("reason", Text),
+            ("started_at", Text),
+            ("finished_at", Text),
+            ("recorded_at", Text),
+            ("legacy", Int),
+            ("digest", Text),
+        ],
+    },
+    Table {
+        local: "history",
+        remote: "mcpeval.life_history",
+        columns: &[
+            ("id", Int),
+            ("finding_id", Text),
+            ("at", Text),
+            ("event", Text),
+            ("from_state", Text),
+            ("to_state", Text),
+            ("detail", Text),
+        ],
+    },
+    Table {
+        local: "imports",
+        remote: "mcpeval.life_imports",
+        columns: &[("name", Text), ("at", Text), ("rows", Int)],
+    },
+];
+
+/// `index.db`'s findings of the last promote.
+pub const CATALOG: &[Table] = &[
+    Table {
+        local: "findings",
+        remote: "mcpeval.cat_findings",
+        columns: &[
+            ("id", Text),
+            ("kind", Text),
+            ("server", Text),
+            ("tool", Text),
+            ("template_id", Text),
+            ("defect_class", Text),
+            ("score", Real),
+            ("failures", Int),
+            ("calls", Int),
+            ("failure_rate", Real),
+            ("wilson_lower", Real),
+            ("sessions", Int),
+            ("first_seen", Text),
+            ("last_seen", Text),
+            ("median_window_turns", Real),
+            ("blast_radius", Int),
+            ("err_code", Int),
+            ("err_codes", Text),
+            ("retryable", Int),
+            ("args_shapes", Text),
+        ],
+    },
+    Table {
+        local: "promotion",
+        remote: "mcpeval.cat_promotion",
+        columns: &[
+            ("id", Int),
+            ("promoted_at", Text),
+            ("scored_as_of", Text),
+            ("threshold", Real),
+            ("issues", Int),
+            ("promoted", Int),
+            ("one_session", Int),
+            ("below_threshold", Int),
+            ("outdated_at", Text),
+        ],
+    },
+];
+
+impl Table {
+    fn names(&self) -> String {
+        self.columns
+            .iter()
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Replaces the view's rows of `table` by the database's.
+pub fn pull(
+    pg: &mut Transaction<'_>,
+    shown: &str,
+    local: &rusqlite::Transaction<'_>,
+    path: &std::path::Path,
+    table: &Table,
+) -> Result<()> {
+    let fail = |e| crate::db::sql_error(path, e);
+    let rows = pg
+        .query(
+            &format!("SELECT {} FROM {} ORDER BY 1", table.names(), table.remote),
+            &[],
+        )
+        .map_err(pg_error(shown))?;
+    local
+        .execute(&format!("DELETE FROM {}", table.local), [])
+        .map_err(fail)?;
+    let marks = vec!["?"; table.columns.len()].join(", ");
+    let mut insert = local
+        .prepare(&format!(
+            "INSERT INTO {}({}) VALUES ({marks})",
+            table.local,
+            table.names()
+        ))
+        .map_err(fail)?;
+    for row in rows {
+        let values: Vec<Value> = table
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, (_, ty))| match ty {
+                Int => row.get::<_, Option<i64>>(i).map_or(Value::Null, Value::Integer),
+                Real => row.get::<_, Option<f64>>(i).map_or(Value::Null, Value::Real),
+                Text => row.get::<_, Option<String>>(i).map_or(Value::Null, Value::Text),
+            })
+            .collect();
+        insert
+            .execute(rusqlite::params_from_iter(values))
+            .map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// The view's rows of `table`, in key order.
+pub fn rows(conn: &rusqlite::Connection, path: &std::path::Path, table: &Table) -> Result<Vec<Vec<Value>>> {
+    let fail = |e| crate::db::sql_error(path, e);
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT {} FROM {} ORDER BY 1",
+            table.names(),
+            table.local
+        ))
+        .map_err(fail)?;
+    let width = table.columns.len();
+    let rows = stmt
+        .query_map([], |r| (0..width).map(|i| r.get::<_, Value>(i)).collect())
+        .map_err(fail)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(fail)
+}
+
+/// A digest of rows, to tell whether a command changed a table.
+pub fn digest(rows: &[Vec<Value>]) -> [u8; 32] {
+    let mut text = String::new();
+    for row in rows {
+        for value in row {
+            match value {
+                Value::Null => text.push('N'),
+                Value::Integer(i) => text.push_str(&format!("I{i}")),
+                Value::Real(r) => text.push_str(&format!("R{}", r.to_bits())),
+                Value::Text(t) => text.push_str(&format!("T{}:{t}", t.len())),
+                Value::Blob(b) => text.push_str(&format!("B{}", hash::hex(b))),
+            }
+            text.push('\u{1f}');
+        }
+        text.push('\n');
+    }
+    hash::sha256(text.as_bytes())
+}
+
+/// Replaces the database's rows of `table` by `rows` (from the view).
+pub fn push(
+    pg: &mut Transaction<'_>,
+    shown: &str,
+    table: &Table,
+    rows: &[Vec<Value>],
+) -> Result<()> {
+    pg.execute(&format!("DELETE FROM {}", table.remote), &[])
+        .map_err(pg_error(shown))?;
+    let types: Vec<Type> = table
+        .columns
+        .iter()
+        .map(|(_, ty)| match ty {
+            Int => Type::INT8,
+            Real => Type::FLOAT8,
+            Text => Type::TEXT,
+        })
+        .collect();
+    let sink = pg
+        .copy_in(&format!(
+            "COPY {}({}) FROM STDIN (FORMAT binary)",
+            table.remote,
+            table.names()
+        ))
+        .map_err(pg_error(shown))?;
+    let mut writer = BinaryCopyInWriter::new(sink, &types);
+    for row in rows {
+        let owned: Vec<Box<dyn ToSql + Sync>> = row
+            .iter()
+            .zip(table.columns)
+            .map(|(value, (_, ty))| -> Box<dyn ToSql + Sync> {
+                match (value, ty) {
+                    (Value::Integer(i), Int) => Box::new(Some(*i)),
+                    (Value::Integer(i), Real) => Box::new(Some(*i as f64)),
+                    (Value::Real(r), Real) => Box::new(Some(*r)),
+                    (Value::Text(t), Text) => Box::new(Some(t.clone())),
+                    (Value::Integer(i), Text) => Box::new(Some(i.to_string())),
+                    (_, Int) => Box::new(None::<i64>),
+                    (_, Real) => Box::new(None::<f64>),
+                    (_, Text) => Box::new(None::<String>),
+                }
+            })
+            .collect();
+        let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
+        writer.write(&refs).map_err(pg_error(shown))?;
+    }
+    writer.finish().map_err(pg_error(shown))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mirrored columns are exactly the SQLite tables' columns: a
+    /// migration of lifecycle.db or index.db that adds one must add it here
+    /// (and to the database's schema).
+    #[test]
+    fn mirrored_tables_have_every_column_of_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let life = crate::db::open(dir.path().join("l.db"), &crate::lifecycle::SCHEMA).unwrap();
+        let index = crate::db::open(dir.path().join("i.db"), &crate::index_db::SCHEMA).unwrap();
+        for (conn, tables) in [(&life, LIFECYCLE), (&index, CATALOG)] {
+            for table in tables {
+                let mut stmt = conn
+                    .prepare(&format!("SELECT name FROM pragma_table_info('{}')", table.local))
+                    .unwrap();
+                let names: Vec<String> = stmt
+                    .query_map([], |r| r.get(0))
+                    .unwrap()
+                    .collect::<rusqlite::Result<_>>()
+                    .unwrap();
+                let ours: Vec<&str> = table.columns.iter().map(|c| c.0).collect();
+                assert_eq!(names, ours, "{}", table.local);
+            }
+        }
+    }
+}

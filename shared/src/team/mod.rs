@@ -1,0 +1,373 @@
+//! The team store (SPEC §11): many machines' evidence pooled in one
+//! PostgreSQL database.
+//!
+//! Capture stays local. `index` uploads the store's calls (the sanitized
+//! rows of its `index.db`, never a journal file or the salt) and then
+//! brings this machine's *team view* up to date: a directory laid out as a
+//! store of its own (`team/` inside the store), whose journals are rebuilt
+//! from every store's calls and indexed by the same code as any store. The
+//! lifecycle and the last promote's findings live in the database; a
+//! command copies them into the view when it starts ([`view`]), and a
+//! command that changes them does so inside one serializable transaction
+//! that holds the team's lifecycle lock from that copy to the write back
+//! ([`write`]). So every command reads and writes a team with the rules,
+//! words and statuses it uses on one store, and a team's findings are the
+//! findings one store holding every machine's journals would have.
+
+mod database;
+mod mirror;
+mod pull;
+mod schema;
+mod upload;
+
+use std::fs;
+
+use postgres::{Client, IsolationLevel, Transaction};
+
+pub use database::{DATABASE_ENV, Database};
+pub use pull::Pulled;
+pub use upload::Uploaded;
+
+use crate::error::{Error, Result};
+use crate::home::Home;
+use crate::lock::LockFile;
+use crate::salt::Salt;
+use crate::{db, escape, hash, index_db, lifecycle};
+
+/// Advisory lock held while the schema changes.
+const LOCK_SCHEMA: i64 = 0x6d63_7065_0001;
+/// Advisory lock held by every lifecycle or findings change.
+const LOCK_LIFECYCLE: i64 = 0x6d63_7065_0002;
+
+/// A connection to the team database on behalf of one store.
+pub struct Team {
+    client: Client,
+    shown: String,
+    store_id: String,
+}
+
+impl Team {
+    /// Connects to the store's team database, if it has one: refuses a
+    /// database newer than this binary and a store whose salt is not the
+    /// team's (status 6, before anything is written), brings the schema
+    /// up to date and registers the store.
+    pub fn open(home: &Home) -> Result<Option<Team>> {
+        let Some(database) = Database::resolve(home)? else {
+            return Ok(None);
+        };
+        let own = home.own();
+        let shown = database.shown().to_owned();
+        let mut client = database.connect()?;
+        let version = schema::current(&mut client, &shown)?;
+        schema::check_not_newer(version, &shown)?;
+        let salt = Salt::load(&own)?;
+        let recorded = match version {
+            0 => None,
+            _ => recorded_fingerprint(&mut client, &shown)?,
+        };
+        if let Some(recorded) = &recorded {
+            check_salt(salt.as_ref(), recorded, &shown, &own)?;
+        }
+        schema::migrate(&mut client, &shown)?;
+        // The first store of a team brings the team's salt (a store that
+        // has none yet makes it now, as its first capture would).
+        let salt = match salt {
+            Some(salt) => salt,
+            None => Salt::load_or_create(&own)?,
+        };
+        client
+            .execute(
+                "INSERT INTO mcpeval.meta(key, value) VALUES ('salt_fingerprint', $1)
+                 ON CONFLICT (key) DO NOTHING",
+                &[&fingerprint(&salt)],
+            )
+            .map_err(pg_error(&shown))?;
+        let recorded = recorded_fingerprint(&mut client, &shown)?.unwrap_or_default();
+        check_salt(Some(&salt), &recorded, &shown, &own)?;
+        let store_id = store_id(&own)?;
+        client
+            .execute(
+                "INSERT INTO mcpeval.stores(store_id, first_seen) VALUES ($1, $2)
+                 ON CONFLICT (store_id) DO NOTHING",
+                &[&store_id, &crate::time::now_rfc3339()],
+            )
+            .map_err(pg_error(&shown))?;
+        Ok(Some(Team {
+            client,
+            shown,
+            store_id,
+        }))
+    }
+
+    /// The database as the suite shows it: without a password.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// Uploads this store's calls (see [`upload`](upload::run)).
+    pub fn upload(&mut self, own: &Home) -> Result<Uploaded> {
+        upload::run(self, own)
+    }
+
+    /// Rebuilds the view's journals from the database's calls (see
+    /// [`pull`](pull::run)).
+    pub fn pull(&mut self, view: &Home) -> Result<Pulled> {
+        pull::run(self, view)
+    }
+}
+
+/// The store to read: the store itself, or, with a team database, this
+/// machine's team view with the team's lifecycle and findings as the
+/// database holds them now.
+pub fn view(home: &Home) -> Result<Home> {
+    let Some(mut team) = Team::open(home)? else {
+        return Ok(home.clone());
+    };
+    let view = home.team_view();
+    view.ensure()?;
+    let lock = view_lock(&view)?;
+    let _held = lock.exclusive()?;
+    let shown = team.shown.clone();
+    let mut tx = team
+        .client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .map_err(pg_error(&shown))?;
+    pull_shared(&mut tx, &shown, &view)?;
+    tx.commit().map_err(pg_error(&shown))?;
+    Ok(view)
+}
+
+/// Runs `work`, a change of the lifecycle or of the findings, on the store
+/// or, with a team database, on the team view inside one serializable
+/// transaction holding the team's lifecycle lock: the view is brought up
+/// to date first, and what `work` changed is written back before the
+/// commit. A failure anywhere leaves the database as it was.
+pub fn write<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
+    let Some(mut team) = Team::open(home)? else {
+        return work(home);
+    };
+    let view = home.team_view();
+    view.ensure()?;
+    let lock = view_lock(&view)?;
+    let _held = lock.exclusive()?;
+    let shown = team.shown.clone();
+    let mut tx = team
+        .client
+        .build_transaction()
+        .isolation_level(IsolationLevel::Serializable)
+        .start()
+        .map_err(pg_error(&shown))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_LIFECYCLE])
+        .map_err(pg_error(&shown))?;
+    pull_shared(&mut tx, &shown, &view)?;
+    let before = Snapshot::take(&view)?;
+    let value = work(&view)?;
+    let after = Snapshot::take(&view)?;
+    let mut evidence_changed = false;
+    for ((table, (old, _)), (_, (new, rows))) in before.tables.iter().zip(&after.tables) {
+        if old != new {
+            mirror::push(&mut tx, &shown, table, rows)?;
+            evidence_changed |= table.local == "annotations";
+        }
+    }
+    if before.catalog != after.catalog {
+        for (table, rows) in mirror::CATALOG.iter().zip(&after.catalog_rows) {
+            mirror::push(&mut tx, &shown, table, rows)?;
+        }
+        let indexed = pull::indexed_generation(&view)?;
+        set_meta(&mut tx, &shown, "promoted_generation", &indexed.to_string())?;
+    }
+    if evidence_changed {
+        bump_generation(&mut tx, &shown)?;
+    }
+    tx.commit().map_err(|e| {
+        pg_error(&shown)(e).with_hint("another machine changed the team's lifecycle at the same moment; run the command again")
+    })?;
+    Ok(value)
+}
+
+/// The view's mirrored tables as `work` found and left them.
+struct Snapshot {
+    tables: Vec<(&'static mirror::Table, ([u8; 32], Vec<Vec<rusqlite::types::Value>>))>,
+    catalog: Vec<[u8; 32]>,
+    catalog_rows: Vec<Vec<Vec<rusqlite::types::Value>>>,
+}
+
+impl Snapshot {
+    fn take(view: &Home) -> Result<Snapshot> {
+        let life_path = view.lifecycle_db();
+        let life = lifecycle::open(view)?;
+        let mut tables = Vec::new();
+        for table in mirror::LIFECYCLE {
+            let rows = mirror::rows(&life, life_path.as_std_path(), table)?;
+            tables.push((table, (mirror::digest(&rows), rows)));
+        }
+        let index_path = view.index_db();
+        let index = db::open(index_path.as_std_path(), &index_db::SCHEMA)?;
+        let mut catalog = Vec::new();
+        let mut catalog_rows = Vec::new();
+        for table in mirror::CATALOG {
+            let rows = mirror::rows(&index, index_path.as_std_path(), table)?;
+            catalog.push(mirror::digest(&rows));
+            catalog_rows.push(rows);
+        }
+        Ok(Snapshot {
+            tables,
+            catalog,
+            catalog_rows,
+        })
+    }
+}
+
+/// Copies the lifecycle and the findings from the database into the view;
+/// findings promoted from calls the database has since moved past are
+/// marked out of date, as `index` marks a store's.
+fn pull_shared(tx: &mut Transaction<'_>, shown: &str, view: &Home) -> Result<()> {
+    let life_path = view.lifecycle_db();
+    let mut life = lifecycle::open(view)?;
+    db::write(&mut life, |local| {
+        for table in mirror::LIFECYCLE {
+            mirror::pull(tx, shown, local, life_path.as_std_path(), table)?;
+        }
+        Ok(())
+    })?;
+    let generation = meta(tx, shown, "generation")?;
+    let promoted = meta(tx, shown, "promoted_generation")?;
+    let changed_at = meta(tx, shown, "changed_at")?;
+    let index_path = view.index_db();
+    let mut index = db::open(index_path.as_std_path(), &index_db::SCHEMA)?;
+    db::write(&mut index, |local| {
+        for table in mirror::CATALOG {
+            mirror::pull(tx, shown, local, index_path.as_std_path(), table)?;
+        }
+        if promoted != generation {
+            let at = changed_at.unwrap_or_else(crate::time::now_rfc3339);
+            local
+                .execute(
+                    "UPDATE promotion SET outdated_at = ?1 WHERE outdated_at IS NULL",
+                    [at],
+                )
+                .map_err(|e| db::sql_error(&index_path, e))?;
+        }
+        Ok(())
+    })
+}
+
+/// `team/.lock`: one command at a time brings this machine's view up to
+/// date or changes it.
+fn view_lock(view: &Home) -> Result<LockFile> {
+    LockFile::open(view.root().join(".lock").as_std_path())
+}
+
+fn meta(tx: &mut Transaction<'_>, shown: &str, key: &str) -> Result<Option<String>> {
+    Ok(tx
+        .query_opt("SELECT value FROM mcpeval.meta WHERE key = $1", &[&key])
+        .map_err(pg_error(shown))?
+        .map(|row| row.get(0)))
+}
+
+fn set_meta(tx: &mut Transaction<'_>, shown: &str, key: &str, value: &str) -> Result<()> {
+    tx.execute(
+        "INSERT INTO mcpeval.meta(key, value) VALUES ($1, $2)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        &[&key, &value],
+    )
+    .map(drop)
+    .map_err(pg_error(shown))
+}
+
+/// Moves the evidence generation on: findings promoted before are out of
+/// date from now.
+fn bump_generation(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
+    tx.execute(
+        "UPDATE mcpeval.meta SET value = (value::bigint + 1)::text WHERE key = 'generation'",
+        &[],
+    )
+    .map_err(pg_error(shown))?;
+    set_meta(tx, shown, "changed_at", &crate::time::now_rfc3339())
+}
+
+/// A digest keyed by the team salt that tells the team's salt from
+/// another without revealing it.
+fn fingerprint(salt: &Salt) -> String {
+    hash::hex(&salt.digest(&[b"mcpeval team salt fingerprint"]))
+}
+
+fn recorded_fingerprint(client: &mut Client, shown: &str) -> Result<Option<String>> {
+    Ok(client
+        .query_opt(
+            "SELECT value FROM mcpeval.meta WHERE key = 'salt_fingerprint'",
+            &[],
+        )
+        .map_err(pg_error(shown))?
+        .map(|row| row.get(0)))
+}
+
+/// Refuses a store without the team's salt (status 6).
+fn check_salt(salt: Option<&Salt>, recorded: &str, shown: &str, own: &Home) -> Result<()> {
+    let hint = "every machine of a team shares one salt: on a machine of the team run \
+                `mcpeval salt --export FILE`, then here `mcpeval salt --import FILE` \
+                (before this store's first capture)";
+    match salt {
+        None => Err(Error::refused(format!(
+            "this store ({}) has no salt yet, and the team database {shown} has one; nothing was written",
+            own.root()
+        ))
+        .with_hint(hint)),
+        Some(salt) if fingerprint(salt) != recorded => Err(Error::refused(format!(
+            "this store's salt ({}) is not the team's salt of {shown}: its ids would never match the team's; nothing was written",
+            own.salt()
+        ))
+        .with_hint(hint)),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The store's id in the team, made on first use (`store-id`).
+fn store_id(own: &Home) -> Result<String> {
+    let path = own.store_id();
+    let read = |path: &camino::Utf8Path| -> Result<Option<String>> {
+        match fs::read_to_string(path) {
+            Ok(text) => {
+                let id = text.trim();
+                uuid::Uuid::try_parse(id)
+                    .map(|_| Some(id.to_owned()))
+                    .map_err(|_| {
+                        Error::rejected(format!(
+                            "{path} does not hold a store id (a UUID): {}",
+                            escape::quoted(id)
+                        ))
+                        .with_hint("delete it: the store gets a new id, and its calls are uploaded again under it")
+                    })
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(Error::io(format_args!("cannot read {path}"), err)),
+        }
+    };
+    if let Some(id) = read(&path)? {
+        return Ok(id);
+    }
+    own.ensure()?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let line = format!("{id}\n");
+    crate::atomic_file::create(path.as_std_path(), line.as_bytes(), 0o600)?;
+    read(&path)?.ok_or_else(|| Error::unavailable(format!("{path} vanished while being created")))
+}
+
+/// Maps a database failure to the suite's error (status 3), naming the
+/// database without its password.
+fn pg_error(shown: &str) -> impl Fn(postgres::Error) -> Error + '_ {
+    move |e| {
+        let text = match e.as_db_error() {
+            Some(db) => format!("{} ({})", db.message(), db.code().code()),
+            None => e.to_string(),
+        };
+        Error::unavailable(format!(
+            "team database {shown}: {}",
+            escape::terminal(&text)
+        ))
+    }
+}
