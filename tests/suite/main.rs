@@ -19,6 +19,7 @@ mod index;
 mod inspector;
 mod names;
 mod pipes;
+mod postgres;
 mod privacy;
 mod probe;
 mod probe_all;
