@@ -1,7 +1,7 @@
 //! Command-line flags of `mcpeval-annotate`, checked into a [`Config`].
 
 use clap::{ArgGroup, Parser};
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 use shared::home::Home;
 use shared::lifecycle::{self, Kind, Target};
 use shared::{Error, Result};
@@ -42,6 +42,8 @@ mcpeval index    # records the link for mcpeval promote"
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// The call's identity.event_id (a UUID) from the journal
     #[arg(long, value_name = "UUID")]
@@ -91,7 +93,7 @@ impl Args {
         lifecycle::check_note(&self.note)
             .map_err(|msg| Error::usage(format!("--note: {msg}; nothing was stored")))?;
         Ok(Config {
-            home: self.home.resolve()?,
+            home: self.database.apply(self.home.resolve()?),
             target,
             kind: self.kind,
             note: self.note,

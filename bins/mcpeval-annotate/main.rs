@@ -20,9 +20,11 @@ fn main() -> ExitCode {
 }
 
 fn run(config: Config) -> Result<()> {
-    let mut conn = lifecycle::open(&config.home)?;
-    let id = lifecycle::insert(&mut conn, config.kind, &config.target, &config.note)?;
-    let status = target::describe(&config.home, &config.target);
+    let (id, status) = shared::team::write(&config.home, |home| {
+        let mut conn = lifecycle::open(home)?;
+        let id = lifecycle::insert(&mut conn, config.kind, &config.target, &config.note)?;
+        Ok((id, target::describe(home, &config.target)))
+    })?;
     let _ = writeln!(io::stderr().lock(), "annotation {id} stored{status}");
     let mut out = io::stdout().lock();
     writeln!(out, "{id}")?;

@@ -1,7 +1,7 @@
 //! Command-line flags of `mcpeval-close`.
 
 use clap::{Parser, ValueEnum};
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 
 /// Close a finding by hand.
 #[derive(Debug, Parser)]
@@ -28,6 +28,8 @@ mcpeval close --finding finding-0123456789abcdef --reason \"accepted: upstream l
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// The finding to close
     #[arg(long, value_name = "ID")]

@@ -23,15 +23,17 @@ fn close(args: Args) -> Result<()> {
     let finding: FindingId = shared::id::parse_flag("--finding", &args.finding)?;
     verification::check_reason(&args.reason)
         .map_err(|why| Error::usage("invalid --reason").with_source(why))?;
-    let home = args.home.resolve()?;
-    let mut conn = lifecycle::open(&home)?;
-    verification::standing(&home, &conn, &finding)?.require(&finding, exit::USAGE)?;
-    let changed = verification::close(
-        &mut conn,
-        home.lifecycle_db().as_std_path(),
-        &finding,
-        &args.reason,
-    )?;
+    let home = args.database.apply(args.home.resolve()?);
+    let changed = shared::team::write(&home, |home| {
+        let mut conn = lifecycle::open(home)?;
+        verification::standing(home, &conn, &finding)?.require(&finding, exit::USAGE)?;
+        verification::close(
+            &mut conn,
+            home.lifecycle_db().as_std_path(),
+            &finding,
+            &args.reason,
+        )
+    })?;
     let was = changed.as_ref().map(|(before, _)| before.state.as_str());
     let mut out = std::io::stdout().lock();
     match args.format {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 
 /// Write one issue-ready markdown file per open finding.
 #[derive(Debug, Parser)]
@@ -42,6 +42,8 @@ mcpeval export-issues --dir issues/ --format json | jq -r '.stale[]'"
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// Directory the issue files go to (created if missing)
     #[arg(long, value_name = "DIR")]

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 
 /// Read the promoted findings.
 #[derive(Debug, Parser)]
@@ -56,6 +56,8 @@ mcpeval findings --history --format json | jq '.history[] | {finding, runs: [.ru
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// Read the findings of this share envelope instead of the store (- for standard input)
     #[arg(long, value_name = "FILE")]

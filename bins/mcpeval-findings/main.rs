@@ -31,13 +31,17 @@ fn run(args: Args) -> Result<()> {
         ));
     }
     let from = args.from.clone().map(Input::new);
+    let home = match &from {
+        Some(_) => None,
+        None => Some(shared::team::view(&args.database.apply(args.home.resolve()?))?),
+    };
     let catalog = match &from {
         Some(input) => catalog::Catalog {
             promotion: None,
             calls: 0,
             findings: shared::envelope::read_findings(input)?,
         },
-        None => catalog::load(&args.home.resolve()?)?,
+        None => catalog::load(home.as_ref().expect("a store without --from"))?,
     };
     let total = catalog.findings.len();
     let findings: Vec<&Finding> = catalog
@@ -57,7 +61,11 @@ fn run(args: Args) -> Result<()> {
     }
     let mut out = std::io::stdout().lock();
     if args.history {
-        history::json(&mut out, &args.home.resolve()?, &findings)?;
+        let home = match home {
+            Some(home) => home,
+            None => args.database.apply(args.home.resolve()?),
+        };
+        history::json(&mut out, &home, &findings)?;
         return Ok(out.flush()?);
     }
     match args.format {

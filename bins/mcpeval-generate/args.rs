@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 use shared::file_arg::{Input, Output};
 use shared::home::Home;
 use shared::id::FindingId;
@@ -53,6 +53,8 @@ An expect file: {\"outcome\": \"ok\", \"equals_paths\": {\"/structuredContent/st
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// The finding to probe
     #[arg(long, value_name = "ID")]
@@ -105,7 +107,7 @@ impl Args {
             )));
         }
         Ok(Config {
-            home: self.home.resolve()?,
+            home: shared::team::view(&self.database.apply(self.home.resolve()?))?,
             finding,
             expect: self.expect.map(Input::new),
             output,

@@ -2,7 +2,7 @@
 
 use clap::{Parser, ValueEnum};
 use shared::Result;
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 use shared::home::Home;
 
 /// Index the capture journals into index.db.
@@ -44,6 +44,8 @@ index.db is disposable: deleting it and running `mcpeval index` and\n\
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// Rebuild the index from every journal; recreates a damaged or foreign index.db
     #[arg(long)]
@@ -74,7 +76,7 @@ pub struct Config {
 impl Args {
     pub fn into_config(self) -> Result<Config> {
         Ok(Config {
-            home: self.home.resolve()?,
+            home: self.database.apply(self.home.resolve()?),
             rebuild: self.rebuild,
             format: self.format,
         })

@@ -19,6 +19,7 @@ mod refresh;
 mod row;
 mod schema;
 mod summary;
+mod team;
 mod windows;
 
 use std::process::ExitCode;
@@ -29,6 +30,10 @@ fn main() -> ExitCode {
     shared::cli::main(|args: Args| {
         let config = args.into_config()?;
         let outcome = refresh::run(&config)?;
-        summary::print(&outcome, config.format)
+        let team = match shared::team::Team::open(&config.home)? {
+            Some(team) => Some(team::run(team, &config)?),
+            None => None,
+        };
+        summary::print(&outcome, team.as_ref(), config.format)
     })
 }

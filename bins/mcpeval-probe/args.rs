@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 use shared::endpoint::Endpoint;
 use shared::file_arg::Input;
 use shared::home::Home;
@@ -132,6 +132,8 @@ its response stream) and is red with reason timeout."
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// The manifest file (mcp-eval.manifest.json), or - for standard input
     #[arg(long, value_name = "FILE")]
@@ -228,7 +230,7 @@ impl Args {
             None => Server::Command(s.command),
         };
         Ok(Config {
-            home: self.home.resolve()?,
+            home: shared::team::view(&self.database.apply(self.home.resolve()?))?,
             manifest: Input::new(self.manifest),
             case: self.case,
             all: self.all,

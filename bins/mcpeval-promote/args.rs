@@ -3,7 +3,7 @@
 use clap::{Parser, ValueEnum};
 use jiff::Timestamp;
 use shared::Result;
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 use shared::config::{Config as StoreConfig, check_threshold};
 use shared::home::Home;
 
@@ -45,6 +45,8 @@ Prints: promoted F of I issues (S seen in one session only, L below threshold)"
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// Minimum score for a finding, finite and ≥ 0 [default: config.json, else the calibrated default]
     #[arg(long, value_name = "NUMBER", value_parser = parse_threshold)]
@@ -79,7 +81,7 @@ pub struct Config {
 
 impl Args {
     pub fn into_config(self) -> Result<Config> {
-        let home = self.home.resolve()?;
+        let home = self.database.apply(self.home.resolve()?);
         let threshold = match self.threshold {
             Some(t) => t,
             None => StoreConfig::load(&home)?

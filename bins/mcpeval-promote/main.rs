@@ -14,6 +14,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use shared::catalog::{self, Promotion};
+use shared::home::Home;
 use shared::salt::Salt;
 use shared::{Result, db, index_db, lifecycle, time};
 
@@ -24,7 +25,22 @@ fn main() -> ExitCode {
 }
 
 fn run(config: Config) -> Result<()> {
-    let home = &config.home;
+    // With a team database: on the team view, under the team's lock, and
+    // the findings and lifecycle written back in the same transaction.
+    let promotion = shared::team::write(&config.home, |home| promote(home, &config))?;
+    let mut out = std::io::stdout().lock();
+    match config.format {
+        Format::Text => writeln!(out, "{}", summary(&promotion))?,
+        Format::Json => {
+            // A closed stdout is an I/O error like any other write's, not a panic.
+            serde_json::to_writer(&mut out, &promotion).map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+    }
+    Ok(out.flush()?)
+}
+
+fn promote(home: &Home, config: &Config) -> Result<Promotion> {
     let mut index = index_db::open_complete(home)?;
     let salt = Salt::load_or_create(home)?;
     let mut life = lifecycle::open(home)?;
@@ -35,7 +51,7 @@ fn run(config: Config) -> Result<()> {
     // lifecycle is written inside it, first: if that fails, the index still
     // shows the previous run. (Locks are taken index.db, then lifecycle.db;
     // no command takes them the other way round, so none can deadlock.)
-    let promotion = db::write(&mut index, |tx| {
+    db::write(&mut index, |tx| {
         index_db::require_state(tx, home.index_db().as_std_path())?;
         let groups = groups::load(tx, home.index_db().as_std_path())?;
         let selection = select::select(&groups, &salt, config.threshold, config.now);
@@ -71,18 +87,7 @@ fn run(config: Config) -> Result<()> {
         })?;
         catalog::replace(tx, home, &promotion, &selection.findings)?;
         Ok(promotion)
-    })?;
-
-    let mut out = std::io::stdout().lock();
-    match config.format {
-        Format::Text => writeln!(out, "{}", summary(&promotion))?,
-        Format::Json => {
-            // A closed stdout is an I/O error like any other write's, not a panic.
-            serde_json::to_writer(&mut out, &promotion).map_err(std::io::Error::from)?;
-            writeln!(out)?;
-        }
-    }
-    Ok(out.flush()?)
+    })
 }
 
 /// `promoted F of I issues`, and the two reasons when there is anything.

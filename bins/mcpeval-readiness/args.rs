@@ -2,7 +2,7 @@
 
 use clap::{Parser, ValueEnum};
 use jiff::Timestamp;
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 use shared::home::Home;
 use shared::{Error, Result};
 
@@ -44,6 +44,8 @@ mcpeval readiness --format json | jq -r '.servers[] | \"\\(.server) \\(.verdict)
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// How many UTC days to report, today included
     #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=366))]
@@ -92,7 +94,7 @@ impl Args {
             })?,
         };
         Ok(Config {
-            home: self.home.resolve()?,
+            home: shared::team::view(&self.database.apply(self.home.resolve()?))?,
             days: self.days,
             format: self.format,
             servers: self.server,

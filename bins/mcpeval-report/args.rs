@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 use shared::file_arg::Output;
 use shared::home::Home;
 use shared::{Error, Result};
@@ -44,6 +44,8 @@ mcpeval report --output - | wc -c"
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// The HTML file to write, or - for stdout
     #[arg(long, value_name = "FILE")]
@@ -84,7 +86,7 @@ impl Args {
         }
         let output = Output::new(self.output);
         Ok(Config {
-            home: self.home.resolve()?,
+            home: shared::team::view(&self.database.apply(self.home.resolve()?))?,
             output,
             days: self.days,
             servers: self.server,

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 use shared::home::Home;
 use shared::{Error, Result};
 
@@ -74,6 +74,8 @@ An MCP client configuration (JSON) that starts it:\n  \
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// The directory generate_manifest writes in, and the directory of the commands serve runs [default: the current directory]
     #[arg(long, value_name = "DIR")]
@@ -100,7 +102,7 @@ impl Args {
     /// Resolves the store and opens the workspace.
     pub fn into_config(self) -> Result<Config> {
         // Absolute, as the commands serve runs start in the workspace.
-        let home = self.home.resolve()?;
+        let home = self.database.apply(self.home.resolve()?);
         let home = Home::at(
             &std::path::absolute(home.root())
                 .map_err(|e| Error::io("cannot find the current directory", e))?,

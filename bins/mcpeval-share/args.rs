@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 
 /// Pack share-safe findings and evidence into one file for a server's maintainer.
 #[derive(Debug, Parser)]
@@ -43,6 +43,8 @@ mcpeval share --output - --server weather | ssh maintainer mcpeval findings --fr
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// The envelope file to write, or - for standard output
     #[arg(long, value_name = "FILE")]

@@ -39,7 +39,7 @@ struct Envelope {
 
 /// Runs `share`.
 pub fn run(args: Args) -> Result<()> {
-    let home = args.home.resolve()?;
+    let home = shared::team::view(&args.database.apply(args.home.resolve()?))?;
     let catalog = shared::catalog::load_if_indexed(&home)?;
     let records = read_journals(&home)?;
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use shared::cli::HomeArg;
+use shared::cli::{DatabaseArg, HomeArg};
 use shared::endpoint::Endpoint;
 use shared::file_arg::Input;
 use shared::home::Home;
@@ -99,6 +99,8 @@ unknown finding; 74 when mcpeval-probe cannot be found."
 pub struct Args {
     #[command(flatten)]
     pub home: HomeArg,
+    #[command(flatten)]
+    pub database: DatabaseArg,
 
     /// The finding the case proves
     #[arg(
@@ -176,7 +178,7 @@ pub struct RunConfig {
 
 impl Args {
     pub fn into_config(self) -> Result<Config> {
-        let home = self.home.resolve()?;
+        let home = self.database.apply(self.home.resolve()?);
         let manifest = self.manifest.map(Input::new);
         let record = self.record.map(Input::new);
         Input::one_stdin(&[

@@ -23,7 +23,9 @@ fn verify(config: Config) -> shared::Result<u8> {
         Mode::Run(run) => run::run(&config.home, run, config.format),
         Mode::Record(input) => {
             let lines = record::read(input)?;
-            record::record_all(&config.home, input, &lines, config.format)
+            shared::team::write(&config.home, |home| {
+                record::record_all(home, input, &lines, config.format)
+            })
         }
     }
 }

@@ -27,13 +27,14 @@ const PROBE: &str = "mcpeval-probe";
 /// result's reason, so the probe is asked to leave it out.
 pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     {
-        let conn = lifecycle::open(home)?;
-        verification::standing(home, &conn, &config.finding)?
+        let view = shared::team::view(home)?;
+        let conn = lifecycle::open(&view)?;
+        verification::standing(&view, &conn, &config.finding)?
             .require(&config.finding, exit::USAGE)?;
+        // Known here, so mcpeval-probe checks the case's tools against it
+        // before the server starts, and the server's name after the handshake.
+        credit::require_subject(&view, &config.finding, "nothing was run")?;
     }
-    // Known here, so mcpeval-probe checks the case's tools against it
-    // before the server starts, and the server's name after the handshake.
-    credit::require_subject(home, &config.finding, "nothing was run")?;
     let program = probe_program()?;
     let options = Options {
         dir: None,
@@ -89,7 +90,7 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
             result.finding
         )));
     }
-    record::record(home, PROBE, &result, format)
+    shared::team::write(home, |home| record::record(home, PROBE, &result, format))
 }
 
 /// The probe's arguments after `--home`: the same case, server and

@@ -156,6 +156,10 @@ pub struct DatabaseArg {
 impl DatabaseArg {
     /// The store with this flag's database, if one was given.
     pub fn apply(&self, home: crate::home::Home) -> crate::home::Home {
+        #[cfg(feature = "run")]
+        if let Some(url) = &self.database {
+            crate::sibling::pass_database(url);
+        }
         home.with_database_flag(self.database.clone())
     }
 }

@@ -159,6 +159,10 @@ pub use error::{Error, Result};
 /// Environment variable naming the store directory; `--home` overrides it.
 pub const HOME_ENV: &str = "MCPEVAL_HOME";
 
+/// Environment variable naming the team database (SPEC §11); `--database`
+/// overrides it, and it overrides `database_url` in `config.json`.
+pub const DATABASE_ENV: &str = "MCPEVAL_DATABASE_URL";
+
 /// Environment variable the `mcpeval` front sets to its own path before it
 /// runs a subcommand, so a plugin can call back into the suite.
 pub const FRONT_ENV: &str = "MCPEVAL";

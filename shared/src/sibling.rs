@@ -329,6 +329,15 @@ pub enum Stdin {
     Inherit,
 }
 
+/// The `--database` this process was given, handed to every sibling it
+/// runs as `MCPEVAL_DATABASE_URL` (siblings take the store from `--home`).
+static DATABASE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Makes every sibling run from now on use the team database `url`.
+pub fn pass_database(url: &str) {
+    let _ = DATABASE.set(url.to_owned());
+}
+
 /// Runs `program --home HOME ARGS…` with `MCPEVAL_HOME=HOME`, stdin closed
 /// and stdout captured. `Err` only when it could not be started or waited for.
 pub fn run<I, A>(program: &Path, home: &Path, args: I, options: Options<'_>) -> std::io::Result<Ran>
@@ -357,6 +366,9 @@ where
         .env(HOME_ENV, home)
         .stdout_capture()
         .unchecked();
+    if let Some(url) = DATABASE.get() {
+        expression = expression.env(crate::DATABASE_ENV, url);
+    }
     if stdin == Stdin::Null {
         expression = expression.stdin_null();
     }

@@ -20,8 +20,7 @@ use crate::error::{Error, Result};
 use crate::escape;
 use crate::home::Home;
 
-/// Environment variable naming the team database.
-pub const DATABASE_ENV: &str = "MCPEVAL_DATABASE_URL";
+pub use crate::DATABASE_ENV;
 
 /// A team database, resolved and ready to connect to.
 #[derive(Clone)]

@@ -25,7 +25,7 @@ use std::fs;
 use postgres::{Client, IsolationLevel, Transaction};
 
 pub use database::{DATABASE_ENV, Database};
-pub use pull::Pulled;
+pub use pull::{Pulled, mark_indexed};
 pub use upload::Uploaded;
 
 use crate::error::{Error, Result};
@@ -104,9 +104,30 @@ impl Team {
         &self.shown
     }
 
-    /// Uploads this store's calls (see [`upload`](upload::run)).
-    pub fn upload(&mut self, own: &Home) -> Result<Uploaded> {
-        upload::run(self, own)
+    /// Uploads this store's calls (see [`upload`](upload::run)); with
+    /// `replace`, every one of them anew.
+    pub fn upload(&mut self, own: &Home, replace: bool) -> Result<Uploaded> {
+        upload::run(self, own, replace)
+    }
+
+    /// Copies the team's lifecycle and findings into this machine's team
+    /// view and returns it (see [`view`]).
+    pub fn refresh_view(&mut self, home: &Home) -> Result<Home> {
+        let view = home.team_view();
+        view.ensure()?;
+        let lock = view_lock(&view)?;
+        let _held = lock.exclusive()?;
+        let shown = self.shown.clone();
+        let mut tx = self
+            .client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(pg_error(&shown))?;
+        pull_shared(&mut tx, &shown, &view)?;
+        tx.commit().map_err(pg_error(&shown))?;
+        Ok(view)
     }
 
     /// Rebuilds the view's journals from the database's calls (see
@@ -120,24 +141,10 @@ impl Team {
 /// machine's team view with the team's lifecycle and findings as the
 /// database holds them now.
 pub fn view(home: &Home) -> Result<Home> {
-    let Some(mut team) = Team::open(home)? else {
-        return Ok(home.clone());
-    };
-    let view = home.team_view();
-    view.ensure()?;
-    let lock = view_lock(&view)?;
-    let _held = lock.exclusive()?;
-    let shown = team.shown.clone();
-    let mut tx = team
-        .client
-        .build_transaction()
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .map_err(pg_error(&shown))?;
-    pull_shared(&mut tx, &shown, &view)?;
-    tx.commit().map_err(pg_error(&shown))?;
-    Ok(view)
+    match Team::open(home)? {
+        Some(mut team) => team.refresh_view(home),
+        None => Ok(home.clone()),
+    }
 }
 
 /// Runs `work`, a change of the lifecycle or of the findings, on the store

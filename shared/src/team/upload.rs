@@ -86,7 +86,7 @@ const TYPES: &[Type] = &[
 
 /// Uploads what the store's complete `index.db` holds beyond the
 /// database's checkpoints.
-pub fn run(team: &mut Team, own: &Home) -> Result<Uploaded> {
+pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     let shown = team.shown.clone();
     let store = team.store_id.clone();
     let path = own.index_db();
@@ -134,6 +134,7 @@ pub fn run(team: &mut Team, own: &Home) -> Result<Uploaded> {
     let mut steps: HashMap<i64, Step> = HashMap::new();
     for (id, name, checkpoint) in &journals {
         let step = match remote.get(name) {
+            _ if replace => Step::Replace,
             None => Step::Replace,
             Some((theirs, _)) if theirs.length == checkpoint.length && theirs.sha256 == checkpoint.sha256 => {
                 Step::Keep

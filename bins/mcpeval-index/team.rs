@@ -1,0 +1,41 @@
+//! With a team database: upload this store's calls, then bring this
+//! machine's team view up to date and index it like any store.
+
+use shared::Result;
+use shared::team::{self, Pulled, Team, Uploaded};
+
+use crate::args::Config;
+use crate::refresh::{self, Outcome};
+
+/// What the team part of a run did, for the summary.
+#[derive(Debug)]
+pub struct Synced {
+    /// The database, shown without a password.
+    pub database: String,
+    pub uploaded: Uploaded,
+    pub pulled: Pulled,
+    /// The view's own index run.
+    pub view: Outcome,
+}
+
+/// Uploads, pulls and indexes the view. `--rebuild` replaces this store's
+/// calls in the database and rebuilds the view's index.
+pub fn run(mut team: Team, config: &Config) -> Result<Synced> {
+    let database = team.shown().to_owned();
+    let uploaded = team.upload(&config.home, config.rebuild)?;
+    // The view's annotations come from the team's lifecycle.
+    let view = team.refresh_view(&config.home)?;
+    let pulled = team.pull(&view)?;
+    let outcome = refresh::run(&Config {
+        home: view.clone(),
+        rebuild: config.rebuild,
+        format: config.format,
+    })?;
+    team::mark_indexed(&view, pulled.generation)?;
+    Ok(Synced {
+        database,
+        uploaded,
+        pulled,
+        view: outcome,
+    })
+}
