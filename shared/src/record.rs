@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::id::{EventId, SessionToken, TemplateId};
+use crate::id::{EventId, Prefixed, SessionToken, TemplateId, shown};
 use crate::spelling::spelled;
 
 /// The schema tag of current records.
@@ -504,6 +504,335 @@ pub fn complete_lines(bytes: &[u8]) -> (usize, impl Iterator<Item = &[u8]>) {
     (end, lines)
 }
 
+/// One row of `index.db`'s `calls` table (see `index_db`, feature
+/// `store`), every column but where it was read (`id`, `journal_id`,
+/// `line`), as text and integers straight from the database:
+/// [`line_from_columns`] turns it back into the journal line it was read
+/// from. Booleans are the 0/1 columns read as `bool`; `args_shape` is the
+/// canonical JSON text stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Columns<'a> {
+    /// 1 for a current record, 0 for a legacy one.
+    pub schema: i64,
+    /// The lower-case hyphenated UUID; NULL for legacy records.
+    pub event_id: Option<&'a str>,
+    /// The session token.
+    pub session: &'a str,
+    /// The turn within the session.
+    pub seq: i64,
+    /// [`Origin`]'s spelling; legacy records are `capture`.
+    pub origin: &'a str,
+    /// [`Transport`]'s spelling; NULL for legacy records.
+    pub transport: Option<&'a str>,
+    /// Server name.
+    pub server: &'a str,
+    /// Tool name.
+    pub tool: &'a str,
+    /// RFC 3339 UTC with milliseconds (legacy: `ts`).
+    pub started_at: &'a str,
+    /// Request to response.
+    pub duration_ms: Option<i64>,
+    /// Whether the tool was advertised.
+    pub advertised: Option<bool>,
+    /// The arguments shape, canonical JSON text.
+    pub args_shape: &'a str,
+    /// [`Outcome`]'s spelling.
+    pub outcome: &'a str,
+    /// [`Unknown`]'s spelling, beside outcome `unknown`.
+    pub unknown: Option<&'a str>,
+    /// [`Channel`]'s spelling, beside outcome `error`; NULL for legacy records.
+    pub channel: Option<&'a str>,
+    /// The error code (legacy: `err_code`).
+    pub code: Option<i64>,
+    /// The template id.
+    pub template_id: Option<&'a str>,
+    /// Reported retryability.
+    pub retryable: Option<bool>,
+}
+
+/// The journal line (without its newline) that `index` reads into exactly
+/// the row `c`: an `mcpeval.call/1` record for schema 1, a legacy
+/// `mcpeval.call/0` record, as legacy capture wrote it, for schema 0.
+///
+/// The row is untrusted (it may come from another machine's database), so
+/// every column is checked: a spelling no enum has, an id or time stamp not
+/// in the form the index stores, a shape that is not canonical JSON, a
+/// field its outcome does not allow, or a column a legacy record cannot
+/// hold is refused (status 4) naming the column, with its value escaped.
+/// A row that passes gives a line whose row is `c` again.
+pub fn line_from_columns(c: &Columns<'_>) -> Result<String> {
+    let line = match c.schema {
+        1 => current_line(c)?,
+        0 => legacy_line(c)?,
+        other => return Err(column("schema", format_args!("{other} is neither 1 nor 0"))),
+    };
+    if line.len() > MAX_LINE {
+        return Err(Error::rejected(format!(
+            "calls row of session {} seq {}: its record is {} bytes, over the limit of {MAX_LINE}",
+            shown(c.session),
+            c.seq,
+            line.len()
+        )));
+    }
+    Ok(line)
+}
+
+fn current_line(c: &Columns<'_>) -> Result<String> {
+    let event_id = c
+        .event_id
+        .ok_or_else(|| column("event_id", "is NULL, but a schema 1 record has an event id"))?;
+    if !EventId::is_valid(event_id) {
+        return Err(column(
+            "event_id",
+            format_args!("{} is not a lower-case hyphenated UUID", shown(event_id)),
+        ));
+    }
+    let transport = c.transport.ok_or_else(|| {
+        column(
+            "transport",
+            "is NULL, but a schema 1 record has a transport",
+        )
+    })?;
+    let outcome = spelling(
+        "outcome",
+        c.outcome,
+        Outcome::parse,
+        &Outcome::ALL.map(Outcome::as_str),
+    )?;
+    let unknown = match (outcome, c.unknown) {
+        (Outcome::Unknown, Some(u)) => Some(spelling(
+            "unknown",
+            u,
+            Unknown::parse,
+            &Unknown::ALL.map(Unknown::as_str),
+        )?),
+        (Outcome::Unknown, None) => {
+            return Err(column("unknown", "is NULL, but outcome is unknown"));
+        }
+        (_, Some(_)) => return Err(column("unknown", "is set, but outcome is not unknown")),
+        (_, None) => None,
+    };
+    let error = if outcome == Outcome::Error {
+        let channel = c
+            .channel
+            .ok_or_else(|| column("channel", "is NULL, but outcome is error"))?;
+        Some(CallError {
+            channel: spelling(
+                "channel",
+                channel,
+                Channel::parse,
+                &Channel::ALL.map(Channel::as_str),
+            )?,
+            code: c.code,
+            template_id: template(c.template_id)?.map(Cow::Borrowed),
+            retryable: c.retryable,
+        })
+    } else {
+        for (name, set) in [
+            ("channel", c.channel.is_some()),
+            ("code", c.code.is_some()),
+            ("template_id", c.template_id.is_some()),
+            ("retryable", c.retryable.is_some()),
+        ] {
+            if set {
+                return Err(column(name, "is set, but outcome is not error"));
+            }
+        }
+        None
+    };
+    let call = Call {
+        schema: Cow::Borrowed(SCHEMA_V1),
+        identity: Identity {
+            event_id: Cow::Borrowed(event_id),
+            session: Cow::Borrowed(session(c.session)?),
+            seq: seq(c.seq)?,
+        },
+        origin: spelling(
+            "origin",
+            c.origin,
+            Origin::parse,
+            &Origin::ALL.map(Origin::as_str),
+        )?,
+        transport: spelling(
+            "transport",
+            transport,
+            Transport::parse,
+            &Transport::ALL.map(Transport::as_str),
+        )?,
+        server: Cow::Borrowed(name("server", c.server)?),
+        tool: Cow::Borrowed(name("tool", c.tool)?),
+        started_at: Cow::Borrowed(stored_time(c.started_at)?),
+        duration_ms: c
+            .duration_ms
+            .map(|d| {
+                u64::try_from(d).map_err(|_| column("duration_ms", format_args!("{d} is negative")))
+            })
+            .transpose()?,
+        advertised: c.advertised,
+        args_shape: shape(c.args_shape)?,
+        outcome,
+        unknown,
+        error,
+    };
+    call.validate()
+        .map_err(|e| Error::rejected(format!("invalid {SCHEMA_V1} record")).with_source(e))?;
+    written(&call)
+}
+
+fn legacy_line(c: &Columns<'_>) -> Result<String> {
+    // What the index fills in for a legacy record, and nothing else.
+    for (name, set) in [
+        ("event_id", c.event_id.is_some()),
+        ("transport", c.transport.is_some()),
+        ("duration_ms", c.duration_ms.is_some()),
+        ("advertised", c.advertised.is_some()),
+        ("unknown", c.unknown.is_some()),
+        ("channel", c.channel.is_some()),
+    ] {
+        if set {
+            return Err(column(
+                name,
+                "is set, but a legacy (schema 0) record cannot hold it",
+            ));
+        }
+    }
+    let origin = spelling(
+        "origin",
+        c.origin,
+        Origin::parse,
+        &Origin::ALL.map(Origin::as_str),
+    )?;
+    if origin != Origin::Capture {
+        return Err(column(
+            "origin",
+            format_args!("is {origin}, but legacy (schema 0) records are captures"),
+        ));
+    }
+    let call = LegacyCall {
+        schema: SCHEMA_V0.to_owned(),
+        session: session(c.session)?.to_owned(),
+        seq: seq(c.seq)?,
+        server: name("server", c.server)?.to_owned(),
+        tool: name("tool", c.tool)?.to_owned(),
+        ts: stored_time(c.started_at)?.to_owned(),
+        outcome: spelling(
+            "outcome",
+            c.outcome,
+            Outcome::parse,
+            &Outcome::ALL.map(Outcome::as_str),
+        )?,
+        err_code: c.code,
+        template_id: template(c.template_id)?.map(str::to_owned),
+        retryable: c.retryable,
+        args_shape: shape(c.args_shape)?,
+    };
+    call.validate()
+        .map_err(|e| Error::rejected(format!("invalid {SCHEMA_V0} record")).with_source(e))?;
+    written(&call)
+}
+
+/// A refusal of column `name` of a `calls` row.
+fn column(name: &str, what: impl std::fmt::Display) -> Error {
+    Error::rejected(format!("calls column {name} {what}"))
+}
+
+/// `text` as one of an enum's spellings (`all`).
+fn spelling<T>(name: &str, text: &str, parse: fn(&str) -> Option<T>, all: &[&str]) -> Result<T> {
+    parse(text).ok_or_else(|| {
+        column(
+            name,
+            format_args!("{} is not one of {}", shown(text), all.join(", ")),
+        )
+    })
+}
+
+fn session(text: &str) -> Result<&str> {
+    if SessionToken::is_valid(text) {
+        Ok(text)
+    } else {
+        Err(column(
+            "session",
+            format_args!(
+                "{} is not \"{}\" followed by 16 lower-case hex digits",
+                shown(text),
+                SessionToken::PREFIX
+            ),
+        ))
+    }
+}
+
+fn template(text: Option<&str>) -> Result<Option<&str>> {
+    match text {
+        Some(t) if !TemplateId::is_valid(t) => Err(column(
+            "template_id",
+            format_args!(
+                "{} is not \"{}\" followed by 16 lower-case hex digits",
+                shown(t),
+                TemplateId::PREFIX
+            ),
+        )),
+        _ => Ok(text),
+    }
+}
+
+fn seq(value: i64) -> Result<u64> {
+    u64::try_from(value)
+        .ok()
+        .filter(|&s| s > 0)
+        .ok_or_else(|| column("seq", format_args!("{value} is not 1 or more")))
+}
+
+fn name<'t>(column_name: &str, text: &'t str) -> Result<&'t str> {
+    if text.is_empty() {
+        Err(column(column_name, "is empty"))
+    } else {
+        Ok(text)
+    }
+}
+
+/// The index stores time stamps in one form; any other was not stored by it.
+fn stored_time(text: &str) -> Result<&str> {
+    if is_stored_time(text) {
+        Ok(text)
+    } else {
+        Err(column(
+            "started_at",
+            format_args!(
+                "{} is not a time stamp in the stored form YYYY-MM-DDTHH:MM:SS.mmmZ",
+                shown(text)
+            ),
+        ))
+    }
+}
+
+/// The shape, which must be the canonical text of itself: sorted keys, no
+/// spaces, as serde_json writes it (and the index stores it). The text is
+/// never shown: it is JSON of any length.
+fn shape(text: &str) -> Result<Value> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        column(
+            "args_shape",
+            format_args!(
+                "is not JSON: {}",
+                e.to_string().split(" at line ").next().unwrap_or("")
+            ),
+        )
+    })?;
+    if serde_json::to_string(&value).ok().as_deref() != Some(text) {
+        return Err(column(
+            "args_shape",
+            "is not canonical JSON (sorted keys, no spaces)",
+        ));
+    }
+    Ok(value)
+}
+
+/// A record as capture writes it, on one line.
+fn written(record: &impl Serialize) -> Result<String> {
+    serde_json::to_string(record)
+        .map_err(|e| Error::rejected(format!("the record cannot be written: {e}")))
+}
+
 #[cfg(test)]
 mod record_tests {
     use super::*;
@@ -514,6 +843,164 @@ mod record_tests {
         assert_eq!(end, 6);
         assert_eq!(lines.collect::<Vec<_>>(), vec![&b"a"[..], b"", b"bb"]);
         assert_eq!(complete_lines(b"x").0, 0);
+    }
+
+    /// The columns of an error call, as `index` stores them.
+    fn error_row() -> Columns<'static> {
+        Columns {
+            schema: 1,
+            event_id: Some("6f1c2a3b-4d5e-4f60-8a7b-000000000001"),
+            session: "s-0000000000000001",
+            seq: 3,
+            origin: "capture",
+            transport: Some("http"),
+            server: "weather",
+            tool: "get_forecast",
+            started_at: "2026-11-30T07:00:00.123Z",
+            duration_ms: Some(41),
+            advertised: Some(true),
+            args_shape: r#"{"city":"string","days":"integer"}"#,
+            outcome: "error",
+            unknown: None,
+            channel: Some("jsonrpc"),
+            code: Some(-32602),
+            template_id: Some("t-9a8b7c6d5e4f3a2b"),
+            retryable: None,
+        }
+    }
+
+    #[test]
+    fn a_current_row_becomes_the_record_capture_writes() {
+        let line = line_from_columns(&error_row()).unwrap();
+        assert_eq!(
+            line,
+            r#"{"schema":"mcpeval.call/1","identity":{"event_id":"6f1c2a3b-4d5e-4f60-8a7b-000000000001","session":"s-0000000000000001","seq":3},"origin":"capture","transport":"http","server":"weather","tool":"get_forecast","started_at":"2026-11-30T07:00:00.123Z","duration_ms":41,"advertised":true,"args_shape":{"city":"string","days":"integer"},"outcome":"error","error":{"channel":"jsonrpc","code":-32602,"template_id":"t-9a8b7c6d5e4f3a2b","retryable":null}}"#
+        );
+        let unanswered = Columns {
+            origin: "probe",
+            duration_ms: None,
+            advertised: None,
+            outcome: "unknown",
+            unknown: Some("unanswered"),
+            channel: None,
+            code: None,
+            template_id: None,
+            ..error_row()
+        };
+        let Record::V1(call) =
+            Record::parse(line_from_columns(&unanswered).unwrap().as_bytes()).unwrap()
+        else {
+            panic!("not a current record");
+        };
+        assert_eq!(
+            (call.origin, call.unknown, call.error, call.duration_ms),
+            (Origin::Probe, Some(Unknown::Unanswered), None, None)
+        );
+    }
+
+    #[test]
+    fn a_legacy_row_becomes_the_record_legacy_capture_wrote() {
+        let row = Columns {
+            schema: 0,
+            event_id: None,
+            transport: None,
+            duration_ms: None,
+            advertised: None,
+            channel: None,
+            retryable: Some(false),
+            args_shape: "{}",
+            ..error_row()
+        };
+        let line = line_from_columns(&row).unwrap();
+        assert_eq!(
+            line,
+            r#"{"schema":"mcpeval.call/0","session":"s-0000000000000001","seq":3,"server":"weather","tool":"get_forecast","ts":"2026-11-30T07:00:00.123Z","outcome":"error","err_code":-32602,"template_id":"t-9a8b7c6d5e4f3a2b","retryable":false,"args_shape":{}}"#
+        );
+        let record = Record::parse(line.as_bytes()).unwrap();
+        assert_eq!(
+            (record.code(), record.started_at(), record.event_id()),
+            (Some(-32602), "2026-11-30T07:00:00.123Z", None)
+        );
+    }
+
+    #[test]
+    fn a_row_the_records_cannot_hold_is_refused_by_column() {
+        let legacy = Columns {
+            schema: 0,
+            event_id: None,
+            duration_ms: None,
+            advertised: None,
+            channel: None,
+            ..error_row()
+        };
+        let cases = [
+            (
+                Columns {
+                    origin: "capture\u{202e}\n",
+                    ..error_row()
+                },
+                r#"calls column origin "capture\u{202e}\u{a}" is not one of capture, probe"#,
+            ),
+            (
+                Columns {
+                    schema: 2,
+                    ..error_row()
+                },
+                "calls column schema 2 is neither 1 nor 0",
+            ),
+            (
+                Columns {
+                    event_id: Some("6F1C2A3B-4D5E-4F60-8A7B-000000000001"),
+                    ..error_row()
+                },
+                r#"calls column event_id "6F1C2A3B-4D5E-4F60-8A7B-000000000001" is not a lower-case hyphenated UUID"#,
+            ),
+            (
+                Columns {
+                    started_at: "2026-11-30T08:00:00.123+01:00",
+                    ..error_row()
+                },
+                r#"calls column started_at "2026-11-30T08:00:00.123+01:00" is not a time stamp in the stored form YYYY-MM-DDTHH:MM:SS.mmmZ"#,
+            ),
+            (
+                Columns {
+                    args_shape: r#"{"days":"integer","city":"string"}"#,
+                    ..error_row()
+                },
+                "calls column args_shape is not canonical JSON (sorted keys, no spaces)",
+            ),
+            (
+                Columns {
+                    outcome: "ok",
+                    ..error_row()
+                },
+                "calls column channel is set, but outcome is not error",
+            ),
+            (
+                Columns {
+                    seq: 0,
+                    ..error_row()
+                },
+                "calls column seq 0 is not 1 or more",
+            ),
+            (
+                legacy,
+                "calls column transport is set, but a legacy (schema 0) record cannot hold it",
+            ),
+            (
+                Columns {
+                    transport: None,
+                    origin: "probe",
+                    ..legacy
+                },
+                "calls column origin is probe, but legacy (schema 0) records are captures",
+            ),
+        ];
+        for (row, want) in cases {
+            let err = line_from_columns(&row).unwrap_err();
+            assert_eq!(err.status(), crate::exit::REJECTED, "{want}");
+            assert_eq!(err.message(), want);
+        }
     }
 
     #[test]

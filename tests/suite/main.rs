@@ -29,6 +29,7 @@ mod promote;
 mod property;
 mod readiness;
 mod reading;
+mod rebuild;
 mod records;
 mod report;
 mod salt;
