@@ -33,7 +33,9 @@ fn run(args: Args) -> Result<()> {
     let from = args.from.clone().map(Input::new);
     let home = match &from {
         Some(_) => None,
-        None => Some(shared::team::view(&args.database.apply(args.home.resolve()?))?),
+        None => Some(shared::team::view(
+            &args.database.apply(args.home.resolve()?),
+        )?),
     };
     let catalog = match &from {
         Some(input) => catalog::Catalog {

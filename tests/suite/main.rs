@@ -38,6 +38,7 @@ mod serve;
 mod share;
 mod soak;
 mod support;
+mod team;
 mod verify;
 mod verify_http;
 mod windows;

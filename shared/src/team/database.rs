@@ -42,9 +42,9 @@ impl Database {
             return Database::parse(url, "--database", true).map(Some);
         }
         if let Some(url) = std::env::var_os(DATABASE_ENV).filter(|v| !v.is_empty()) {
-            let url = url.into_string().map_err(|_| {
-                Error::usage(format!("{DATABASE_ENV} is not valid UTF-8"))
-            })?;
+            let url = url
+                .into_string()
+                .map_err(|_| Error::usage(format!("{DATABASE_ENV} is not valid UTF-8")))?;
             return Database::parse(&url, DATABASE_ENV, true).map(Some);
         }
         match Settings::load(home)?.database_url {
@@ -61,7 +61,8 @@ impl Database {
     /// file of settings.
     pub fn parse(text: &str, source: &str, from_user: bool) -> Result<Database> {
         let bad = |why: String| {
-            let err = format!("{source} is not a usable connection string or postgres:// URL: {why}");
+            let err =
+                format!("{source} is not a usable connection string or postgres:// URL: {why}");
             if from_user {
                 Error::usage(err)
             } else {
@@ -200,7 +201,11 @@ fn password(config: &Config) -> Option<String> {
         return None;
     }
     let text = fs::read_to_string(&file).ok()?;
-    let host = config.get_hosts().first().map(host_text).unwrap_or_default();
+    let host = config
+        .get_hosts()
+        .first()
+        .map(host_text)
+        .unwrap_or_default();
     let host = if host.starts_with('/') {
         "localhost".to_owned()
     } else {
@@ -251,8 +256,12 @@ mod tests {
 
     #[test]
     fn a_url_is_shown_without_its_password() {
-        let db = Database::parse("postgres://ana:s3cret@db.example:6543/team", "--database", true)
-            .unwrap();
+        let db = Database::parse(
+            "postgres://ana:s3cret@db.example:6543/team",
+            "--database",
+            true,
+        )
+        .unwrap();
         assert_eq!(db.shown(), "postgres://ana@db.example:6543/team");
         let db = Database::parse(
             "host=db.example user=ana password=s3cret dbname=team",
@@ -266,8 +275,8 @@ mod tests {
 
     #[test]
     fn a_settings_file_may_not_carry_a_password() {
-        let err = Database::parse("postgres://ana:s3cret@db/team", "database_url", false)
-            .unwrap_err();
+        let err =
+            Database::parse("postgres://ana:s3cret@db/team", "database_url", false).unwrap_err();
         assert_eq!(err.status(), crate::exit::REJECTED);
         assert!(err.to_string().contains("carries a password"), "{err}");
         assert!(!err.to_string().contains("s3cret"), "{err}");

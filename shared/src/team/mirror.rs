@@ -191,9 +191,15 @@ pub fn pull(
             .iter()
             .enumerate()
             .map(|(i, (_, ty))| match ty {
-                Int => row.get::<_, Option<i64>>(i).map_or(Value::Null, Value::Integer),
-                Real => row.get::<_, Option<f64>>(i).map_or(Value::Null, Value::Real),
-                Text => row.get::<_, Option<String>>(i).map_or(Value::Null, Value::Text),
+                Int => row
+                    .get::<_, Option<i64>>(i)
+                    .map_or(Value::Null, Value::Integer),
+                Real => row
+                    .get::<_, Option<f64>>(i)
+                    .map_or(Value::Null, Value::Real),
+                Text => row
+                    .get::<_, Option<String>>(i)
+                    .map_or(Value::Null, Value::Text),
             })
             .collect();
         insert
@@ -204,7 +210,11 @@ pub fn pull(
 }
 
 /// The view's rows of `table`, in key order.
-pub fn rows(conn: &rusqlite::Connection, path: &std::path::Path, table: &Table) -> Result<Vec<Vec<Value>>> {
+pub fn rows(
+    conn: &rusqlite::Connection,
+    path: &std::path::Path,
+    table: &Table,
+) -> Result<Vec<Vec<Value>>> {
     let fail = |e| crate::db::sql_error(path, e);
     let mut stmt = conn
         .prepare(&format!(
@@ -304,7 +314,10 @@ mod tests {
         for (conn, tables) in [(&life, LIFECYCLE), (&index, CATALOG)] {
             for table in tables {
                 let mut stmt = conn
-                    .prepare(&format!("SELECT name FROM pragma_table_info('{}')", table.local))
+                    .prepare(&format!(
+                        "SELECT name FROM pragma_table_info('{}')",
+                        table.local
+                    ))
                     .unwrap();
                 let names: Vec<String> = stmt
                     .query_map([], |r| r.get(0))

@@ -174,15 +174,16 @@ pub fn write<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T>
     let value = work(&view)?;
     let after = Snapshot::take(&view)?;
     let mut evidence_changed = false;
-    for ((table, (old, _)), (_, (new, rows))) in before.tables.iter().zip(&after.tables) {
-        if old != new {
-            mirror::push(&mut tx, &shown, table, rows)?;
-            evidence_changed |= table.local == "annotations";
+    for (old, new) in before.lifecycle.iter().zip(&after.lifecycle) {
+        if old.digest != new.digest {
+            mirror::push(&mut tx, &shown, new.table, &new.rows)?;
+            evidence_changed |= new.table.local == "annotations";
         }
     }
-    if before.catalog != after.catalog {
-        for (table, rows) in mirror::CATALOG.iter().zip(&after.catalog_rows) {
-            mirror::push(&mut tx, &shown, table, rows)?;
+    let digests = |s: &Snapshot| s.catalog.iter().map(|m| m.digest).collect::<Vec<_>>();
+    if digests(&before) != digests(&after) {
+        for new in &after.catalog {
+            mirror::push(&mut tx, &shown, new.table, &new.rows)?;
         }
         let indexed = pull::indexed_generation(&view)?;
         set_meta(&mut tx, &shown, "promoted_generation", &indexed.to_string())?;
@@ -196,35 +197,41 @@ pub fn write<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T>
     Ok(value)
 }
 
+/// One mirrored table's rows in the view, with their digest.
+struct Mirrored {
+    table: &'static mirror::Table,
+    digest: [u8; 32],
+    rows: Vec<Vec<rusqlite::types::Value>>,
+}
+
 /// The view's mirrored tables as `work` found and left them.
 struct Snapshot {
-    tables: Vec<(&'static mirror::Table, ([u8; 32], Vec<Vec<rusqlite::types::Value>>))>,
-    catalog: Vec<[u8; 32]>,
-    catalog_rows: Vec<Vec<Vec<rusqlite::types::Value>>>,
+    lifecycle: Vec<Mirrored>,
+    catalog: Vec<Mirrored>,
 }
 
 impl Snapshot {
     fn take(view: &Home) -> Result<Snapshot> {
-        let life_path = view.lifecycle_db();
+        let read = |conn: &rusqlite::Connection,
+                    path: &camino::Utf8Path,
+                    tables: &'static [mirror::Table]| {
+            tables
+                .iter()
+                .map(|table| {
+                    let rows = mirror::rows(conn, path.as_std_path(), table)?;
+                    Ok(Mirrored {
+                        table,
+                        digest: mirror::digest(&rows),
+                        rows,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        };
         let life = lifecycle::open(view)?;
-        let mut tables = Vec::new();
-        for table in mirror::LIFECYCLE {
-            let rows = mirror::rows(&life, life_path.as_std_path(), table)?;
-            tables.push((table, (mirror::digest(&rows), rows)));
-        }
-        let index_path = view.index_db();
-        let index = db::open(index_path.as_std_path(), &index_db::SCHEMA)?;
-        let mut catalog = Vec::new();
-        let mut catalog_rows = Vec::new();
-        for table in mirror::CATALOG {
-            let rows = mirror::rows(&index, index_path.as_std_path(), table)?;
-            catalog.push(mirror::digest(&rows));
-            catalog_rows.push(rows);
-        }
+        let index = db::open(view.index_db().as_std_path(), &index_db::SCHEMA)?;
         Ok(Snapshot {
-            tables,
-            catalog,
-            catalog_rows,
+            lifecycle: read(&life, &view.lifecycle_db(), mirror::LIFECYCLE)?,
+            catalog: read(&index, &view.index_db(), mirror::CATALOG)?,
         })
     }
 }

@@ -92,9 +92,7 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     let path = own.index_db();
     let mut index = index_db::open_complete(own)?;
     // One read transaction: the upload sees one state of the index.
-    let local = index
-        .transaction()
-        .map_err(|e| db::sql_error(&path, e))?;
+    let local = index.transaction().map_err(|e| db::sql_error(&path, e))?;
     index_db::require_state(&local, path.as_std_path())?;
     let journals = local_journals(&local, &path)?;
 
@@ -106,7 +104,7 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
         "SELECT pg_advisory_xact_lock(hashtextextended('mcpeval store ' || $1, 0))",
         &[&store],
     )
-        .map_err(pg_error(&shown))?;
+    .map_err(pg_error(&shown))?;
     let remote: HashMap<String, (Checkpoint, i64)> = tx
         .query(
             "SELECT name, length, sha256, lines, size, epoch FROM mcpeval.journals WHERE store_id = $1",
@@ -136,12 +134,15 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
         let step = match remote.get(name) {
             _ if replace => Step::Replace,
             None => Step::Replace,
-            Some((theirs, _)) if theirs.length == checkpoint.length && theirs.sha256 == checkpoint.sha256 => {
+            Some((theirs, _))
+                if theirs.length == checkpoint.length && theirs.sha256 == checkpoint.sha256 =>
+            {
                 Step::Keep
             }
-            Some((theirs, _)) if theirs.length < checkpoint.length
-                && theirs.lines <= checkpoint.lines
-                && prefix_holds(own, name, theirs)? =>
+            Some((theirs, _))
+                if theirs.length < checkpoint.length
+                    && theirs.lines <= checkpoint.lines
+                    && prefix_holds(own, name, theirs)? =>
             {
                 Step::Append(theirs.lines)
             }
@@ -163,7 +164,11 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
             }
         }
         if step != Step::Keep || remote.get(name).is_some_and(|(t, _)| t != checkpoint) {
-            let epoch = if step == Step::Replace { epoch + 1 } else { epoch };
+            let epoch = if step == Step::Replace {
+                epoch + 1
+            } else {
+                epoch
+            };
             tx.execute(
                 "INSERT INTO mcpeval.journals(store_id, name, length, sha256, lines, size, epoch)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -200,7 +205,10 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     }
 
     if steps.values().any(|s| *s != Step::Keep) {
-        let names: HashMap<i64, &str> = journals.iter().map(|(id, n, _)| (*id, n.as_str())).collect();
+        let names: HashMap<i64, &str> = journals
+            .iter()
+            .map(|(id, n, _)| (*id, n.as_str()))
+            .collect();
         done.calls = copy_calls(&mut tx, &shown, &store, &local, &path, &steps, &names)?;
     }
     let changed = done.calls > 0 || done.replaced > 0 || done.removed > 0;
@@ -312,7 +320,9 @@ fn copy_calls(
 ) -> Result<u64> {
     let fail = |e| db::sql_error(path, e);
     let sink = tx
-        .copy_in(&format!("COPY mcpeval.calls({COLUMNS}) FROM STDIN (FORMAT binary)"))
+        .copy_in(&format!(
+            "COPY mcpeval.calls({COLUMNS}) FROM STDIN (FORMAT binary)"
+        ))
         .map_err(pg_error(shown))?;
     let mut writer = BinaryCopyInWriter::new(sink, TYPES);
     let mut stmt = local
@@ -337,10 +347,9 @@ fn copy_calls(
         let tool: String = r.get(9).map_err(fail)?;
         let started_at: String = r.get(10).map_err(fail)?;
         let month = month(&started_at, path)?;
-        let dist_key = crate::hash::hex(&crate::hash::sha256_joined(&[
-            server.as_bytes(),
-            tool.as_bytes(),
-        ])[..8]);
+        let dist_key = crate::hash::hex(
+            &crate::hash::sha256_joined(&[server.as_bytes(), tool.as_bytes()])[..8],
+        );
         let name = names.get(&journal).copied().unwrap_or_default();
         let text = |i| r.get::<_, Option<String>>(i).map_err(fail);
         let int = |i| r.get::<_, Option<i64>>(i).map_err(fail);
