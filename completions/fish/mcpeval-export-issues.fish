@@ -1,4 +1,5 @@
 complete -c mcpeval-export-issues -l home -d 'Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]' -r -F
+complete -c mcpeval-export-issues -l database -d 'Team database: a libpq connection string or postgres:// URL, password from PGPASSWORD or ~/.pgpass [default: $MCPEVAL_DATABASE_URL, else database_url in config.json, else none: this store alone]' -r
 complete -c mcpeval-export-issues -l dir -d 'Directory the issue files go to (created if missing)' -r -F
 complete -c mcpeval-export-issues -l server -d 'Only findings of this server (repeatable)' -r
 complete -c mcpeval-export-issues -l format -d 'What stdout lists' -r -f -a "text\t'The written files, one path a line'

@@ -1,4 +1,5 @@
 complete -c mcpeval-findings -l home -d 'Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]' -r -F
+complete -c mcpeval-findings -l database -d 'Team database: a libpq connection string or postgres:// URL, password from PGPASSWORD or ~/.pgpass [default: $MCPEVAL_DATABASE_URL, else database_url in config.json, else none: this store alone]' -r
 complete -c mcpeval-findings -l from -d 'Read the findings of this share envelope instead of the store (- for standard input)' -r -F
 complete -c mcpeval-findings -l format -d 'Output format' -r -f -a "agent\t'Instructions for an LLM agent fixing the server'
 md\t'Markdown for people'

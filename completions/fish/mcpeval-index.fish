@@ -1,4 +1,5 @@
 complete -c mcpeval-index -l home -d 'Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]' -r -F
+complete -c mcpeval-index -l database -d 'Team database: a libpq connection string or postgres:// URL, password from PGPASSWORD or ~/.pgpass [default: $MCPEVAL_DATABASE_URL, else database_url in config.json, else none: this store alone]' -r
 complete -c mcpeval-index -l format -d 'Summary format: a line on stderr (text), or one JSON object on stdout (json)' -r -f -a "text\t'`indexed N calls (M new) from K journals in S s` on stderr'
 json\t'`{"calls":N,"new":M,"journals":K,"seconds":S,"rebuild":REASON|null}` on stdout'"
 complete -c mcpeval-index -l rebuild -d 'Rebuild the index from every journal; recreates a damaged or foreign index.db'

@@ -1,4 +1,5 @@
 complete -c mcpeval-readiness -l home -d 'Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]' -r -F
+complete -c mcpeval-readiness -l database -d 'Team database: a libpq connection string or postgres:// URL, password from PGPASSWORD or ~/.pgpass [default: $MCPEVAL_DATABASE_URL, else database_url in config.json, else none: this store alone]' -r
 complete -c mcpeval-readiness -l days -d 'How many UTC days to report, today included' -r
 complete -c mcpeval-readiness -l format -d 'Output format' -r -f -a "md\t'Markdown for people'
 json\t'One JSON object'"

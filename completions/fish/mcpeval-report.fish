@@ -1,4 +1,5 @@
 complete -c mcpeval-report -l home -d 'Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]' -r -F
+complete -c mcpeval-report -l database -d 'Team database: a libpq connection string or postgres:// URL, password from PGPASSWORD or ~/.pgpass [default: $MCPEVAL_DATABASE_URL, else database_url in config.json, else none: this store alone]' -r
 complete -c mcpeval-report -l output -d 'The HTML file to write, or - for stdout' -r -F
 complete -c mcpeval-report -l days -d 'How many UTC days to chart, today included' -r
 complete -c mcpeval-report -l server -d 'Only this server (repeatable)' -r

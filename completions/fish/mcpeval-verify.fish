@@ -1,4 +1,5 @@
 complete -c mcpeval-verify -l home -d 'Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]' -r -F
+complete -c mcpeval-verify -l database -d 'Team database: a libpq connection string or postgres:// URL, password from PGPASSWORD or ~/.pgpass [default: $MCPEVAL_DATABASE_URL, else database_url in config.json, else none: this store alone]' -r
 complete -c mcpeval-verify -l finding -d 'The finding the case proves' -r
 complete -c mcpeval-verify -l case -d 'The id of the case to run (its finding must be --finding)' -r
 complete -c mcpeval-verify -l manifest -d 'The manifest file (mcp-eval.manifest.json), or - for standard input' -r -F
