@@ -86,7 +86,7 @@ impl Args {
         }
         let output = Output::new(self.output);
         Ok(Config {
-            home: shared::team::view(&self.database.apply(self.home.resolve()?))?,
+            home: self.database.apply(self.home.resolve()?),
             output,
             days: self.days,
             servers: self.server,
