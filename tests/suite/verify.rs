@@ -16,7 +16,7 @@ use crate::records::{self, Rec};
 use crate::support::{Deps, SYSTEM_PATH, Store, fixture, text};
 
 /// The last failure of the bench's journal: scores are computed as of it.
-const AS_OF: &str = "2026-11-30T07:00:10.123Z";
+pub const AS_OF: &str = "2026-11-30T07:00:10.123Z";
 
 const NOT_EQUAL_HINT: &str =
     "A result field differs from the value the case expects: return what the contract promises.";

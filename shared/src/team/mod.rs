@@ -161,13 +161,18 @@ pub fn write<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T>
     let lock = view_lock(&view)?;
     let _held = lock.exclusive()?;
     let shown = team.shown.clone();
+    // The lock is taken before the transaction: a serializable snapshot is
+    // taken by its first statement, and one taken while waiting would miss
+    // what the holder commits, and fail at the write back. It is released
+    // after the commit, or with the connection when anything fails.
+    team.client
+        .execute("SELECT pg_advisory_lock($1)", &[&LOCK_LIFECYCLE])
+        .map_err(pg_error(&shown))?;
     let mut tx = team
         .client
         .build_transaction()
         .isolation_level(IsolationLevel::Serializable)
         .start()
-        .map_err(pg_error(&shown))?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_LIFECYCLE])
         .map_err(pg_error(&shown))?;
     pull_shared(&mut tx, &shown, &view)?;
     let before = Snapshot::take(&view)?;
@@ -194,6 +199,9 @@ pub fn write<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T>
     tx.commit().map_err(|e| {
         pg_error(&shown)(e).with_hint("another machine changed the team's lifecycle at the same moment; run the command again")
     })?;
+    team.client
+        .execute("SELECT pg_advisory_unlock($1)", &[&LOCK_LIFECYCLE])
+        .map_err(pg_error(&shown))?;
     Ok(value)
 }
 

@@ -1,0 +1,758 @@
+//! One lifecycle for a team (SPEC §11): a verification counts on whichever
+//! store of the team ran it, lifecycle changes from many stores at once
+//! all land, and a store or database the team cannot trust is refused
+//! before anything is written.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::postgres::{Database, Postgres};
+use crate::records::{self, Rec};
+use crate::support::{Store, fixture, text};
+use crate::team::{ok, run, store_with};
+use crate::verify::{AS_OF, FIXTURE_SERVER, status_case};
+
+/// A team of three stores sharing one salt and one database, in which
+/// tool `status` of the fixture server is a promoted finding, and a
+/// manifest whose case `status` proves it.
+struct Team {
+    db: Database,
+    stores: Vec<Store>,
+    finding: String,
+    server: PathBuf,
+    manifest: PathBuf,
+    log: PathBuf,
+}
+
+/// One run of a binary: (status, stdout, stderr).
+type Out = (i32, String, String);
+
+impl Team {
+    fn new() -> Team {
+        let db = crate::postgres::database();
+        let first = store_with(None, &[]);
+        let mut recs = Vec::new();
+        for session in 1..=2 {
+            for seq in 1..=10 {
+                recs.push(
+                    Rec::error(session * 100 + seq, session, seq, "status", Some(1))
+                        .server(FIXTURE_SERVER),
+                );
+            }
+        }
+        records::write(&first, 1, &records::lines(&recs));
+        // The first store to index brings the team's salt.
+        ok(&first, Some(&db), "mcpeval-index", &[]);
+        let salt = first.home().join(".salt");
+        let mut stores = vec![first];
+        stores.extend((0..2).map(|_| store_with(Some(&salt), &[])));
+        // A machine reads the team once it has indexed (with nothing of
+        // its own yet).
+        for store in &stores[1..] {
+            ok(store, Some(&db), "mcpeval-index", &[]);
+        }
+        ok(
+            &stores[0],
+            Some(&db),
+            "mcpeval-promote",
+            &["--threshold", "0", "--now", AS_OF],
+        );
+        let all = findings_of(&stores[1], &db);
+        assert_eq!(all.len(), 1, "{all:#?}");
+        let finding = all[0]["id"].as_str().unwrap().to_owned();
+        let dir = stores[0].scratch().to_path_buf();
+        let server = dir.join("server.py");
+        std::fs::copy(fixture("probe_server.py"), &server).unwrap();
+        let manifest = dir.join("mcp-eval.manifest.json");
+        let doc = json!({"manifest_version": 1,
+            "sandboxes": {"fixture": {"declaration": "a private copy of the fixture; no network"}},
+            "cases": [status_case(&finding)]});
+        std::fs::write(&manifest, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+        Team {
+            db,
+            stores,
+            finding,
+            server,
+            manifest,
+            log: dir.join("server.log"),
+        }
+    }
+
+    /// `python3 server.py ARGS…`
+    fn argv(&self, server_args: &[&str]) -> Vec<String> {
+        let mut argv = vec!["python3".to_owned(), self.server.display().to_string()];
+        argv.extend(server_args.iter().map(|a| a.to_string()));
+        argv
+    }
+
+    /// `mcpeval verify` of case `status` on store `k` against the fixture
+    /// started with `server_args`.
+    fn verify(&self, k: usize, server_args: &[&str]) -> Out {
+        let mut cmd = self.stores[k].cmd("mcpeval-verify");
+        cmd.env("MCPEVAL_DATABASE_URL", &self.db.url)
+            .env("PROBE_FIXTURE_LOG", &self.log)
+            .args(["--finding", &self.finding, "--case", "status", "--manifest"])
+            .arg(&self.manifest)
+            .arg("--")
+            .args(self.argv(server_args));
+        let out = cmd.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            text(&out.stdout),
+            text(&out.stderr),
+        )
+    }
+
+    /// `name ARGS…` on store `k` and the team database, as a duct
+    /// expression (its environment is the store's and `env`, no more).
+    fn duct(&self, k: usize, name: &str, args: &[&str], env: &[(&str, &str)]) -> duct::Expression {
+        let mut pairs = self.stores[k].env_pairs();
+        pairs.push(("MCPEVAL_DATABASE_URL".into(), self.db.url.clone()));
+        pairs.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        duct::cmd(crate::support::bin(name), args).full_env(pairs)
+    }
+
+    /// The verify line a run prints, for the run id it printed.
+    fn line(&self, out: &Out, result: &str, state: &str, streak: u32) -> String {
+        let at = out
+            .1
+            .find(" run=")
+            .unwrap_or_else(|| panic!("no run id in {out:?}"));
+        let run = &out.1[at + 5..at + 5 + 36];
+        let mut line = format!(
+            "{} case=status result={result} state={state} streak={streak}/3 run={run}",
+            self.finding
+        );
+        if result == "red" {
+            line.push_str(" reason=not-equal\n  hint: A result field differs from the value the case expects: return what the contract promises.");
+        }
+        line + "\n"
+    }
+
+    #[track_caller]
+    fn expect(&self, out: &Out, status: i32, result: &str, state: &str, streak: u32) {
+        assert_eq!(
+            (out.0, out.1.clone()),
+            (status, self.line(out, result, state, streak)),
+            "stderr: {}",
+            out.2
+        );
+    }
+
+    /// (state, streak, reopened) of the finding as store `k` reads it.
+    fn lifecycle(&self, k: usize) -> (String, u64, u64) {
+        let all = findings_of(&self.stores[k], &self.db);
+        let f = all
+            .iter()
+            .find(|f| f["id"] == self.finding.as_str())
+            .unwrap_or_else(|| panic!("store {k} lost the finding: {all:#?}"));
+        (
+            f["state"].as_str().unwrap().to_owned(),
+            f["streak"].as_u64().unwrap(),
+            f["reopened"].as_u64().unwrap(),
+        )
+    }
+
+    /// Store `k`'s `findings --history --format json`.
+    fn history(&self, k: usize) -> Value {
+        let json = ok(
+            &self.stores[k],
+            Some(&self.db),
+            "mcpeval-findings",
+            &["--history", "--format", "json"],
+        );
+        serde_json::from_str(&json).unwrap()
+    }
+
+    /// Every store reads the same history; its runs are (run id, result).
+    fn runs(&self) -> Vec<(String, String)> {
+        let first = self.history(0);
+        for k in 1..self.stores.len() {
+            assert_eq!(self.history(k), first, "store {k}");
+        }
+        let entry = &first["history"][0];
+        assert_eq!(entry["finding"], self.finding.as_str(), "{first}");
+        entry["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["run_id"].as_str().unwrap().to_owned(),
+                    r["result"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    #[track_caller]
+    fn everywhere(&self, state: &str, streak: u64, reopened: u64) {
+        for k in 0..self.stores.len() {
+            assert_eq!(
+                self.lifecycle(k),
+                (state.to_owned(), streak, reopened),
+                "store {k}"
+            );
+        }
+    }
+}
+
+fn findings_of(store: &Store, db: &Database) -> Vec<Value> {
+    let json = ok(store, Some(db), "mcpeval-findings", &["--format", "json"]);
+    serde_json::from_str::<Value>(&json).unwrap()["findings"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn run_id(out: &Out) -> String {
+    let at = out.1.find(" run=").unwrap();
+    out.1[at + 5..at + 5 + 36].to_owned()
+}
+
+#[test]
+fn a_verification_begun_on_one_store_and_closed_on_another_closes_it_for_all() {
+    let team = Team::new();
+    team.everywhere("open", 0, 0);
+
+    let on_a = team.verify(0, &[]);
+    team.expect(&on_a, 0, "green", "verifying", 1);
+    let on_b = team.verify(1, &[]);
+    team.expect(&on_b, 0, "green", "verifying", 2);
+    // A result probed on B and piped into `verify --record -` on C is the
+    // third green.
+    let mut probe_args = vec!["--case", "status", "--manifest"];
+    probe_args.push(team.manifest.to_str().unwrap());
+    probe_args.push("--");
+    let argv = team.argv(&[]);
+    probe_args.extend(argv.iter().map(String::as_str));
+    let log = team.log.display().to_string();
+    let piped = team
+        .duct(
+            1,
+            "mcpeval-probe",
+            &probe_args,
+            &[("PROBE_FIXTURE_LOG", &log)],
+        )
+        .pipe(team.duct(2, "mcpeval-verify", &["--record", "-"], &[]))
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .unwrap();
+    let on_c: Out = (
+        piped.status.code().unwrap_or(-1),
+        text(&piped.stdout),
+        text(&piped.stderr),
+    );
+    team.expect(&on_c, 0, "green", "closed", 3);
+
+    team.everywhere("closed", 3, 0);
+    let green = |out: &Out| (run_id(out), "green".to_owned());
+    assert_eq!(team.runs(), [green(&on_a), green(&on_b), green(&on_c)]);
+
+    // A red run on any store reopens the finding for every store, and the
+    // next streak starts from nothing wherever it is run.
+    let red = team.verify(2, &["--status", "pending"]);
+    team.expect(&red, 1, "red", "open", 0);
+    team.everywhere("open", 0, 1);
+    let again = team.verify(0, &[]);
+    team.expect(&again, 0, "green", "verifying", 1);
+    team.everywhere("verifying", 1, 1);
+    assert_eq!(
+        team.runs(),
+        [
+            green(&on_a),
+            green(&on_b),
+            green(&on_c),
+            (run_id(&red), "red".to_owned()),
+            green(&again),
+        ]
+    );
+}
+
+/// Every row of every table of the team database (partitions included)
+/// and its catalog of tables, as text: equal dumps are equal databases.
+fn dump(db: &Database) -> String {
+    let tables = db.psql(
+        "SELECT schemaname || '.' || tablename FROM pg_tables
+         WHERE schemaname = 'mcpeval' ORDER BY 1",
+    );
+    assert!(tables.contains("mcpeval.life_history"), "{tables}");
+    let mut out = tables.clone();
+    for table in tables.lines() {
+        out += &db.psql(&format!(
+            "SELECT '{table}', count(*), md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), ''))
+             FROM {table} t"
+        ));
+    }
+    out + &db.psql("SELECT key, value FROM mcpeval.meta ORDER BY key")
+}
+
+/// Every command that uses the team database, run on `store`: (binary,
+/// arguments).
+fn every_command(team: &Team, store: &Store, result: &Path) -> Vec<(&'static str, Vec<String>)> {
+    let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    let out = |name: &str| store.scratch().join(name).display().to_string();
+    let mut verify = s(&["--finding", &team.finding, "--case", "status", "--manifest"]);
+    verify.push(team.manifest.display().to_string());
+    verify.push("--".into());
+    verify.extend(team.argv(&[]));
+    let mut probe = s(&["--case", "status", "--manifest"]);
+    probe.push(team.manifest.display().to_string());
+    probe.push("--".into());
+    probe.extend(team.argv(&[]));
+    vec![
+        ("mcpeval-index", vec![]),
+        ("mcpeval-findings", s(&["--format", "json"])),
+        ("mcpeval-promote", s(&["--threshold", "0", "--now", AS_OF])),
+        (
+            "mcpeval-annotate",
+            s(&[
+                "--event-id",
+                &records::event(101),
+                "--kind",
+                "other",
+                "--note",
+                "seen",
+            ]),
+        ),
+        (
+            "mcpeval-close",
+            s(&["--finding", &team.finding, "--reason", "accepted"]),
+        ),
+        ("mcpeval-verify", verify),
+        (
+            "mcpeval-verify",
+            vec!["--record".into(), result.display().to_string()],
+        ),
+        ("mcpeval-probe", probe),
+        (
+            "mcpeval-generate",
+            s(&[
+                "--finding",
+                &team.finding,
+                "--confirm-read-only",
+                "--output",
+                &out("m.json"),
+            ]),
+        ),
+        ("mcpeval-export-issues", s(&["--dir", &out("issues")])),
+        ("mcpeval-readiness", vec![]),
+        ("mcpeval-report", s(&["--output", &out("report.html")])),
+        ("mcpeval-share", s(&["--output", &out("team.share.json")])),
+    ]
+}
+
+/// A green result of case `status`, probed on store 0 and signed with the
+/// team's salt.
+fn signed_result(team: &Team) -> PathBuf {
+    let out = team.stores[0]
+        .cmd("mcpeval-probe")
+        .env("MCPEVAL_DATABASE_URL", &team.db.url)
+        .env("PROBE_FIXTURE_LOG", &team.log)
+        .args(["--case", "status", "--manifest"])
+        .arg(&team.manifest)
+        .arg("--")
+        .args(team.argv(&[]))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let path = team.stores[0].scratch().join("result.json");
+    std::fs::write(&path, &out.stdout).unwrap();
+    path
+}
+
+/// `postgres://mcpeval@127.0.0.1:PORT/NAME`, as every message shows it.
+fn shown(db: &Database) -> &str {
+    &db.url
+}
+
+#[test]
+fn a_store_with_another_salt_or_none_is_refused_before_anything_is_written() {
+    let team = Team::new();
+    let result = signed_result(&team);
+    // A store with a salt of its own, and one with none yet; both have a
+    // journal to upload and a manifest case to run.
+    let other = store_with(None, &[]);
+    ok(
+        &other,
+        None,
+        "mcpeval-salt",
+        &[
+            "--export",
+            other.scratch().join("own.salt").to_str().unwrap(),
+        ],
+    );
+    let bare = store_with(None, &[]);
+    for store in [&other, &bare] {
+        std::fs::copy(
+            team.stores[0]
+                .home()
+                .join("journals")
+                .join(records::journal_name(1)),
+            records::journal(store, 1),
+        )
+        .unwrap();
+    }
+    let before = dump(&team.db);
+    let other_salt = std::fs::read(other.home().join(".salt")).unwrap();
+    for (store, words) in [
+        (
+            &other,
+            format!(
+                "this store's salt ({}) is not the team's salt of {}: its ids would never match the team's; nothing was written",
+                other.home().join(".salt").display(),
+                shown(&team.db)
+            ),
+        ),
+        (
+            &bare,
+            format!(
+                "this store ({}) has no salt yet, and the team database {} has one; nothing was written",
+                bare.home().display(),
+                shown(&team.db)
+            ),
+        ),
+    ] {
+        for (name, args) in every_command(&team, store, &result) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (status, stdout, stderr) = run(store, Some(&team.db), name, &args);
+            assert_eq!(
+                (status, stdout.as_str(), stderr.as_str()),
+                (
+                    6,
+                    "",
+                    format!(
+                        "{name}: error: {words}\n  hint: every machine of a team shares one salt: on a machine of the team run `mcpeval salt --export FILE`, then here `mcpeval salt --import FILE` (before this store's first capture)\n"
+                    )
+                    .as_str()
+                ),
+                "{name} {args:?}"
+            );
+        }
+    }
+    assert_eq!(dump(&team.db), before, "the database changed");
+    assert_eq!(
+        std::fs::read(other.home().join(".salt")).unwrap(),
+        other_salt
+    );
+    assert!(!bare.home().join(".salt").exists(), "a salt was made");
+    for store in [&other, &bare] {
+        // Neither probe nor verify ran the server: nothing was journaled.
+        assert_eq!(store.journals().len(), 1);
+    }
+}
+
+#[test]
+fn a_database_from_a_newer_release_is_refused_by_every_command() {
+    let team = Team::new();
+    let result = signed_result(&team);
+    let version: i64 = team
+        .db
+        .psql("SELECT value FROM mcpeval.meta WHERE key = 'schema_version'")
+        .trim()
+        .parse()
+        .unwrap();
+    team.db.psql(&format!(
+        "UPDATE mcpeval.meta SET value = '{}' WHERE key = 'schema_version'",
+        version + 1
+    ));
+    let before = dump(&team.db);
+    let store = &team.stores[1];
+    let journals = store.journals();
+    for (name, args) in every_command(&team, store, &result) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (status, stdout, stderr) = run(store, Some(&team.db), name, &args);
+        assert_eq!(
+            (status, stdout.as_str(), stderr.as_str()),
+            (
+                6,
+                "",
+                format!(
+                    "{name}: error: the team database {} has schema version {}; this mcpeval knows versions up to {version}: the database is from a newer release; nothing was written\n  hint: upgrade mcpeval on this machine to the release the team uses\n",
+                    shown(&team.db),
+                    version + 1
+                )
+                .as_str()
+            ),
+            "{name} {args:?}"
+        );
+    }
+    assert_eq!(dump(&team.db), before, "the database changed");
+    assert_eq!(store.journals(), journals, "a probe was journaled");
+}
+
+#[test]
+fn lifecycle_changes_from_many_stores_at_once_all_land() {
+    let team = Team::new();
+    // Ten annotations and a closing, from three stores at the same moment.
+    std::thread::scope(|scope| {
+        for n in 0..10u64 {
+            let team = &team;
+            scope.spawn(move || {
+                let store = &team.stores[n as usize % 3];
+                let note = format!("note {n}");
+                ok(
+                    store,
+                    Some(&team.db),
+                    "mcpeval-annotate",
+                    &[
+                        "--event-id",
+                        &records::event(101 + n),
+                        "--kind",
+                        "other",
+                        "--note",
+                        &note,
+                    ],
+                )
+            });
+        }
+        let team = &team;
+        scope.spawn(move || {
+            ok(
+                &team.stores[1],
+                Some(&team.db),
+                "mcpeval-close",
+                &["--finding", &team.finding, "--reason", "accepted"],
+            )
+        });
+    });
+    let rows = team
+        .db
+        .psql("SELECT count(*), count(DISTINCT id), string_agg(note, ',' ORDER BY note) FROM mcpeval.life_annotations");
+    let notes: Vec<String> = {
+        let mut v: Vec<String> = (0..10).map(|n| format!("note {n}")).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(rows, format!("10|10|{}\n", notes.join(",")));
+    let closed = team.db.psql(&format!(
+        "SELECT s.state, count(h.*) FROM mcpeval.life_finding_state s
+         JOIN mcpeval.life_history h USING (finding_id)
+         WHERE finding_id = '{}' AND h.to_state = 'closed' GROUP BY s.state",
+        team.finding
+    ));
+    assert_eq!(closed, "closed|1\n");
+    // Annotations are evidence: after the next index and promote, every
+    // store reads the finding closed.
+    ok(&team.stores[2], Some(&team.db), "mcpeval-index", &[]);
+    ok(
+        &team.stores[2],
+        Some(&team.db),
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", AS_OF],
+    );
+    team.everywhere("closed", 0, 0);
+}
+
+const PASSWORD: &str = "pw-Zq8v3Kx1";
+
+/// A role of `db` that must give `PASSWORD` (scram-sha-256) when it
+/// connects over TCP, as a team's server would ask; returns its name.
+/// The line that asks is put first in the server's pg_hba.conf, and
+/// names this database and role alone, so other tests keep trust.
+fn password_role(db: &Database) -> String {
+    static HBA: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = HBA.lock().unwrap_or_else(|e| e.into_inner());
+    let role = format!("pw_{}", db.name);
+    db.psql(&format!(
+        "CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'; ALTER DATABASE {} OWNER TO {role}",
+        db.name
+    ));
+    let loaded = db.psql("SELECT pg_conf_load_time()");
+    // The file is read whole before COPY opens it for writing.
+    db.psql(&format!(
+        "CREATE TEMP TABLE hba AS
+             SELECT 0::bigint AS n, 'host {} {role} 127.0.0.1/32 scram-sha-256' AS line
+             UNION ALL
+             SELECT n, line FROM regexp_split_to_table(pg_read_file(current_setting('hba_file')), E'\\n')
+                 WITH ORDINALITY AS l(line, n);
+         COPY (SELECT line FROM hba ORDER BY n) TO '{}'",
+        db.name,
+        db.psql("SELECT current_setting('hba_file')").trim()
+    ));
+    let errors = db.psql("SELECT count(*) FROM pg_hba_file_rules WHERE error IS NOT NULL");
+    assert_eq!(errors.trim(), "0", "pg_hba.conf no longer parses");
+    db.psql("SELECT pg_reload_conf()");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while db.psql("SELECT pg_conf_load_time()") == loaded {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not reload pg_hba.conf"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    role
+}
+
+/// `run` with extra environment and no database but what `env` and `args`
+/// give.
+fn run_env(store: &Store, name: &str, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut cmd = store.cmd(name);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+#[test]
+fn a_password_in_config_json_is_refused_without_showing_it() {
+    let db = crate::postgres::database();
+    let port = Postgres::get().port();
+    let store = store_with(None, &[]);
+    let config = store.home().join("config.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"database_url": "postgres://mcpeval:{PASSWORD}@127.0.0.1:{port}/{}"}}"#,
+            db.name
+        ),
+    )
+    .unwrap();
+    let before = db.psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'mcpeval'");
+    for name in ["mcpeval-index", "mcpeval-findings", "mcpeval-annotate"] {
+        let args: &[&str] = match name {
+            "mcpeval-annotate" => &[
+                "--event-id",
+                "6f1c2a3b-4d5e-4f60-8a7b-000000000001",
+                "--kind",
+                "other",
+                "--note",
+                "x",
+            ],
+            _ => &[],
+        };
+        let (status, stdout, stderr) = run(&store, None, name, args);
+        assert_eq!(
+            (status, stdout.as_str(), stderr.as_str()),
+            (
+                4,
+                "",
+                format!(
+                    "{name}: error: database_url in {} is not a usable connection string or postgres:// URL: it carries a password; keep passwords in PGPASSWORD or ~/.pgpass\n",
+                    config.display()
+                )
+                .as_str()
+            )
+        );
+        assert!(!stderr.contains(PASSWORD));
+    }
+    assert_eq!(
+        db.psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'mcpeval'"),
+        before
+    );
+}
+
+#[test]
+fn passwords_come_from_the_flag_the_environment_pgpassword_and_pgpass_and_are_never_shown() {
+    let db = crate::postgres::database();
+    let port = Postgres::get().port();
+    let role = password_role(&db);
+    let bare = format!("postgres://{role}@127.0.0.1:{port}/{}", db.name);
+    let with = format!("postgres://{role}:{PASSWORD}@127.0.0.1:{port}/{}", db.name);
+    let store = store_with(None, &[]);
+    records::write(&store, 1, &records::lines(&[Rec::ok(1, 1, 1, "status")]));
+    let never_shown = |out: &Out| {
+        assert!(
+            !out.1.contains(PASSWORD) && !out.2.contains(PASSWORD),
+            "{out:?}"
+        );
+        assert!(!out.1.contains("pw-") && !out.2.contains("pw-"), "{out:?}");
+    };
+    let refused = |out: &Out, shown: &str| {
+        never_shown(out);
+        assert_eq!(out.0, 3, "{out:?}");
+        let start = format!("mcpeval-index: error: cannot reach the team database {shown}: ");
+        assert!(out.2.starts_with(&start), "{out:?}");
+        assert!(
+            out.2.ends_with("\n  hint: check that the server runs and lets this user in (password from PGPASSWORD or ~/.pgpass)\n"),
+            "{out:?}"
+        );
+    };
+
+    // Without a password, or with a wrong one, the server lets nobody in.
+    refused(
+        &run_env(
+            &store,
+            "mcpeval-index",
+            &[],
+            &[("MCPEVAL_DATABASE_URL", &bare)],
+        ),
+        &bare,
+    );
+    refused(
+        &run_env(
+            &store,
+            "mcpeval-index",
+            &[],
+            &[("MCPEVAL_DATABASE_URL", &bare), ("PGPASSWORD", "not-it")],
+        ),
+        &bare,
+    );
+    assert_eq!(
+        db.psql("SELECT to_regclass('mcpeval.meta') IS NULL").trim(),
+        "t"
+    );
+
+    // The flag and the environment may carry the password.
+    let shown = format!("team {bare}: uploaded");
+    let index = |args: &[&str], env: &[(&str, &str)]| {
+        let out = run_env(&store, "mcpeval-index", args, env);
+        assert_eq!(out.0, 0, "{args:?} {env:?}: {out:?}");
+        never_shown(&out);
+        assert!(
+            out.1.contains("\"team\"") || out.2.contains(&shown),
+            "{out:?}"
+        );
+    };
+    index(&["--database", &with], &[]);
+    index(&["--format", "json"], &[("MCPEVAL_DATABASE_URL", &with)]);
+    // So may PGPASSWORD and the password file, which must be private.
+    index(
+        &[],
+        &[("MCPEVAL_DATABASE_URL", &bare), ("PGPASSWORD", PASSWORD)],
+    );
+    let pgpass = store.scratch().join(".pgpass");
+    std::fs::write(
+        &pgpass,
+        format!("127.0.0.1:{port}:{}:{role}:{PASSWORD}\n", db.name),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    index(&[], &[("MCPEVAL_DATABASE_URL", &bare)]);
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
+    refused(
+        &run_env(
+            &store,
+            "mcpeval-index",
+            &[],
+            &[("MCPEVAL_DATABASE_URL", &bare)],
+        ),
+        &bare,
+    );
+    assert_eq!(db.psql("SELECT count(*) FROM mcpeval.calls").trim(), "1");
+
+    // A server that is not there: the URL is shown without its password.
+    let gone = crate::support::free_port();
+    refused(
+        &run_env(
+            &store,
+            "mcpeval-index",
+            &[
+                "--database",
+                &format!("postgres://{role}:{PASSWORD}@127.0.0.1:{gone}/{}", db.name),
+            ],
+            &[],
+        ),
+        &format!("postgres://{role}@127.0.0.1:{gone}/{}", db.name),
+    );
+}
