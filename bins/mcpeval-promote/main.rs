@@ -26,7 +26,15 @@ fn main() -> ExitCode {
 
 fn run(config: Config) -> Result<()> {
     // With a team database: on the team view, under the team's lock, and
-    // the findings and lifecycle written back in the same transaction.
+    // the findings and lifecycle written back in the same transaction. The
+    // other machines' evidence moves on between this machine's runs, so
+    // the view is brought up to date first: the findings promoted are
+    // those of the team's calls and annotations as they are now.
+    // (Opening the team first refuses another salt or a newer database in
+    // promote's own words.)
+    if shared::team::Team::open(&config.home)?.is_some() {
+        catch_up(&config.home)?;
+    }
     let promotion = shared::team::write(&config.home, |home| promote(home, &config))?;
     let mut out = std::io::stdout().lock();
     match config.format {
@@ -88,6 +96,45 @@ fn promote(home: &Home, config: &Config) -> Result<Promotion> {
         catalog::replace(tx, home, &promotion, &selection.findings)?;
         Ok(promotion)
     })
+}
+
+/// Runs `mcpeval-index` on the store: it uploads what the store has new
+/// and brings the team view up to date. Its summary is not ours to print;
+/// its failure is, with its own words.
+fn catch_up(home: &Home) -> Result<()> {
+    use shared::sibling::{self, Options, Stderr};
+    let program = sibling::find("index").ok_or_else(|| {
+        shared::Error::unavailable(
+            "mcpeval-index is not installed beside mcpeval-promote or on PATH; \
+             with a team database promote runs it to bring the team view up to date",
+        )
+        .with_hint("install the whole mcpeval suite")
+    })?;
+    let options = Options {
+        dir: None,
+        stderr: Stderr::Capture,
+    };
+    let out = sibling::run(
+        &program,
+        home.root().as_std_path(),
+        ["--format", "json"],
+        options,
+    )
+    .map_err(|e| shared::Error::io(format_args!("cannot run {}", program.display()), e))?;
+    if out.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<_> = stderr.lines().map(shared::escape::terminal).collect();
+    let status = u8::try_from(out.ended.status()).unwrap_or(shared::exit::IO);
+    Err(shared::Error::new(
+        shared::error::Kind::from_status(status).unwrap_or(shared::error::Kind::Io),
+        format!(
+            "bringing the team view up to date failed (mcpeval-index {}); nothing was promoted:\n{}",
+            out.ended.describe(),
+            said.join("\n")
+        ),
+    ))
 }
 
 /// `promoted F of I issues`, and the two reasons when there is anything.

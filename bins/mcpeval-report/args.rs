@@ -86,7 +86,13 @@ impl Args {
         }
         let output = Output::new(self.output);
         Ok(Config {
-            home: self.database.apply(self.home.resolve()?),
+            home: {
+                // Its siblings read the team; a store that cannot is
+                // refused here, in the report's own words.
+                let home = self.database.apply(self.home.resolve()?);
+                shared::team::check(&home)?;
+                home
+            },
             output,
             days: self.days,
             servers: self.server,

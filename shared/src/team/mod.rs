@@ -137,6 +137,12 @@ impl Team {
     }
 }
 
+/// Refuses, as [`Team::open`] does, a store that cannot use its team
+/// database; for commands that leave the reading to their siblings.
+pub fn check(home: &Home) -> Result<()> {
+    Team::open(home).map(drop)
+}
+
 /// The store to read: the store itself, or, with a team database, this
 /// machine's team view with the team's lifecycle and findings as the
 /// database holds them now.
