@@ -26,8 +26,9 @@ fn main() -> ExitCode {
 
 fn run(config: Config) -> Result<()> {
     // With a team database: on the team view, under the team's lock, and
-    // the findings and lifecycle written back in the same transaction.
-    let promotion = shared::team::write(&config.home, |home| promote(home, &config))?;
+    // the findings and lifecycle written back in the same transaction;
+    // refused while the view lags behind the team's evidence.
+    let promotion = shared::team::promote(&config.home, |home| promote(home, &config))?;
     let mut out = std::io::stdout().lock();
     match config.format {
         Format::Text => writeln!(out, "{}", summary(&promotion))?,

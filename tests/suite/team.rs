@@ -652,3 +652,45 @@ fn a_password_in_the_database_url_is_never_shown() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_promote_from_a_view_behind_the_database_is_refused_and_changes_nothing() {
+    let db = postgres::database();
+    let seed = seed_journals();
+    let half = |k: usize| -> Vec<PathBuf> { seed.iter().skip(k).step_by(2).cloned().collect() };
+    let a = store_with(None, &half(0));
+    let exported = a.scratch().join("team.salt");
+    ok(
+        &a,
+        None,
+        "mcpeval-salt",
+        &["--export", exported.to_str().unwrap()],
+    );
+    let b = store_with(Some(&a.home().join(".salt")), &half(1));
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+    ok(&b, Some(&db), "mcpeval-index", &[]);
+    ok(&b, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    let team = findings(&b, Some(&db));
+    assert!(!team["findings"].as_array().unwrap().is_empty(), "{team}");
+
+    // Store a's view lacks b's calls: its promote would put findings of
+    // half the team's calls in place of the team's.
+    let (status, stdout, stderr) = run(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(status, 3, "{stdout}{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "view of the team database {} is behind it",
+            db.url
+        )) && stderr.contains("nothing was promoted")
+            && stderr.contains("run mcpeval index, then mcpeval promote"),
+        "{stderr}"
+    );
+    assert_eq!(findings(&a, Some(&db)), team);
+    assert_eq!(findings(&b, Some(&db)), team);
+
+    // Indexed, it promotes the team's findings.
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+    ok(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(findings(&b, Some(&db)), team);
+}
