@@ -29,13 +29,14 @@ fn run(config: Config) -> Result<()> {
     // the findings and lifecycle written back in the same transaction. The
     // other machines' evidence moves on between this machine's runs, so
     // the view is brought up to date first: the findings promoted are
-    // those of the team's calls and annotations as they are now.
-    // (Opening the team first refuses another salt or a newer database in
-    // promote's own words.)
+    // those of the team's calls and annotations as they are now (and a
+    // view that fell behind again meanwhile is refused). Opening the team
+    // first refuses another salt or a newer database in promote's own
+    // words.
     if shared::team::Team::open(&config.home)?.is_some() {
         catch_up(&config.home)?;
     }
-    let promotion = shared::team::write(&config.home, |home| promote(home, &config))?;
+    let promotion = shared::team::promote(&config.home, |home| promote(home, &config))?;
     let mut out = std::io::stdout().lock();
     match config.format {
         Format::Text => writeln!(out, "{}", summary(&promotion))?,

@@ -1,11 +1,13 @@
 //! The team store (SPEC §11): stores of one team index into one PostgreSQL
 //! database, and every command reads and writes the team as one store.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::postgres::{self, Database};
-use crate::support::{Store, private_dir, repo, text};
+use crate::records::{self, Rec};
+use crate::support::{Deps, Store, private_dir, repo, text};
 
 /// The promotion time every store is promoted at.
 pub const NOW: &str = "2026-12-07T07:00:02.123Z";
@@ -129,4 +131,569 @@ fn three_stores_in_one_database_have_the_findings_of_one_store_with_every_journa
         .map(|p| fs::read_to_string(p).unwrap().lines().count() as i64)
         .sum::<i64>();
     assert_eq!(calls, single_calls, "every call once");
+}
+
+/// The calls each store's machine makes through `mcpeval-capture` to two
+/// real servers, each server one session: an ok call, and calls that fail
+/// (an unknown time zone, missing or mistyped arguments, an unknown tool).
+const TIME_SCRIPT: &str = r#"[
+  {"tool": "get_current_time", "arguments": {"timezone": "Europe/Paris"}},
+  {"tool": "get_current_time", "arguments": {"timezone": "Mars/Olympus_Mons"}},
+  {"tool": "convert_time", "arguments": {"source_timezone": "UTC"}}
+]"#;
+const EVERYTHING_SCRIPT: &str = r#"[
+  {"tool": "echo", "arguments": {"message": "hello"}},
+  {"tool": "get-sum", "arguments": {"a": "four", "b": 2}},
+  {"tool": "no-such-tool", "arguments": {}}
+]"#;
+
+/// Runs `script` through the Python SDK client against `server` behind
+/// `mcpeval-capture`, journaling into `store`: one session.
+fn capture_session(store: &Store, script: &str, server: &Path) {
+    let file = store.scratch().join(format!(
+        "script-{}.json",
+        server.file_name().unwrap().display()
+    ));
+    fs::write(&file, script).unwrap();
+    let mut cmd = std::process::Command::new(Deps::python());
+    store.env(&mut cmd);
+    let out = cmd
+        .arg(repo().join("tests/clients/session.py"))
+        .arg(&file)
+        .arg("--")
+        .arg(crate::support::bin("mcpeval-capture"))
+        .arg("--")
+        .arg(server)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "session: {}", text(&out.stderr));
+}
+
+/// Generated calls on server `tides` for store `k`: two sessions of
+/// its own, failing with a template every store's sessions share.
+fn generated(k: u64, sessions: std::ops::Range<u64>) -> String {
+    let mut recs = Vec::new();
+    for s in sessions {
+        let base = 10_000 * (k + 1) + 10 * s;
+        let session = 100 * (k + 1) + s;
+        recs.push(Rec::ok(base, session, 1, "forecast"));
+        recs.push(Rec::error(base + 1, session, 2, "forecast", Some(7)));
+        recs.push(Rec::error(base + 2, session, 3, "alerts", Some(8)));
+        recs.push(Rec::ok(base + 3, session, 4, "forecast"));
+    }
+    let recs: Vec<Rec> = recs.into_iter().map(|r| r.server("tides")).collect();
+    records::lines(&recs)
+}
+
+/// Three stores of one team, each with a third of the seed corpus, a
+/// generated journal and two sessions captured from real servers, and the
+/// one SQLite store to hold copies of all their journals.
+struct Team {
+    db: Database,
+    stores: Vec<Store>,
+    single: Store,
+}
+
+impl Team {
+    fn new() -> Team {
+        let db = postgres::database();
+        let seed = seed_journals();
+        let first = store_with(None, &[]);
+        let exported = first.scratch().join("team.salt");
+        ok(
+            &first,
+            None,
+            "mcpeval-salt",
+            &["--export", exported.to_str().unwrap()],
+        );
+        let salt = first.home().join(".salt");
+        let part = |k: usize| -> Vec<PathBuf> { seed.iter().skip(k).step_by(3).cloned().collect() };
+        for path in part(0) {
+            fs::copy(
+                &path,
+                first
+                    .home()
+                    .join("journals")
+                    .join(path.file_name().unwrap()),
+            )
+            .unwrap();
+        }
+        let mut stores = vec![first];
+        stores.extend((1..3).map(|k| store_with(Some(&salt), &part(k))));
+        let (time, everything) = (Deps::server_time(), Deps::server_everything());
+        std::thread::scope(|scope| {
+            for (k, store) in stores.iter().enumerate() {
+                let (time, everything) = (&time, &everything);
+                scope.spawn(move || {
+                    records::write(store, k as u32 + 1, &generated(k as u64, 0..2));
+                    capture_session(store, TIME_SCRIPT, time);
+                    capture_session(store, EVERYTHING_SCRIPT, everything);
+                });
+            }
+        });
+        for store in &stores {
+            let captured = store
+                .records()
+                .into_iter()
+                .filter(|r| r["server"] == "mcp-time" || r["server"] == "mcp-servers/everything")
+                .count();
+            assert_eq!(captured, 6, "each store captured its own two sessions");
+        }
+        Team {
+            db,
+            single: store_with(Some(&salt), &[]),
+            stores,
+        }
+    }
+
+    /// Every store indexes at the same moment; their summaries.
+    fn index_all(&self) -> Vec<String> {
+        std::thread::scope(|scope| {
+            let runs: Vec<_> = self
+                .stores
+                .iter()
+                .map(|store| {
+                    let db = &self.db;
+                    scope.spawn(move || {
+                        let (status, _, stderr) = run(store, Some(db), "mcpeval-index", &[]);
+                        assert_eq!(status, 0, "index: {stderr}");
+                        stderr
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        })
+    }
+
+    /// The single store, holding a copy of every store's journals as they
+    /// are now, indexed and promoted: its promote line and findings.
+    fn expected(&self) -> (String, serde_json::Value) {
+        let dir = self.single.home().join("journals");
+        for store in &self.stores {
+            for path in store.journals() {
+                fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+            }
+        }
+        ok(&self.single, None, "mcpeval-index", &[]);
+        let promoted = ok(&self.single, None, "mcpeval-promote", &["--now", NOW]);
+        (promoted, findings(&self.single, None))
+    }
+
+    /// Indexes and promotes on store `k` (its team view then holds every
+    /// upload so far) and checks that every store reads, field for
+    /// field, the findings of the single store.
+    fn assert_same_findings(&self, k: usize, what: &str) -> serde_json::Value {
+        ok(&self.stores[k], Some(&self.db), "mcpeval-index", &[]);
+        let promoted = ok(
+            &self.stores[k],
+            Some(&self.db),
+            "mcpeval-promote",
+            &["--now", NOW],
+        );
+        let (single_promoted, expected) = self.expected();
+        assert_eq!(promoted, single_promoted, "{what}: promote");
+        for (n, store) in self.stores.iter().enumerate() {
+            assert_eq!(
+                findings(store, Some(&self.db)),
+                expected,
+                "{what}: the findings store {n} reads"
+            );
+        }
+        expected
+    }
+
+    /// `mcpeval.journals` as (store id, name) → (epoch, sha256, lines).
+    fn journal_rows(&self) -> BTreeMap<(String, String), (i64, String, i64)> {
+        self.db
+            .psql(
+                "SELECT store_id, name, epoch, encode(sha256, 'hex'), lines FROM mcpeval.journals",
+            )
+            .lines()
+            .map(|row| {
+                let f: Vec<&str> = row.split('|').collect();
+                (
+                    (f[0].to_owned(), f[1].to_owned()),
+                    (
+                        f[2].parse().unwrap(),
+                        f[3].to_owned(),
+                        f[4].parse().unwrap(),
+                    ),
+                )
+            })
+            .collect()
+    }
+
+    /// Per (store id, journal): the calls' lines and the transaction that
+    /// wrote each row, so a row written anew shows.
+    fn call_rows(&self) -> BTreeMap<(String, String), String> {
+        self.db
+            .psql(
+                "SELECT store_id, journal, md5(string_agg(line || ':' || xmin::text, ',' ORDER BY line))
+                 FROM mcpeval.calls GROUP BY store_id, journal",
+            )
+            .lines()
+            .map(|row| {
+                let f: Vec<&str> = row.split('|').collect();
+                ((f[0].to_owned(), f[1].to_owned()), f[2].to_owned())
+            })
+            .collect()
+    }
+
+    fn calls_in_db(&self) -> usize {
+        self.db
+            .psql("SELECT count(*) FROM mcpeval.calls")
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    fn calls_in_single(&self) -> usize {
+        self.single.records().len()
+    }
+}
+
+fn store_id(store: &Store) -> String {
+    fs::read_to_string(store.home().join("store-id"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// The findings of `server`, by tool.
+fn of_server(findings: &serde_json::Value, server: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = findings["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["server"] == server)
+        .map(|f| {
+            (
+                f["tool"].as_str().unwrap().to_owned(),
+                f["defect_class"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn captured_and_generated_journals_of_three_stores_give_the_findings_of_one_store() {
+    let team = Team::new();
+    team.index_all();
+    let expected = team.assert_same_findings(0, "first index");
+    assert_eq!(
+        team.calls_in_db(),
+        team.calls_in_single(),
+        "every call once"
+    );
+
+    // Failures seen once per store are findings of the team.
+    assert_eq!(
+        of_server(&expected, "mcp-time"),
+        [
+            ("convert_time".to_owned(), "tool-error".to_owned()),
+            ("get_current_time".to_owned(), "tool-error".to_owned())
+        ],
+        "{expected}"
+    );
+    assert_eq!(
+        of_server(&expected, "mcp-servers/everything"),
+        [
+            ("get-sum".to_owned(), "invalid-arguments".to_owned()),
+            ("no-such-tool".to_owned(), "unknown-tool".to_owned())
+        ],
+        "{expected}"
+    );
+    assert_eq!(of_server(&expected, "tides").len(), 2, "{expected}");
+
+    // Indexing again uploads nothing and reports the team in JSON (what
+    // is new to its view depends on which store finished first).
+    let json = ok(
+        &team.stores[2],
+        Some(&team.db),
+        "mcpeval-index",
+        &["--format", "json"],
+    );
+    let summary: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let t = &summary["team"];
+    assert_eq!(t["database"], team.db.url.as_str(), "{summary}");
+    assert_eq!(t["uploaded"], 0, "{summary}");
+    assert_eq!(t["stores"], 3, "{summary}");
+    assert_eq!(t["calls"], team.calls_in_single(), "{summary}");
+    assert_eq!(t["journals"], team.single.journals().len(), "{summary}");
+    assert!(t["new"].is_u64(), "{summary}");
+    assert_eq!(findings(&team.stores[2], Some(&team.db)), expected);
+}
+
+#[test]
+fn appends_in_two_stores_give_the_findings_of_one_store_with_the_same_bytes() {
+    let team = Team::new();
+    team.index_all();
+    team.assert_same_findings(1, "first index");
+    let before = team.journal_rows();
+
+    // A new session in store 0's generated journal, and one appended to
+    // the journal store 2 captured last.
+    records::append(&team.stores[0], 1, &generated(0, 2..3));
+    let last = team.stores[2].journals().pop().unwrap();
+    records::append_to(&last, &generated(2, 5..6));
+    let summaries = team.index_all();
+    for (n, uploaded) in [(0, 4), (1, 0), (2, 4)] {
+        assert!(
+            summaries[n].contains(&format!(": uploaded {uploaded} calls;")),
+            "store {n}: {}",
+            summaries[n]
+        );
+    }
+    let expected = team.assert_same_findings(0, "after appends");
+    assert_eq!(
+        team.calls_in_db(),
+        team.calls_in_single(),
+        "every call once"
+    );
+
+    // The grown journals kept their epoch and gained the new lines.
+    let after = team.journal_rows();
+    assert_eq!(before.len(), after.len());
+    let grown: Vec<(&str, i64)> = before
+        .iter()
+        .filter(|(key, old)| after[*key] != **old)
+        .map(|(key, old)| {
+            let new = &after[key];
+            assert_eq!(new.0, old.0, "{key:?} appended to, not replaced");
+            (key.1.as_str(), new.2 - old.2)
+        })
+        .collect();
+    let generated_name = records::journal_name(1);
+    let last_name = last.file_name().unwrap().to_str().unwrap();
+    let mut want = vec![(generated_name.as_str(), 4), (last_name, 4)];
+    want.sort();
+    let mut grown = grown;
+    grown.sort();
+    assert_eq!(grown, want);
+    let sessions = |f: &serde_json::Value, tool: &str| {
+        f["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["server"] == "tides" && f["tool"] == tool)
+            .unwrap()["sessions"]
+            .clone()
+    };
+    assert_eq!(sessions(&expected, "forecast"), 8, "{expected}");
+}
+
+#[test]
+fn a_rewritten_journal_replaces_that_journals_calls_alone() {
+    let team = Team::new();
+    team.index_all();
+    team.assert_same_findings(2, "first index");
+    let (journals, calls) = (team.journal_rows(), team.call_rows());
+
+    // Store 1's generated journal is written anew: its calls now succeed,
+    // save one failure with another template.
+    let mut recs = vec![
+        Rec::ok(20_000, 200, 1, "forecast"),
+        Rec::ok(20_001, 200, 2, "alerts"),
+    ];
+    recs.push(Rec::error(20_002, 201, 1, "alerts", Some(9)));
+    let recs: Vec<Rec> = recs.into_iter().map(|r| r.server("tides")).collect();
+    records::write(&team.stores[1], 2, &records::lines(&recs));
+    let name = records::journal_name(2);
+    let (status, _, stderr) = run(&team.stores[1], Some(&team.db), "mcpeval-index", &[]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(
+        stderr.contains(&format!("full rebuild: {name}")),
+        "{stderr}"
+    );
+
+    let rewritten = (store_id(&team.stores[1]), name);
+    let (after, after_calls) = (team.journal_rows(), team.call_rows());
+    assert_eq!(journals.len(), after.len());
+    for (key, old) in &journals {
+        let new = &after[key];
+        if *key == rewritten {
+            assert_eq!(new.0, old.0 + 1, "a new epoch for {key:?}");
+            assert_ne!(new.1, old.1);
+            assert_eq!(new.2, 3);
+            assert_ne!(after_calls[key], calls[key], "{key:?}'s calls written anew");
+        } else {
+            assert_eq!(new, old, "{key:?} unchanged");
+            assert_eq!(after_calls[key], calls[key], "{key:?}'s calls untouched");
+        }
+    }
+
+    // Only store 1 indexed; the others read the team's findings as they are.
+    team.assert_same_findings(1, "after the rewrite");
+    assert_eq!(
+        team.calls_in_db(),
+        team.calls_in_single(),
+        "every call once"
+    );
+}
+
+#[test]
+fn an_annotation_made_on_another_machine_counts_as_on_one_store() {
+    let team = Team::new();
+    team.index_all();
+    let before = team.assert_same_findings(0, "first index");
+    assert!(
+        of_server(&before, "mcp-time")
+            .iter()
+            .all(|(_, class)| class != "false-success")
+    );
+
+    // Store 2, its view up to date, annotates ok calls that stores 0 and 1
+    // captured: its view links them as the single store links them.
+    ok(&team.stores[2], Some(&team.db), "mcpeval-index", &[]);
+    let ok_call = |store: &Store| {
+        store
+            .records()
+            .into_iter()
+            .find(|r| r["server"] == "mcp-time" && r["outcome"] == "ok")
+            .unwrap()["identity"]["event_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let targets = [ok_call(&team.stores[0]), ok_call(&team.stores[1])];
+    let annotate = |store: &Store, db: Option<&Database>, id: &str| {
+        let (status, _, stderr) = run(
+            store,
+            db,
+            "mcpeval-annotate",
+            &[
+                "--event-id",
+                id,
+                "--kind",
+                "false-success",
+                "--note",
+                "The time was an hour off",
+            ],
+        );
+        assert_eq!(status, 0, "{stderr}");
+        stderr
+    };
+    for id in &targets {
+        let said = annotate(&team.stores[2], Some(&team.db), id);
+        let single = annotate(&team.single, None, id);
+        assert!(
+            said.contains(" and linked to the call mcp-time/get_current_time at "),
+            "{said}"
+        );
+        assert_eq!(
+            said.split_once(" stored").unwrap().1,
+            single.split_once(" stored").unwrap().1
+        );
+    }
+
+    // Store 0 indexes (linking the annotations) and promotes.
+    let expected = team.assert_same_findings(0, "after the annotation");
+    assert!(
+        of_server(&expected, "mcp-time")
+            .contains(&("get_current_time".to_owned(), "false-success".to_owned())),
+        "{expected}"
+    );
+}
+
+#[test]
+fn a_password_in_the_database_url_is_never_shown() {
+    let db = postgres::database();
+    let password = "Pw-7c1e-nOt-sHoWn";
+    let url = db
+        .url
+        .replacen("mcpeval@", &format!("mcpeval:{password}@"), 1);
+    assert_ne!(url, db.url);
+    let store = store_with(None, &seed_journals()[..6]);
+    let check = |name: &str, args: &[&str], want: i32| -> (String, String) {
+        let mut all = vec!["--database", url.as_str()];
+        all.extend_from_slice(args);
+        let (status, stdout, stderr) = run(&store, None, name, &all);
+        assert_eq!(status, want, "{name} {args:?}: {stderr}");
+        for out in [&stdout, &stderr] {
+            assert!(
+                !out.contains(password),
+                "{name} {args:?} showed the password: {out}"
+            );
+            assert!(!out.contains("Pw-7c1e"), "{name} {args:?}: {out}");
+        }
+        (stdout, stderr)
+    };
+    let (_, stderr) = check("mcpeval-index", &[], 0);
+    let team_line = stderr.lines().nth(1).unwrap_or_default();
+    assert!(team_line.starts_with("team postgres://"), "{stderr}");
+    assert!(
+        team_line.starts_with(&format!("team {}: uploaded ", db.url)),
+        "{stderr}"
+    );
+    let (stdout, _) = check("mcpeval-index", &["--format", "json"], 0);
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["team"]["database"], db.url.as_str(), "{summary}");
+    check("mcpeval-promote", &["--now", NOW], 0);
+    check("mcpeval-findings", &[], 0);
+    check("mcpeval-findings", &["--format", "json"], 0);
+
+    // Refusals name the database without it too: a store of another team,
+    // and a server that is not there.
+    let stranger = store_with(None, &seed_journals()[..1]);
+    let (status, stdout, stderr) = run(&stranger, None, "mcpeval-index", &["--database", &url]);
+    assert_eq!(status, 6, "{stderr}");
+    assert!(stderr.contains(&db.url), "{stderr}");
+    assert!(
+        !stderr.contains(password) && !stdout.contains(password),
+        "{stderr}"
+    );
+    let gone = format!(
+        "postgres://mcpeval:{password}@127.0.0.1:{}/x",
+        crate::support::free_port()
+    );
+    let (status, stdout, stderr) = run(&store, None, "mcpeval-findings", &["--database", &gone]);
+    assert_eq!(status, 3, "{stderr}");
+    assert!(stderr.contains("postgres://mcpeval@127.0.0.1:"), "{stderr}");
+    assert!(
+        !stderr.contains(password) && !stdout.contains(password),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_promote_from_a_view_behind_the_database_catches_up_first() {
+    let db = postgres::database();
+    let seed = seed_journals();
+    let half = |k: usize| -> Vec<PathBuf> { seed.iter().skip(k).step_by(2).cloned().collect() };
+    let a = store_with(None, &half(0));
+    let exported = a.scratch().join("team.salt");
+    ok(
+        &a,
+        None,
+        "mcpeval-salt",
+        &["--export", exported.to_str().unwrap()],
+    );
+    let b = store_with(Some(&a.home().join(".salt")), &half(1));
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+    ok(&b, Some(&db), "mcpeval-index", &[]);
+    ok(&b, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    let team = findings(&b, Some(&db));
+    assert!(!team["findings"].as_array().unwrap().is_empty(), "{team}");
+
+    // Store a's view lacks b's calls: its promote indexes first, and so
+    // promotes the team's findings, not those of half its calls.
+    let in_view = || {
+        fs::read_dir(a.home().join("team/journals"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "jsonl")
+            })
+            .count()
+    };
+    assert_eq!(in_view(), half(0).len());
+    ok(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(in_view(), seed.len());
+    assert_eq!(findings(&a, Some(&db)), team);
+    assert_eq!(findings(&b, Some(&db)), team);
 }

@@ -159,6 +159,18 @@ pub fn view(home: &Home) -> Result<Home> {
 /// to date first, and what `work` changed is written back before the
 /// commit. A failure anywhere leaves the database as it was.
 pub fn write<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
+    write_on(home, false, work)
+}
+
+/// [`write`] for `promote`: refuses (status 3, nothing written) when this
+/// machine's view was indexed from older evidence than the database holds
+/// now, since promoting it would replace the team's findings with those
+/// of calls the team has moved past.
+pub fn promote<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
+    write_on(home, true, work)
+}
+
+fn write_on<T>(home: &Home, current: bool, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
     let Some(mut team) = Team::open(home)? else {
         return work(home);
     };
@@ -181,6 +193,18 @@ pub fn write<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T>
         .start()
         .map_err(pg_error(&shown))?;
     pull_shared(&mut tx, &shown, &view)?;
+    if current {
+        let generation: i64 = meta(&mut tx, &shown, "generation")?
+            .and_then(|g| g.parse().ok())
+            .unwrap_or(0);
+        if pull::indexed_generation(&view)? < generation {
+            return Err(Error::unavailable(format!(
+                "this store's view of the team database {shown} is behind it: calls or annotations \
+                 arrived since this store last ran mcpeval index; nothing was promoted"
+            ))
+            .with_hint("run mcpeval index, then mcpeval promote"));
+        }
+    }
     let before = Snapshot::take(&view)?;
     let value = work(&view)?;
     let after = Snapshot::take(&view)?;
