@@ -38,7 +38,12 @@ pub fn store_with(salt: Option<&Path>, journals: &[PathBuf]) -> Store {
 
 /// Runs `name ARGS…` on `store` against `db` (through `MCPEVAL_DATABASE_URL`)
 /// and returns (status, stdout, stderr).
-pub fn run(store: &Store, db: Option<&Database>, name: &str, args: &[&str]) -> (i32, String, String) {
+pub fn run(
+    store: &Store,
+    db: Option<&Database>,
+    name: &str,
+    args: &[&str],
+) -> (i32, String, String) {
     let mut cmd = store.cmd(name);
     if let Some(db) = db {
         cmd.env("MCPEVAL_DATABASE_URL", &db.url);
@@ -76,7 +81,12 @@ fn three_stores_in_one_database_have_the_findings_of_one_store_with_every_journa
     // The first store brings the team's salt; the others import it.
     let first = store_with(None, &[]);
     let exported = first.scratch().join("team.salt");
-    ok(&first, None, "mcpeval-salt", &["--export", exported.to_str().unwrap()]);
+    ok(
+        &first,
+        None,
+        "mcpeval-salt",
+        &["--export", exported.to_str().unwrap()],
+    );
     let salt = first.home().join(".salt");
     let parts: Vec<Vec<PathBuf>> = (0..3)
         .map(|k| journals.iter().skip(k).step_by(3).cloned().collect())
@@ -98,7 +108,10 @@ fn three_stores_in_one_database_have_the_findings_of_one_store_with_every_journa
     ok(&single, None, "mcpeval-index", &[]);
     ok(&single, None, "mcpeval-promote", &["--now", NOW]);
     let expected = findings(&single, None);
-    assert!(expected["findings"].as_array().unwrap().len() >= 5, "{expected}");
+    assert!(
+        expected["findings"].as_array().unwrap().len() >= 5,
+        "{expected}"
+    );
 
     // Every store reads the team's findings, equal field for field.
     for store in &stores {
@@ -116,4 +129,24 @@ fn three_stores_in_one_database_have_the_findings_of_one_store_with_every_journa
         .map(|p| fs::read_to_string(p).unwrap().lines().count() as i64)
         .sum::<i64>();
     assert_eq!(calls, single_calls, "every call once");
+}
+
+#[test]
+fn index_json_with_a_database_tells_the_seconds_of_upload_pull_and_view_index() {
+    let db = postgres::database();
+    let store = store_with(None, &seed_journals()[..3]);
+    let json = ok(&store, Some(&db), "mcpeval-index", &["--format", "json"]);
+    let summary: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let team = &summary["team"];
+    assert!(team["uploaded"].as_u64().unwrap() > 0, "{json}");
+    let seconds = team["seconds"].as_object().expect("team.seconds");
+    let keys: Vec<&str> = seconds.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["index", "pull", "upload"], "{json}");
+    for (key, value) in seconds {
+        let s = value.as_f64().unwrap_or(-1.0);
+        assert!(
+            (0.0..60.0).contains(&s),
+            "team.seconds.{key} = {value} in {json}"
+        );
+    }
 }
