@@ -81,7 +81,7 @@ impl Server {
         // As the tests run it (fsync off), with room for bulk loads
         // between checkpoints.
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_wal_size=4GB",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_wal_size=1GB",
             server.port,
             sock.display()
         );
