@@ -13,9 +13,11 @@
 mod floor;
 mod http;
 mod measure;
+mod postgres;
 mod relay;
 mod report;
 mod store;
+mod team;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -29,7 +31,7 @@ use crate::store::{Store, Tools};
 use crate::workload::Generator;
 
 /// Workload sizes.
-struct Sizes {
+pub struct Sizes {
     round_trips: u64,
     pipelined: u64,
     /// Failed calls in the one long failure window, and its tools.
@@ -42,6 +44,9 @@ struct Sizes {
     reps: usize,
     /// Repeats of the quick figures (re-validation, relay sessions).
     short_reps: usize,
+    /// The team store pools `calls` from each of this many stores.
+    team_stores: u64,
+    team_reps: usize,
 }
 
 const FULL: Sizes = Sizes {
@@ -55,6 +60,9 @@ const FULL: Sizes = Sizes {
     // Other work on a shared two-core machine moves single runs by 30%.
     reps: 5,
     short_reps: 5,
+    team_stores: 10,
+    // Each repeat uploads and pulls a million calls.
+    team_reps: 3,
 };
 
 const QUICK: Sizes = Sizes {
@@ -67,11 +75,13 @@ const QUICK: Sizes = Sizes {
     journal_bytes: 1_000_000,
     reps: 1,
     short_reps: 1,
+    team_stores: 2,
+    team_reps: 1,
 };
 
 /// The "now" promotion scores against: just after the generated traffic,
 /// so scores do not depend on the day the bench runs.
-const NOW: &str = "2026-11-05T00:00:00Z";
+pub const NOW: &str = "2026-11-05T00:00:00Z";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -85,12 +95,18 @@ fn main() {
     // `cargo bench` passes --bench; `cargo test` runs this target without
     // it, and then only a quick smoke run makes sense.
     let quick = has("--quick") || !has("--bench");
-    let sizes = if quick { QUICK } else { FULL };
+    let mut sizes = if quick { QUICK } else { FULL };
     let value = |flag: &str| {
         args.iter()
             .position(|a| a == flag)
             .and_then(|i| args.get(i + 1))
     };
+    // `--team-stores N`: pool fewer stores' calls where the disk is short
+    // (each million pooled calls takes about 1.5 GB in the database, the
+    // view's journals and its index).
+    if let Some(n) = value("--team-stores") {
+        sizes.team_stores = n.parse().expect("--team-stores takes a count");
+    }
     let only: Vec<&str> = value("--only")
         .map(|s| s.split(',').collect())
         .unwrap_or_default();
@@ -136,6 +152,9 @@ fn main() {
     if wants("windows") {
         long_window(&sizes, scratch, &mut table);
     }
+    if wants("team") {
+        team::bench(&sizes, scratch, &mut table);
+    }
     table.note(format!(
         "peak memory figures may include up to {} inherited from the bench process at spawn",
         report::bytes(measure::own_peak())
@@ -143,12 +162,12 @@ fn main() {
     table.print();
 }
 
-fn progress(what: std::fmt::Arguments<'_>) {
+pub fn progress(what: std::fmt::Arguments<'_>) {
     eprintln!("bench: {what}");
 }
 
 /// Generates a store under `scratch/name`.
-fn generate(
+pub fn generate(
     scratch: &Path,
     name: &str,
     seed: u64,

@@ -22,18 +22,22 @@ pub fn print(outcome: &Outcome, team: Option<&Synced>, format: Format) -> Result
         }
         Format::Json => {
             // Written by hand to keep the documented key order.
-            let seconds = serde_json::Value::from((outcome.seconds * 1000.0).round() / 1000.0);
+            let rounded = |s: f64| serde_json::Value::from((s * 1000.0).round() / 1000.0);
+            let seconds = rounded(outcome.seconds);
             let rebuild = serde_json::Value::from(outcome.rebuild.clone());
             let mut out = io::stdout().lock();
             let team = match team {
                 Some(t) => format!(
-                    ",\"team\":{{\"database\":{},\"uploaded\":{},\"stores\":{},\"calls\":{},\"new\":{},\"journals\":{}}}",
+                    ",\"team\":{{\"database\":{},\"uploaded\":{},\"stores\":{},\"calls\":{},\"new\":{},\"journals\":{},\"seconds\":{{\"upload\":{},\"pull\":{},\"index\":{}}}}}",
                     serde_json::Value::from(t.database.as_str()),
                     t.uploaded.calls,
                     t.pulled.stores,
                     t.view.calls,
                     t.view.new,
-                    t.view.journals
+                    t.view.journals,
+                    rounded(t.upload_seconds),
+                    rounded(t.pull_seconds),
+                    rounded(t.view.seconds)
                 ),
                 None => String::new(),
             };

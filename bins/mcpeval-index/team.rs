@@ -1,6 +1,8 @@
 //! With a team database: upload this store's calls, then bring this
 //! machine's team view up to date and index it like any store.
 
+use std::time::Instant;
+
 use shared::Result;
 use shared::team::{self, Pulled, Team, Uploaded};
 
@@ -16,16 +18,24 @@ pub struct Synced {
     pub pulled: Pulled,
     /// The view's own index run.
     pub view: Outcome,
+    /// Seconds spent uploading, and bringing the view's lifecycle and
+    /// journals up to date (its index run has its own seconds).
+    pub upload_seconds: f64,
+    pub pull_seconds: f64,
 }
 
 /// Uploads, pulls and indexes the view. `--rebuild` replaces this store's
 /// calls in the database and rebuilds the view's index.
 pub fn run(mut team: Team, config: &Config) -> Result<Synced> {
     let database = team.shown().to_owned();
+    let started = Instant::now();
     let uploaded = team.upload(&config.home, config.rebuild)?;
+    let upload_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
     // The view's annotations come from the team's lifecycle.
     let view = team.refresh_view(&config.home)?;
     let pulled = team.pull(&view)?;
+    let pull_seconds = started.elapsed().as_secs_f64();
     let outcome = refresh::run(&Config {
         home: view.clone(),
         rebuild: config.rebuild,
@@ -37,5 +47,7 @@ pub fn run(mut team: Team, config: &Config) -> Result<Synced> {
         uploaded,
         pulled,
         view: outcome,
+        upload_seconds,
+        pull_seconds,
     })
 }

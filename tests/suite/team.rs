@@ -697,3 +697,23 @@ fn a_promote_from_a_view_behind_the_database_catches_up_first() {
     assert_eq!(findings(&a, Some(&db)), team);
     assert_eq!(findings(&b, Some(&db)), team);
 }
+
+#[test]
+fn index_json_with_a_database_tells_the_seconds_of_upload_pull_and_view_index() {
+    let db = postgres::database();
+    let store = store_with(None, &seed_journals()[..3]);
+    let json = ok(&store, Some(&db), "mcpeval-index", &["--format", "json"]);
+    let summary: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let team = &summary["team"];
+    assert!(team["uploaded"].as_u64().unwrap() > 0, "{json}");
+    let seconds = team["seconds"].as_object().expect("team.seconds");
+    let keys: Vec<&str> = seconds.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["index", "pull", "upload"], "{json}");
+    for (key, value) in seconds {
+        let s = value.as_f64().unwrap_or(-1.0);
+        assert!(
+            (0.0..60.0).contains(&s),
+            "team.seconds.{key} = {value} in {json}"
+        );
+    }
+}
