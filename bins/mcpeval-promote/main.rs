@@ -33,7 +33,9 @@ fn run(config: Config) -> Result<()> {
     // view that fell behind again meanwhile is refused). Opening the team
     // first refuses another salt or a newer database in promote's own
     // words.
-    if shared::team::Team::open(&config.home)?.is_some() {
+    if let Some(mut team) = shared::team::Team::open(&config.home)?
+        && !team.view_is_current(&config.home)?
+    {
         catch_up(&config.home)?;
     }
     let promotion = shared::team::promote(&config.home, |home| promote(home, &config))?;

@@ -130,6 +130,18 @@ impl Team {
         Ok(view)
     }
 
+    /// Whether this machine's view was indexed from the evidence the
+    /// database holds now (no call or annotation arrived since).
+    pub fn view_is_current(&mut self, home: &Home) -> Result<bool> {
+        let shown = self.shown.clone();
+        let mut tx = self.client.transaction().map_err(pg_error(&shown))?;
+        let generation: i64 = meta(&mut tx, &shown, "generation")?
+            .and_then(|g| g.parse().ok())
+            .unwrap_or(0);
+        tx.commit().map_err(pg_error(&shown))?;
+        Ok(pull::indexed_generation(&home.team_view())? >= generation)
+    }
+
     /// Rebuilds the view's journals from the database's calls (see
     /// [`pull`](pull::run)).
     pub fn pull(&mut self, view: &Home) -> Result<Pulled> {
