@@ -43,9 +43,14 @@ impl Lines {
         }
     }
 
-    /// Feeds exactly `len` bytes of `file`, from its position, to `hasher`.
-    /// A file that ends early is an `UnexpectedEof` error.
-    pub fn hash(&mut self, file: &mut File, len: u64, hasher: &mut Hasher) -> io::Result<()> {
+    /// Feeds exactly `len` bytes of `file`, from its position, to each of
+    /// `hashers`. A file that ends early is an `UnexpectedEof` error.
+    pub fn hash(
+        &mut self,
+        file: &mut File,
+        len: u64,
+        hashers: &mut [&mut Hasher],
+    ) -> io::Result<()> {
         let mut left = len;
         while left > 0 {
             let want = left.min(self.buf.len() as u64) as usize;
@@ -53,7 +58,9 @@ impl Lines {
             if n == 0 {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
-            hasher.update(&self.buf[..n]);
+            for hasher in hashers.iter_mut() {
+                hasher.update(&self.buf[..n]);
+            }
             left -= n as u64;
             self.progress.advance(n as u64);
         }

@@ -18,7 +18,7 @@ use sha2::Digest;
 use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
 
-use crate::checkpoint::{self, Continuation, Observed, Stamp};
+use crate::checkpoint::{self, Continuation, Observed, Prefix, Stamp};
 use crate::feed::Feed;
 use crate::lines::{self, Lines};
 use crate::row::{Batch, Row};
@@ -45,6 +45,15 @@ pub enum Source {
 }
 
 impl Source {
+    /// Where the journal is and its checkpointed prefix, when that prefix
+    /// was not hashed yet.
+    pub fn deferred(&self) -> Option<(PathBuf, Prefix)> {
+        match self {
+            Source::Continue(c) if c.deferred => Some((c.path.clone(), c.prefix())),
+            _ => None,
+        }
+    }
+
     /// About how many bytes there are to read.
     pub fn bytes(&self) -> u64 {
         match self {
@@ -63,6 +72,8 @@ struct Opened {
     start: u64,
     lines: u64,
     hasher: Hasher,
+    /// The checkpointed bytes before `start`, when not yet hashed.
+    prefix: Option<Prefix>,
 }
 
 impl Opened {
@@ -81,9 +92,11 @@ impl Opened {
                     start: 0,
                     lines: 0,
                     hasher: Hasher::new(),
+                    prefix: None,
                 }
             }
             Source::Continue(c) => Opened {
+                prefix: c.deferred.then(|| c.prefix()),
                 path: c.path,
                 journal_id: Some(c.checkpoint.id),
                 file: c.file,
@@ -220,6 +233,7 @@ impl<'a> Loader<'a> {
             start,
             lines: lines_before,
             mut hasher,
+            prefix,
         } = Opened::open(source)?;
         let name = path
             .file_name()
@@ -290,12 +304,19 @@ impl<'a> Loader<'a> {
         let (consumed, hasher) = consumed?;
         let length = start + consumed.bytes;
         let sha256: [u8; 32] = hasher.finalize().into();
+        // Past a deferred prefix, the hasher saw only the new lines: the
+        // checkpoint gets its hash once the prefix is proven (a hash of
+        // zeros matches no journal meanwhile).
+        let recorded = match prefix {
+            Some(_) => [0; 32],
+            None => sha256,
+        };
         self.conn
             .execute(
                 "UPDATE journals SET length = ?1, sha256 = ?2, lines = ?3, size = ?4 WHERE id = ?5",
                 params![
                     length,
-                    sha256,
+                    recorded,
                     lines_before + consumed.lines,
                     stamp.size,
                     journal_id
@@ -308,6 +329,7 @@ impl<'a> Loader<'a> {
             stamp,
             length,
             sha256,
+            prefix,
         })
     }
 

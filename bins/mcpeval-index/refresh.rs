@@ -8,7 +8,10 @@
 //! each append; since appends do not wait for us, the bytes this run relies
 //! on are checked again just before the commit. A journal that changed
 //! meanwhile makes the run start over, a bounded number of times: a commit
-//! never mixes two states of a file.
+//! never mixes two states of a file. The grown last journal's indexed
+//! prefix is proven in that same check (see `checkpoint.rs`); should it no
+//! longer match, the run starts over once more, this time hashing it
+//! before reading anything.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -26,7 +29,7 @@ use shared::lock::LockFile;
 
 use crate::args::Config;
 use crate::aside::{self, Aside};
-use crate::checkpoint::{self, Observed, Plan};
+use crate::checkpoint::{self, Check, Checkpoint, Observed, Plan};
 use crate::feed::Feed;
 use crate::lines::Lines;
 use crate::load::{Loader, Source};
@@ -83,6 +86,9 @@ enum Attempt {
     Done(Outcome),
     /// This journal changed under the run; nothing was committed.
     Changed(PathBuf),
+    /// The grown journal's deferred prefix no longer matches its
+    /// checkpoint; nothing was committed.
+    Unproven,
 }
 
 /// Brings `index.db` up to date with the journals.
@@ -160,7 +166,9 @@ fn attempts(
     let lock = LockFile::open(home.journal_lock().as_std_path())?;
     let mut changed = PathBuf::new();
     let journals = home.journals();
-    for _ in 0..ATTEMPTS {
+    let mut defer = true;
+    let mut failed = 0;
+    while failed < ATTEMPTS {
         lines.progress.phase("reading journals");
         let annotations = Annotations::read(home)?;
         let _shared = lock.shared()?;
@@ -168,11 +176,19 @@ fn attempts(
             db,
             journals: journals.as_std_path(),
             forced: config.rebuild,
+            defer,
             annotations: &annotations,
         };
         match run.attempt(conn, lines)? {
             Attempt::Done(outcome) => return Ok(outcome),
-            Attempt::Changed(path) => changed = path,
+            Attempt::Changed(path) => {
+                changed = path;
+                failed += 1;
+            }
+            // Not a change seen during the run (the prefix may have changed
+            // long before): plan again, hashing it first, which says whether
+            // to rebuild. Happens once at most.
+            Attempt::Unproven => defer = false,
         }
     }
     Err(Error::unavailable(format!(
@@ -186,6 +202,9 @@ struct Run<'a> {
     db: &'a Path,
     journals: &'a Path,
     forced: bool,
+    /// Whether a grown last journal's prefix is proven before the commit
+    /// rather than when planning.
+    defer: bool,
     annotations: &'a Annotations,
 }
 
@@ -207,6 +226,15 @@ struct Loaded {
     remembered: bool,
 }
 
+/// What a plan says to read, with what it already verified.
+struct Planned {
+    checkpoints: Vec<Checkpoint>,
+    /// Why the index is being rebuilt, when it is.
+    rebuild: Option<String>,
+    observed: Vec<Observed>,
+    sources: Vec<Source>,
+}
+
 impl Run<'_> {
     fn attempt(&self, conn: &mut Connection, lines: &mut Lines) -> Result<Attempt> {
         let db = self.db;
@@ -215,14 +243,22 @@ impl Run<'_> {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&fail)?;
         let previous = index_db::state(&tx, db)?;
-        let loaded = self.load(&tx, previous.as_ref(), lines)?;
+        let Some(loaded) = self.load(&tx, previous.as_ref(), lines)? else {
+            return Ok(Attempt::Unproven);
+        };
 
         let previous_calls = previous.as_ref().map_or(0, |p| p.calls);
         let calls_changed = loaded.rebuild.is_some() || loaded.inserted > 0;
         let links_stale = calls_changed
             || previous.as_ref().map(|p| p.annotations) != Some(self.annotations.mark);
         if !links_stale && !loaded.moved {
-            // Nothing to write: the transaction rolls back untouched.
+            // Nothing to write: the transaction rolls back untouched, once
+            // a deferred prefix is proven (the other journals were hashed
+            // when planning).
+            let deferred = loaded.observed.iter().filter(|o| o.prefix.is_some());
+            if let Some(retry) = self.check(&tx, deferred, lines)? {
+                return Ok(retry);
+            }
             return Ok(Attempt::Done(Outcome {
                 calls: previous_calls,
                 new: 0,
@@ -259,10 +295,8 @@ impl Run<'_> {
         schema::set_state(&tx, db, &state)?;
 
         lines.progress.phase("checking journals");
-        for seen in &loaded.observed {
-            if !seen.still_holds(lines)? {
-                return Ok(Attempt::Changed(seen.path.clone()));
-            }
+        if let Some(retry) = self.check(&tx, loaded.observed.iter(), lines)? {
+            return Ok(retry);
         }
         lines.progress.phase("committing");
         tx.commit().map_err(&fail)?;
@@ -273,6 +307,26 @@ impl Run<'_> {
             seconds: 0.0,
             rebuild: loaded.rebuild,
         }))
+    }
+
+    /// Checks that the journals still hold the bytes this run relies on,
+    /// recording the hash of a proven deferred prefix in its checkpoint;
+    /// says why the run must start over when they do not.
+    fn check<'o>(
+        &self,
+        tx: &Connection,
+        observed: impl Iterator<Item = &'o Observed>,
+        lines: &mut Lines,
+    ) -> Result<Option<Attempt>> {
+        for seen in observed {
+            match seen.check(lines)? {
+                Check::Holds => {}
+                Check::Proven(sha256) => seen.settle(tx, self.db, sha256)?,
+                Check::Changed => return Ok(Some(Attempt::Changed(seen.path.clone()))),
+                Check::Unproven => return Ok(Some(Attempt::Unproven)),
+            }
+        }
+        Ok(None)
     }
 
     /// Builds the dropped indexes again and resolves repeats; meanwhile a
@@ -309,8 +363,16 @@ impl Run<'_> {
     }
 
     /// Plans against the checkpoints and reads what the plan says into
-    /// `calls`, bringing the checkpoints up to date.
-    fn load(&self, tx: &Connection, previous: Option<&State>, lines: &mut Lines) -> Result<Loaded> {
+    /// `calls`, bringing the checkpoints up to date. `None` when lines after
+    /// a deferred prefix were refused and that prefix no longer matches
+    /// its checkpoint: they were never the lines that follow it, and the
+    /// plan must hash the prefix first to say what to do.
+    fn load(
+        &self,
+        tx: &Connection,
+        previous: Option<&State>,
+        lines: &mut Lines,
+    ) -> Result<Option<Loaded>> {
         let db = self.db;
         let checkpoints = checkpoint::load(tx, db)?;
         let files = journal::files(self.journals)?;
@@ -323,9 +385,9 @@ impl Run<'_> {
         let plan = match previous {
             _ if self.forced => Plan::Rebuild("--rebuild".into()),
             None => Plan::Rebuild("no previous index".into()),
-            Some(_) => checkpoint::plan(self.journals, &checkpoints, &files, lines)?,
+            Some(_) => checkpoint::plan(self.journals, &checkpoints, &files, lines, self.defer)?,
         };
-        let (rebuild, mut observed, sources) = match plan {
+        let (rebuild, observed, sources) = match plan {
             Plan::Rebuild(reason) => (
                 Some(reason),
                 Vec::new(),
@@ -341,6 +403,37 @@ impl Run<'_> {
                 (None, verified, sources)
             }
         };
+        let deferred = sources.iter().find_map(Source::deferred);
+        let planned = Planned {
+            checkpoints,
+            rebuild,
+            observed,
+            sources,
+        };
+        match self.read(tx, previous, lines, planned) {
+            Ok(loaded) => Ok(Some(loaded)),
+            Err(err) => match deferred {
+                Some((path, prefix)) if !prefix.holds(&path, lines)? => Ok(None),
+                _ => Err(err),
+            },
+        }
+    }
+
+    /// Reads the sources of a plan into `calls`.
+    fn read(
+        &self,
+        tx: &Connection,
+        previous: Option<&State>,
+        lines: &mut Lines,
+        planned: Planned,
+    ) -> Result<Loaded> {
+        let db = self.db;
+        let Planned {
+            checkpoints,
+            rebuild,
+            mut observed,
+            sources,
+        } = planned;
         let remembered = rebuild.is_some() && previous.is_some_and(|p| p.calls > 0);
         if remembered {
             prior::remember(tx, db)?;

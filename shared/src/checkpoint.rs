@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::{File, Metadata};
-use std::io::{self, ErrorKind, Read};
+use std::io::{self, ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sha2::Digest;
@@ -42,8 +42,12 @@ pub struct Verified {
     pub file: File,
     /// Its metadata when it was opened.
     pub meta: Metadata,
-    /// The hash state after the prefix, ready to take what follows.
+    /// The hash state after the prefix, ready to take what follows; a
+    /// fresh hasher when the prefix check was `deferred`.
     pub hasher: Hasher,
+    /// The prefix was not hashed (see [`plan_deferring`]): the caller must
+    /// still prove it before relying on it.
+    pub deferred: bool,
 }
 
 /// What a refresh of the cache must do.
@@ -72,6 +76,34 @@ pub fn plan(
     files: &[PathBuf],
     past: &str,
     hash: &mut dyn FnMut(&mut File, u64, &mut Hasher) -> io::Result<()>,
+) -> Result<Plan> {
+    plan_with(dir, marks, files, past, hash, false)
+}
+
+/// [`plan`], except that the last journal's prefix is left unhashed when
+/// the journal grew since its mark: it comes back `deferred`, open at its
+/// checkpoint with a fresh hasher. A caller that checks the grown journal
+/// again anyway before relying on it (because it changed a moment ago)
+/// proves the prefix then, and reads those bytes once instead of twice.
+/// Every other rule (names, sizes, earlier journals' bytes) is checked here
+/// as by [`plan`].
+pub fn plan_deferring(
+    dir: &Path,
+    marks: &[Mark<'_>],
+    files: &[PathBuf],
+    past: &str,
+    hash: &mut dyn FnMut(&mut File, u64, &mut Hasher) -> io::Result<()>,
+) -> Result<Plan> {
+    plan_with(dir, marks, files, past, hash, true)
+}
+
+fn plan_with(
+    dir: &Path,
+    marks: &[Mark<'_>],
+    files: &[PathBuf],
+    past: &str,
+    hash: &mut dyn FnMut(&mut File, u64, &mut Hasher) -> io::Result<()>,
+    defer_grown_last: bool,
 ) -> Result<Plan> {
     let on_disk: BTreeSet<String> = files.iter().map(|p| file_name(p)).collect();
     let known: BTreeSet<&str> = marks.iter().map(|m| m.name).collect();
@@ -116,6 +148,18 @@ pub fn plan(
                 mark.name
             )));
         }
+        if is_last && defer_grown_last && meta.len() > mark.size {
+            file.seek(SeekFrom::Start(mark.length))
+                .context(format_args!("cannot read {}", path.display()))?;
+            verified.push(Verified {
+                path,
+                file,
+                meta,
+                hasher: Hasher::new(),
+                deferred: true,
+            });
+            continue;
+        }
         let mut hasher = Hasher::new();
         match hash(&mut file, mark.length, &mut hasher) {
             Ok(()) => {}
@@ -147,6 +191,7 @@ pub fn plan(
             file,
             meta,
             hasher,
+            deferred: false,
         });
     }
     Ok(Plan::Extend {

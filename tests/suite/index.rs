@@ -127,6 +127,78 @@ fn a_changed_byte_in_an_indexed_region_rebuilds() {
 }
 
 #[test]
+fn a_changed_prefix_of_a_grown_last_journal_rebuilds() {
+    let store = Store::new();
+    let path = write(&store, 1, &lines(&calls(3, 1)));
+    indexed(&store);
+    // Changes the `nth` remaining get_forecast of the journal to
+    // get_forecasT (still a valid record).
+    let flip = |nth: usize| {
+        let mut bytes = fs::read(&path).unwrap();
+        let at = text(&bytes)
+            .match_indices("get_forecast")
+            .nth(nth)
+            .unwrap()
+            .0
+            + 11;
+        bytes[at] = b'T';
+        fs::write(&path, bytes).unwrap();
+    };
+    let rebuilt = |calls: u64| {
+        format!(
+            "indexed {calls} calls (0 new) from 1 journals in S s; full rebuild: bytes changed in {}",
+            journal_name(1)
+        )
+    };
+    // Grown by an unfinished line only: no new call, yet the prefix counts.
+    flip(1);
+    let next = Rec::ok(1004, 1, 4, "get_forecast").line();
+    append(&store, 1, &next[..10]);
+    assert_eq!(indexed(&store), rebuilt(3));
+    // Grown by a new call (the third record changes now).
+    flip(1);
+    append(&store, 1, &next[10..]);
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 4 calls (1 new) from 1 journals in S s; full rebuild: bytes changed in {}",
+            journal_name(1)
+        )
+    );
+    assert_eq!(
+        number(
+            &store,
+            "SELECT count(*) FROM calls WHERE tool = 'get_forecasT'"
+        ),
+        2
+    );
+    let recorded: Vec<u8> = db(&store)
+        .query_row("SELECT sha256 FROM journals", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(recorded, shared::hash::sha256(&fs::read(&path).unwrap()));
+}
+
+#[test]
+fn a_last_journal_replaced_by_longer_lines_rebuilds_rather_than_rejects() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(1, 1)));
+    indexed(&store);
+    // The old checkpoint now falls inside the first line: what follows it
+    // is no record, yet nothing is wrong with the journal.
+    let longer: Vec<Rec> = (1..=2)
+        .map(|i| Rec::ok(2000 + i, 2, i, "get_forecast_for_the_whole_week"))
+        .collect();
+    write(&store, 1, &lines(&longer));
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 2 calls (2 new) from 1 journals in S s; full rebuild: bytes changed in {}",
+            journal_name(1)
+        )
+    );
+}
+
+#[test]
 fn a_truncated_journal_rebuilds() {
     let store = Store::new();
     let text = lines(&calls(3, 1));
@@ -502,6 +574,98 @@ fn a_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
     let settled = indexed(&store);
     assert!(settled.starts_with("indexed 2000 calls ("), "{settled}");
     assert_eq!(number(&store, "SELECT count(DISTINCT tool) FROM calls"), 1);
+}
+
+#[test]
+fn a_grown_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
+    use std::os::unix::fs::FileExt;
+    let store = Store::new();
+    let version = |tool: &str| {
+        lines(
+            &(1..=2000)
+                .map(|i| Rec::ok(i, 1, i, tool))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (alpha, beta) = (version("alpha"), version("beta_"));
+    assert_eq!(alpha.len(), beta.len());
+    let path = write(&store, 1, &alpha);
+    indexed(&store);
+    let mut appended = String::new();
+    // The checkpoint must hash exactly the bytes whose calls are indexed:
+    // the prefix version the calls come from, then the appended lines.
+    let consistent = |appended: &str| {
+        let (tools, length, sha256): (String, usize, Vec<u8>) = db(&store)
+            .query_row(
+                "SELECT (SELECT group_concat(DISTINCT tool) FROM calls WHERE line <= 2000), \
+                 length, sha256 FROM journals",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        let prefix = match tools.as_str() {
+            "alpha" => &alpha,
+            "beta_" => &beta,
+            _ => panic!("a mix of two versions was committed: {tools}"),
+        };
+        let bytes = format!("{prefix}{}", &appended[..length - prefix.len()]);
+        assert_eq!(
+            sha256,
+            shared::hash::sha256(bytes.as_bytes()),
+            "calls of one version were committed with the checkpoint of another"
+        );
+        tools
+    };
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let file = fs::File::options().write(true).open(&path).unwrap();
+            for turn in 0.. {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let bytes = if turn % 2 == 0 { &beta } else { &alpha };
+                file.write_all_at(bytes.as_bytes(), 0).unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        // Stops the writer however this thread leaves, a failed assertion
+        // included, so the scope can end.
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let _stop = Stop(&stop);
+        for round in 0..12u64 {
+            let more = lines(
+                &(1..=50)
+                    .map(|i| {
+                        let seq = 2000 + round * 50 + i;
+                        Rec::ok(seq, 1, seq, "gamma")
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            records::append_to(&path, &more);
+            appended.push_str(&more);
+            let out = index(&store, &[]);
+            match out.status.code() {
+                Some(0 | 3) => {}
+                other => panic!("status {other:?}: {}", text(&out.stderr)),
+            }
+            consistent(&appended);
+        }
+    });
+    // Once the writer stops, the index settles on the file's bytes.
+    let settled = indexed(&store);
+    assert!(settled.starts_with("indexed 2600 calls ("), "{settled}");
+    let tools = consistent(&appended);
+    assert!(
+        fs::read_to_string(&path)
+            .unwrap()
+            .starts_with(if tools == "alpha" { &alpha } else { &beta })
+    );
 }
 
 #[test]
