@@ -38,7 +38,12 @@ pub fn store_with(salt: Option<&Path>, journals: &[PathBuf]) -> Store {
 
 /// Runs `name ARGS…` on `store` against `db` (through `MCPEVAL_DATABASE_URL`)
 /// and returns (status, stdout, stderr).
-pub fn run(store: &Store, db: Option<&Database>, name: &str, args: &[&str]) -> (i32, String, String) {
+pub fn run(
+    store: &Store,
+    db: Option<&Database>,
+    name: &str,
+    args: &[&str],
+) -> (i32, String, String) {
     let mut cmd = store.cmd(name);
     if let Some(db) = db {
         cmd.env("MCPEVAL_DATABASE_URL", &db.url);
@@ -76,7 +81,12 @@ fn three_stores_in_one_database_have_the_findings_of_one_store_with_every_journa
     // The first store brings the team's salt; the others import it.
     let first = store_with(None, &[]);
     let exported = first.scratch().join("team.salt");
-    ok(&first, None, "mcpeval-salt", &["--export", exported.to_str().unwrap()]);
+    ok(
+        &first,
+        None,
+        "mcpeval-salt",
+        &["--export", exported.to_str().unwrap()],
+    );
     let salt = first.home().join(".salt");
     let parts: Vec<Vec<PathBuf>> = (0..3)
         .map(|k| journals.iter().skip(k).step_by(3).cloned().collect())
@@ -98,7 +108,10 @@ fn three_stores_in_one_database_have_the_findings_of_one_store_with_every_journa
     ok(&single, None, "mcpeval-index", &[]);
     ok(&single, None, "mcpeval-promote", &["--now", NOW]);
     let expected = findings(&single, None);
-    assert!(expected["findings"].as_array().unwrap().len() >= 5, "{expected}");
+    assert!(
+        expected["findings"].as_array().unwrap().len() >= 5,
+        "{expected}"
+    );
 
     // Every store reads the team's findings, equal field for field.
     for store in &stores {
