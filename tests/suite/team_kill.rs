@@ -235,38 +235,46 @@ fn calls_match_checkpoints(db: &Database) {
     );
 }
 
+/// How the dump `seen` differs from `want`: the lines of each the other
+/// lacks (a few), and the counts.
+fn difference(seen: &str, want: &str) -> Option<String> {
+    if seen == want {
+        return None;
+    }
+    let (seen, want): (Vec<&str>, Vec<&str>) = (seen.lines().collect(), want.lines().collect());
+    let lacking = |a: &[&str], b: &[&str]| -> Vec<String> {
+        a.iter()
+            .filter(|l| !b.contains(l))
+            .take(6)
+            .map(|l| l.to_string())
+            .collect()
+    };
+    Some(format!(
+        "{} lines, not {}; extra: {:#?}; missing: {:#?}",
+        seen.len(),
+        want.len(),
+        lacking(&seen, &want),
+        lacking(&want, &seen)
+    ))
+}
+
 /// Fails, showing the lines that differ, unless `seen` is `want`.
 #[track_caller]
 fn same(seen: &str, want: &str, what: &str) {
-    if seen == want {
-        return;
+    if let Some(diff) = difference(seen, want) {
+        panic!("{what} differs: {diff}");
     }
-    let (seen_lines, want_lines): (Vec<&str>, Vec<&str>) =
-        (seen.lines().collect(), want.lines().collect());
-    let extra: Vec<&&str> = seen_lines
-        .iter()
-        .filter(|l| !want_lines.contains(l))
-        .take(8)
-        .collect();
-    let missing: Vec<&&str> = want_lines
-        .iter()
-        .filter(|l| !seen_lines.contains(l))
-        .take(8)
-        .collect();
-    panic!("{what} differs:\nextra: {extra:#?}\nmissing: {missing:#?}");
 }
 
 /// Whether the dump `seen` is `before` or `after`, else fails showing how
-/// it differs from `before`.
+/// it differs from each.
 #[track_caller]
 fn before_or_after(seen: &str, before: &str, after: &str, what: &str) {
-    if seen != after && seen != before {
-        let after = std::panic::catch_unwind(|| same(seen, after, "")).unwrap_err();
-        let after = after.downcast_ref::<String>().unwrap();
-        same(
-            seen,
-            before,
-            &format!("{what}, neither before nor after ({after}); from before,"),
+    if let (Some(from_before), Some(from_after)) =
+        (difference(seen, before), difference(seen, after))
+    {
+        panic!(
+            "{what} is neither before nor after the run:\nfrom before: {from_before}\nfrom after: {from_after}"
         );
     }
 }
@@ -439,7 +447,7 @@ fn index_killed_at_any_team_statement_uploads_all_or_nothing_and_the_view_recove
         "mcpeval-index",
         &[],
         "mcpeval-index",
-        7,
+        8,
         true,
         &[],
         between,
@@ -485,7 +493,7 @@ fn index_killed_at_any_team_statement_uploads_all_or_nothing_and_the_view_recove
         "mcpeval-index",
         &[],
         "mcpeval-index",
-        11,
+        12,
         true,
         &[],
         between,
@@ -593,7 +601,7 @@ fn verify_killed_at_any_team_statement_records_the_run_wholly_or_not_at_all() {
         "mcpeval-verify",
         &args,
         "mcpeval-verify",
-        7,
+        8,
         false,
         RUN_COLUMNS,
         |db| {
