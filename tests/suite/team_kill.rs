@@ -115,14 +115,25 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Which statements a sweep kills at.
+#[derive(Debug, Clone, Copy)]
+enum Sweep {
+    /// The team database's statements 1, 1 + n, 1 + 2n, … and the run's
+    /// last [`TAIL`].
+    Team(u64),
+    /// The statements of every database, the store's SQLite files too,
+    /// 1, 1 + n, 1 + 2n, …: kills inside the indexing of the team view.
+    All(u64),
+}
+
 /// Runs `name ARGS` in the store `home` against `db`, killed at the
-/// `fault`-th team-database statement of the binary `armed`.
+/// `fault`-th statement of the binary `armed`.
 fn run_in(
     home: &Path,
     db: &Database,
     name: &str,
     args: &[&str],
-    fault: Option<u64>,
+    fault: Option<(u64, Sweep)>,
     armed: &str,
 ) -> Output {
     let mut cmd = Command::new(bin(name));
@@ -134,10 +145,11 @@ fn run_in(
         .env("NO_COLOR", "1")
         .env("PATH", SYSTEM_PATH)
         .env("LANG", "C.UTF-8");
-    if let Some(n) = fault {
-        cmd.env(FAULT_ENV, n.to_string())
-            .env(FAULT_IN_ENV, armed)
-            .env(FAULT_COUNT_ENV, "team");
+    if let Some((n, sweep)) = fault {
+        cmd.env(FAULT_ENV, n.to_string()).env(FAULT_IN_ENV, armed);
+        if let Sweep::Team(_) = sweep {
+            cmd.env(FAULT_COUNT_ENV, "team");
+        }
     }
     cmd.output().unwrap()
 }
@@ -294,14 +306,14 @@ struct Reference {
 }
 
 /// Kills `name ARGS`, run in store `store` of copies of `template`, at
-/// its team-database statements 1, 1 + `every`, 1 + 2 `every`, … until a
-/// run finishes, and at each of its last [`TAIL`] statements. After each
-/// kill, `between` checks the database and says whether it holds the
+/// the statements `sweep` names until a run finishes. After each
+/// kill, `between` checks the copy and says whether its database holds the
 /// whole run; then (unless it did and the command is not `repeatable`)
 /// the command runs again; `after` runs the next commands and reads what
 /// a user sees, and both that and the whole database (without `volatile`
 /// columns) must equal what a run never killed reaches. Returns the
-/// number of statements of a whole run.
+/// number of statements of a whole run (with [`Sweep::All`], the last
+/// one killed at).
 #[allow(clippy::too_many_arguments)]
 fn killed_everywhere(
     template: &mut Template,
@@ -309,10 +321,10 @@ fn killed_everywhere(
     name: &str,
     args: &[&str],
     armed: &str,
-    every: u64,
+    sweep: Sweep,
     repeatable: bool,
     volatile: &[&str],
-    between: impl Fn(&Database) -> bool,
+    between: impl Fn(&Copy) -> bool,
     after: impl Fn(&Copy) -> Value,
 ) -> u64 {
     let reference = {
@@ -326,12 +338,19 @@ fn killed_everywhere(
     };
     let mut kill_at = |n: u64| -> bool {
         let copy = template.copy();
-        let out = run_in(&copy.home(store), copy.db, name, args, Some(n), armed);
+        let out = run_in(
+            &copy.home(store),
+            copy.db,
+            name,
+            args,
+            Some((n, sweep)),
+            armed,
+        );
         if out.status.success() {
             return false;
         }
         assert!(killed(&out), "killed at {n}: {}", text(&out.stderr));
-        let whole = between(copy.db);
+        let whole = between(&copy);
         if repeatable || !whole {
             let again = run_in(&copy.home(store), copy.db, name, args, None, name);
             assert!(
@@ -348,6 +367,16 @@ fn killed_everywhere(
         );
         assert_eq!(seen, reference.seen, "after a kill at {n}");
         true
+    };
+    let every = match sweep {
+        Sweep::Team(every) => every,
+        Sweep::All(every) => {
+            let mut n = 1;
+            while kill_at(n) {
+                n += every;
+            }
+            return n - every;
+        }
     };
     let mut n = 1;
     while kill_at(n) {
@@ -435,9 +464,9 @@ fn index_killed_at_any_team_statement_uploads_all_or_nothing_and_the_view_recove
         evidence_after(&copy)
     };
     assert!(before != after, "the run must change the evidence");
-    let between = |db: &Database| {
-        calls_match_checkpoints(db);
-        let seen = dump(db, EVIDENCE, &[]);
+    let between = |copy: &Copy| {
+        calls_match_checkpoints(copy.db);
+        let seen = dump(copy.db, EVIDENCE, &[]);
         before_or_after(&seen, &before, &after, "the evidence after a kill");
         seen == after
     };
@@ -447,7 +476,7 @@ fn index_killed_at_any_team_statement_uploads_all_or_nothing_and_the_view_recove
         "mcpeval-index",
         &[],
         "mcpeval-index",
-        8,
+        Sweep::Team(8),
         true,
         &[],
         between,
@@ -481,9 +510,9 @@ fn index_killed_at_any_team_statement_uploads_all_or_nothing_and_the_view_recove
         evidence_after(&copy)
     };
     assert!(before != after, "the run must change the evidence");
-    let between = |db: &Database| {
-        calls_match_checkpoints(db);
-        let seen = dump(db, EVIDENCE, &[]);
+    let between = |copy: &Copy| {
+        calls_match_checkpoints(copy.db);
+        let seen = dump(copy.db, EVIDENCE, &[]);
         before_or_after(&seen, &before, &after, "the evidence after a kill");
         seen == after
     };
@@ -493,7 +522,7 @@ fn index_killed_at_any_team_statement_uploads_all_or_nothing_and_the_view_recove
         "mcpeval-index",
         &[],
         "mcpeval-index",
-        12,
+        Sweep::Team(12),
         true,
         &[],
         between,
@@ -521,11 +550,11 @@ fn promote_killed_at_any_team_statement_replaces_the_findings_and_lifecycle_whol
         "mcpeval-promote",
         &["--now", NOW],
         "mcpeval-promote",
-        4,
+        Sweep::Team(4),
         true,
         &[],
-        |db| {
-            let seen = dump(db, LIFECYCLE, &[]);
+        |copy| {
+            let seen = dump(copy.db, LIFECYCLE, &[]);
             before_or_after(
                 &seen,
                 &before,
@@ -601,16 +630,16 @@ fn verify_killed_at_any_team_statement_records_the_run_wholly_or_not_at_all() {
         "mcpeval-verify",
         &args,
         "mcpeval-verify",
-        8,
+        Sweep::Team(8),
         false,
         RUN_COLUMNS,
-        |db| {
-            let seen = credit(db);
+        |copy| {
+            let seen = credit(copy.db);
             assert!(
                 seen == "0|open 0|0\n" || seen == "1|verifying 1|1\n",
                 "partial credit: {seen}"
             );
-            let seen = dump(db, LIFECYCLE, RUN_COLUMNS);
+            let seen = dump(copy.db, LIFECYCLE, RUN_COLUMNS);
             before_or_after(&seen, &before, &after, "the lifecycle after a kill");
             seen == after
         },
@@ -618,4 +647,43 @@ fn verify_killed_at_any_team_statement_records_the_run_wholly_or_not_at_all() {
     );
     eprintln!("{points} statements");
     assert!(points >= 30, "only {points} statements");
+}
+
+#[test]
+fn index_killed_inside_the_team_views_own_index_leaves_a_view_the_next_run_completes() {
+    let mut template = Template::new();
+    two_stores(&mut template, &some_seed_journals());
+    let a = template.home("a");
+    ok(&a, &template.db, "mcpeval-index", &[]);
+    ok(&a, &template.db, "mcpeval-promote", &["--now", NOW]);
+    let before = dump(&template.db, EVIDENCE, &[]);
+    let after = {
+        let copy = template.copy();
+        ok(&copy.home("b"), copy.db, "mcpeval-index", &[]);
+        dump(copy.db, EVIDENCE, &[])
+    };
+    let in_view = std::cell::Cell::new(0);
+    let last = killed_everywhere(
+        &mut template,
+        "b",
+        "mcpeval-index",
+        &[],
+        "mcpeval-index",
+        Sweep::All(37),
+        true,
+        &[],
+        |copy| {
+            calls_match_checkpoints(copy.db);
+            let seen = dump(copy.db, EVIDENCE, &[]);
+            before_or_after(&seen, &before, &after, "the evidence after a kill");
+            // The view's journals were rebuilt: the kill came later.
+            let pulled = copy.home("b").join("team/pulled.json");
+            in_view.set(in_view.get() + u32::from(pulled.exists()));
+            seen == after
+        },
+        |copy| promoted_findings(copy, "b"),
+    );
+    // Past the store's own index and the upload, into the view's.
+    assert!(last >= 200, "the run ended after {last} statements");
+    assert!(in_view.get() >= 2, "{} kills after the pull", in_view.get());
 }
