@@ -1,14 +1,18 @@
 //! Crash safety of the team store: `index`, `promote` and `verify` killed
-//! with SIGKILL at every statement they send the team database (the debug
+//! with SIGKILL at the statements they send the team database (the debug
 //! builds' fault hook with `MCPEVAL_FAULT_COUNT=team`, see
 //! `shared/src/fault.rs`: statements, transaction starts, commits and the
-//! moments after them, and rows inside a `COPY` or a pull).
+//! moments after them, and rows inside a `COPY` or a pull), sampled at a
+//! fixed stride and always at a run's last statements; and `index` killed
+//! at the statements of every database, so inside the team view's own
+//! index too.
 //!
 //! After each kill the database holds the state before the run or the
-//! state after it, never a mixture; the next run, unhindered, reaches
-//! exactly the database of a run that was never killed (every `mcpeval`
-//! table, time stamps aside); and the store's team view serves the next
-//! command the same findings as a view that was never interrupted.
+//! state after it, never a mixture, and every journal's calls are what its
+//! checkpoint says; the next run, unhindered, reaches exactly the database
+//! of a run that was never killed (every `mcpeval` table, time stamps
+//! aside); and the store's team view serves the next command the same
+//! findings as a view that was never interrupted.
 
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
