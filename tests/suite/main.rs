@@ -39,6 +39,7 @@ mod share;
 mod soak;
 mod support;
 mod team;
+mod team_kill;
 mod team_lifecycle;
 mod verify;
 mod verify_http;

@@ -12,7 +12,7 @@ use postgres::types::{ToSql, Type};
 use rusqlite::types::Value;
 
 use crate::error::Result;
-use crate::hash;
+use crate::{fault, hash};
 
 use super::pg_error;
 
@@ -168,6 +168,7 @@ pub fn pull(
     table: &Table,
 ) -> Result<()> {
     let fail = |e| crate::db::sql_error(path, e);
+    fault::team_statement();
     let rows = pg
         .query(
             &format!("SELECT {} FROM {} ORDER BY 1", table.names(), table.remote),
@@ -256,6 +257,7 @@ pub fn push(
     table: &Table,
     rows: &[Vec<Value>],
 ) -> Result<()> {
+    fault::team_statement();
     pg.execute(&format!("DELETE FROM {}", table.remote), &[])
         .map_err(pg_error(shown))?;
     let types: Vec<Type> = table
@@ -267,6 +269,7 @@ pub fn push(
             Text => Type::TEXT,
         })
         .collect();
+    fault::team_statement();
     let sink = pg
         .copy_in(&format!(
             "COPY {}({}) FROM STDIN (FORMAT binary)",
@@ -275,7 +278,8 @@ pub fn push(
         ))
         .map_err(pg_error(shown))?;
     let mut writer = BinaryCopyInWriter::new(sink, &types);
-    for row in rows {
+    for (n, row) in (1..).zip(rows) {
+        fault::team_row(n);
         let owned: Vec<Box<dyn ToSql + Sync>> = row
             .iter()
             .zip(table.columns)
@@ -295,6 +299,7 @@ pub fn push(
         let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
         writer.write(&refs).map_err(pg_error(shown))?;
     }
+    fault::team_statement();
     writer.finish().map_err(pg_error(shown))?;
     Ok(())
 }

@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::lock::LockFile;
 use crate::salt::Salt;
-use crate::{db, escape, hash, index_db, lifecycle};
+use crate::{db, escape, fault, hash, index_db, lifecycle};
 
 /// Advisory lock held while the schema changes.
 const LOCK_SCHEMA: i64 = 0x6d63_7065_0001;
@@ -75,6 +75,7 @@ impl Team {
             Some(salt) => salt,
             None => Salt::load_or_create(&own)?,
         };
+        fault::team_statement();
         client
             .execute(
                 "INSERT INTO mcpeval.meta(key, value) VALUES ('salt_fingerprint', $1)
@@ -85,6 +86,7 @@ impl Team {
         let recorded = recorded_fingerprint(&mut client, &shown)?.unwrap_or_default();
         check_salt(Some(&salt), &recorded, &shown, &own)?;
         let store_id = store_id(&own)?;
+        fault::team_statement();
         client
             .execute(
                 "INSERT INTO mcpeval.stores(store_id, first_seen) VALUES ($1, $2)
@@ -118,6 +120,7 @@ impl Team {
         let lock = view_lock(&view)?;
         let _held = lock.exclusive()?;
         let shown = self.shown.clone();
+        fault::team_statement();
         let mut tx = self
             .client
             .build_transaction()
@@ -126,6 +129,7 @@ impl Team {
             .start()
             .map_err(pg_error(&shown))?;
         pull_shared(&mut tx, &shown, &view)?;
+        fault::team_statement();
         tx.commit().map_err(pg_error(&shown))?;
         Ok(view)
     }
@@ -195,9 +199,11 @@ fn write_on<T>(home: &Home, current: bool, work: impl FnOnce(&Home) -> Result<T>
     // taken by its first statement, and one taken while waiting would miss
     // what the holder commits, and fail at the write back. It is released
     // after the commit, or with the connection when anything fails.
+    fault::team_statement();
     team.client
         .execute("SELECT pg_advisory_lock($1)", &[&LOCK_LIFECYCLE])
         .map_err(pg_error(&shown))?;
+    fault::team_statement();
     let mut tx = team
         .client
         .build_transaction()
@@ -238,9 +244,11 @@ fn write_on<T>(home: &Home, current: bool, work: impl FnOnce(&Home) -> Result<T>
     if evidence_changed {
         bump_generation(&mut tx, &shown)?;
     }
+    fault::team_statement();
     tx.commit().map_err(|e| {
         pg_error(&shown)(e).with_hint("another machine changed the team's lifecycle at the same moment; run the command again")
     })?;
+    fault::team_statement();
     team.client
         .execute("SELECT pg_advisory_unlock($1)", &[&LOCK_LIFECYCLE])
         .map_err(pg_error(&shown))?;
@@ -327,6 +335,7 @@ fn view_lock(view: &Home) -> Result<LockFile> {
 }
 
 fn meta(tx: &mut Transaction<'_>, shown: &str, key: &str) -> Result<Option<String>> {
+    fault::team_statement();
     Ok(tx
         .query_opt("SELECT value FROM mcpeval.meta WHERE key = $1", &[&key])
         .map_err(pg_error(shown))?
@@ -334,6 +343,7 @@ fn meta(tx: &mut Transaction<'_>, shown: &str, key: &str) -> Result<Option<Strin
 }
 
 fn set_meta(tx: &mut Transaction<'_>, shown: &str, key: &str, value: &str) -> Result<()> {
+    fault::team_statement();
     tx.execute(
         "INSERT INTO mcpeval.meta(key, value) VALUES ($1, $2)
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -346,6 +356,7 @@ fn set_meta(tx: &mut Transaction<'_>, shown: &str, key: &str, value: &str) -> Re
 /// Moves the evidence generation on: findings promoted before are out of
 /// date from now.
 fn bump_generation(tx: &mut Transaction<'_>, shown: &str) -> Result<()> {
+    fault::team_statement();
     tx.execute(
         "UPDATE mcpeval.meta SET value = (value::bigint + 1)::text WHERE key = 'generation'",
         &[],
@@ -361,6 +372,7 @@ fn fingerprint(salt: &Salt) -> String {
 }
 
 fn recorded_fingerprint(client: &mut Client, shown: &str) -> Result<Option<String>> {
+    fault::team_statement();
     Ok(client
         .query_opt(
             "SELECT value FROM mcpeval.meta WHERE key = 'salt_fingerprint'",

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::record::{self, Columns};
-use crate::{atomic_file, journal};
+use crate::{atomic_file, fault, journal};
 
 use super::{Team, pg_error};
 
@@ -103,6 +103,7 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
     let lock = super::view_lock(view)?;
     let _held = lock.exclusive()?;
     let mut state = load(view)?;
+    fault::team_statement();
     let mut tx = team
         .client
         .build_transaction()
@@ -113,6 +114,7 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
     let generation: i64 = super::meta(&mut tx, &shown, "generation")?
         .and_then(|g| g.parse().ok())
         .unwrap_or(0);
+    fault::team_statement();
     let rows = tx
         .query(
             "SELECT store_id, name, epoch, lines FROM mcpeval.journals ORDER BY name, store_id",
@@ -226,7 +228,9 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
     }
     state.generation = generation;
     save(view, &state)?;
+    fault::team_statement();
     tx.commit().map_err(pg_error(&shown))?;
+    fault::team_statement();
     Ok(pulled)
 }
 
@@ -242,6 +246,7 @@ fn write_calls(
     path: &camino::Utf8Path,
 ) -> Result<(u64, i64, u64)> {
     let params: [&(dyn ToSql + Sync); 3] = [&store, &name, &after];
+    fault::team_statement();
     let mut rows = tx
         .query_raw(
             "SELECT line, schema, event_id, session, seq, origin, transport, server, tool,
@@ -254,6 +259,7 @@ fn write_calls(
         .map_err(pg_error(shown))?;
     let (mut calls, mut last, mut bytes) = (0u64, after, 0u64);
     while let Some(r) = rows.next().map_err(pg_error(shown))? {
+        fault::team_row(calls + 1);
         let line: i64 = r.get(0);
         let columns = Columns {
             schema: r.get(1),

@@ -5,6 +5,7 @@
 use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
+use crate::fault;
 
 use super::{LOCK_SCHEMA, pg_error};
 
@@ -112,6 +113,7 @@ pub fn version() -> i64 {
 
 /// The database's schema version; 0 when it has no mcpeval tables yet.
 pub fn current(client: &mut impl GenericClient, shown: &str) -> Result<i64> {
+    fault::team_statement();
     let exists: bool = client
         .query_one("SELECT to_regclass('mcpeval.meta') IS NOT NULL", &[])
         .map_err(pg_error(shown))?
@@ -119,6 +121,7 @@ pub fn current(client: &mut impl GenericClient, shown: &str) -> Result<i64> {
     if !exists {
         return Ok(0);
     }
+    fault::team_statement();
     let row = client
         .query_opt(
             "SELECT value FROM mcpeval.meta WHERE key = 'schema_version'",
@@ -157,9 +160,12 @@ pub fn migrate(client: &mut Client, shown: &str) -> Result<()> {
     if current(client, shown)? == version() {
         return Ok(());
     }
+    fault::team_statement();
     let mut tx = client.transaction().map_err(pg_error(shown))?;
+    fault::team_statement();
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_SCHEMA])
         .map_err(pg_error(shown))?;
+    fault::team_statement();
     tx.batch_execute(
         "CREATE SCHEMA IF NOT EXISTS mcpeval;
          CREATE TABLE IF NOT EXISTS mcpeval.meta(key text PRIMARY KEY, value text NOT NULL);",
@@ -168,19 +174,23 @@ pub fn migrate(client: &mut Client, shown: &str) -> Result<()> {
     let from = current(&mut tx, shown)?;
     check_not_newer(from, shown)?;
     for step in &MIGRATIONS[from as usize..] {
+        fault::team_statement();
         tx.batch_execute(step).map_err(pg_error(shown))?;
     }
+    fault::team_statement();
     tx.execute(
         "INSERT INTO mcpeval.meta(key, value) VALUES ('schema_version', $1)
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         &[&version().to_string()],
     )
     .map_err(pg_error(shown))?;
+    fault::team_statement();
     tx.commit().map_err(pg_error(shown))
 }
 
 /// Creates the monthly partitions of `calls` that `months` (YYYYMM) need.
 pub fn ensure_partitions(client: &mut Client, shown: &str, months: &[i32]) -> Result<()> {
+    fault::team_statement();
     let existing: Vec<String> = client
         .query(
             "SELECT c.relname FROM pg_inherits i
@@ -200,7 +210,9 @@ pub fn ensure_partitions(client: &mut Client, shown: &str, months: &[i32]) -> Re
     if missing.is_empty() {
         return Ok(());
     }
+    fault::team_statement();
     let mut tx = client.transaction().map_err(pg_error(shown))?;
+    fault::team_statement();
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_SCHEMA])
         .map_err(pg_error(shown))?;
     for month in missing {
@@ -209,6 +221,7 @@ pub fn ensure_partitions(client: &mut Client, shown: &str, months: &[i32]) -> Re
         } else {
             month + 1
         };
+        fault::team_statement();
         tx.batch_execute(&format!(
             "CREATE TABLE IF NOT EXISTS mcpeval.{} PARTITION OF mcpeval.calls
              FOR VALUES FROM ({month}) TO ({next})",
@@ -216,6 +229,7 @@ pub fn ensure_partitions(client: &mut Client, shown: &str, months: &[i32]) -> Re
         ))
         .map_err(pg_error(shown))?;
     }
+    fault::team_statement();
     tx.commit().map_err(pg_error(shown))
 }
 

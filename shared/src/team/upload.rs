@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::home::Home;
-use crate::{db, index_db};
+use crate::{db, fault, index_db};
 
 use super::{Team, bump_generation, pg_error, schema};
 
@@ -99,12 +99,15 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     let months = months(&local, &path)?;
     schema::ensure_partitions(&mut team.client, &shown, &months)?;
 
+    fault::team_statement();
     let mut tx = team.client.transaction().map_err(pg_error(&shown))?;
+    fault::team_statement();
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended('mcpeval store ' || $1, 0))",
         &[&store],
     )
     .map_err(pg_error(&shown))?;
+    fault::team_statement();
     let remote: HashMap<String, (Checkpoint, i64)> = tx
         .query(
             "SELECT name, length, sha256, lines, size, epoch FROM mcpeval.journals WHERE store_id = $1",
@@ -156,6 +159,7 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
                 if remote.contains_key(name) {
                     done.replaced += 1;
                 }
+                fault::team_statement();
                 tx.execute(
                     "DELETE FROM mcpeval.calls WHERE store_id = $1 AND journal = $2",
                     &[&store, name],
@@ -169,6 +173,7 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
             } else {
                 epoch
             };
+            fault::team_statement();
             tx.execute(
                 "INSERT INTO mcpeval.journals(store_id, name, length, sha256, lines, size, epoch)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -191,11 +196,13 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     }
     let kept: BTreeSet<&str> = journals.iter().map(|(_, n, _)| n.as_str()).collect();
     for name in remote.keys().filter(|n| !kept.contains(n.as_str())) {
+        fault::team_statement();
         tx.execute(
             "DELETE FROM mcpeval.calls WHERE store_id = $1 AND journal = $2",
             &[&store, name],
         )
         .map_err(pg_error(&shown))?;
+        fault::team_statement();
         tx.execute(
             "DELETE FROM mcpeval.journals WHERE store_id = $1 AND name = $2",
             &[&store, name],
@@ -215,12 +222,15 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     if changed {
         bump_generation(&mut tx, &shown)?;
     }
+    fault::team_statement();
     tx.execute(
         "UPDATE mcpeval.stores SET last_upload = $2 WHERE store_id = $1",
         &[&store, &crate::time::now_rfc3339()],
     )
     .map_err(pg_error(&shown))?;
+    fault::team_statement();
     tx.commit().map_err(pg_error(&shown))?;
+    fault::team_statement();
     Ok(done)
 }
 
@@ -319,6 +329,7 @@ fn copy_calls(
     names: &HashMap<i64, &str>,
 ) -> Result<u64> {
     let fail = |e| db::sql_error(path, e);
+    fault::team_statement();
     let sink = tx
         .copy_in(&format!(
             "COPY mcpeval.calls({COLUMNS}) FROM STDIN (FORMAT binary)"
@@ -379,9 +390,11 @@ fn copy_calls(
             &text(18)?,
             &flag(19)?,
         ];
+        fault::team_row(sent + 1);
         writer.write(&values).map_err(pg_error(shown))?;
         sent += 1;
     }
+    fault::team_statement();
     writer.finish().map_err(pg_error(shown))?;
     Ok(sent)
 }
