@@ -10,7 +10,7 @@
 //! command copies them into the view when it starts ([`view`]), and a
 //! command that changes them does so inside one serializable transaction
 //! that holds the team's lifecycle lock from that copy to the write back
-//! ([`write`]). So every command reads and writes a team with the rules,
+//! ([`write()`]). So every command reads and writes a team with the rules,
 //! words and statuses it uses on one store, and a team's findings are the
 //! findings one store holding every machine's journals would have.
 
@@ -106,7 +106,7 @@ impl Team {
         &self.shown
     }
 
-    /// Uploads this store's calls (see [`upload`](upload::run)); with
+    /// Uploads this store's calls (the module `upload` says how); with
     /// `replace`, every one of them anew.
     pub fn upload(&mut self, own: &Home, replace: bool) -> Result<Uploaded> {
         upload::run(self, own, replace)
@@ -147,7 +147,7 @@ impl Team {
     }
 
     /// Rebuilds the view's journals from the database's calls (see
-    /// [`pull`](pull::run)).
+    /// the module `pull`).
     pub fn pull(&mut self, view: &Home) -> Result<Pulled> {
         pull::run(self, view)
     }
@@ -178,7 +178,7 @@ pub fn write<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T>
     write_on(home, false, work)
 }
 
-/// [`write`] for `promote`: refuses (status 3, nothing written) when this
+/// [`write()`] for `promote`: refuses (status 3, nothing written) when this
 /// machine's view was indexed from older evidence than the database holds
 /// now, since promoting it would replace the team's findings with those
 /// of calls the team has moved past.
