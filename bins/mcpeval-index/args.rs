@@ -30,7 +30,14 @@ with identical content is an exact copy of the call and is indexed once.\n\n\
 Failure windows are computed per session and server over capture calls \
 only: probe calls never open, extend or close a window.\n\n\
 Prints one summary line on stderr: `indexed N calls (M new) from K journals \
-in S s`, ending in `; full rebuild: REASON` when the index was rebuilt.",
+in S s`, ending in `; full rebuild: REASON` when the index was rebuilt.\n\n\
+With a team database (--database, MCPEVAL_DATABASE_URL or database_url in \
+config.json) it then uploads what this store's index holds new, per journal \
+by the same checkpoints (--rebuild replaces all of this store's calls there), \
+rebuilds this machine's team view (<MCPEVAL_HOME>/team/) from every store's \
+calls and indexes it the same way, and prints a second line: `team DB: \
+uploaded U calls; the team's view holds N calls (M new) from K journals of S \
+stores`. The JSON summary then has a \"team\" object.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval index\n  \
@@ -61,7 +68,7 @@ pub struct Args {
 pub enum Format {
     /// `indexed N calls (M new) from K journals in S s` on stderr.
     Text,
-    /// `{"calls":N,"new":M,"journals":K,"seconds":S,"rebuild":REASON|null}` on stdout.
+    /// `{"calls":N,"new":M,"journals":K,"seconds":S,"rebuild":REASON|null}` on stdout, and with a team database `"team":{"database","uploaded","stores","calls","new","journals","seconds"}`.
     Json,
 }
 

@@ -31,7 +31,11 @@ in at least two sessions (even at threshold 0).\n\n\
 Findings are classified (false-success, malformed-result, unknown-tool, \
 invalid-arguments, error-honesty, transient, internal-error, tool-error: the \
 first that applies wins) and carry a one-line server-side fix hint. Derived \
-findings in index.db are replaced; lifecycle state in lifecycle.db is kept.",
+findings in index.db are replaced; lifecycle state in lifecycle.db is kept.\n\n\
+With a team database it promotes the team's evidence: when this machine's \
+team view is behind the database it runs `mcpeval index` first, then \
+promotes the view and writes the findings and new lifecycle rows back in one \
+transaction under the team's lock.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval index && mcpeval promote\n  \
