@@ -41,6 +41,7 @@ mod support;
 mod team;
 mod team_kill;
 mod team_lifecycle;
+mod team_tls;
 mod verify;
 mod verify_http;
 mod windows;

@@ -80,6 +80,42 @@ impl Database {
     pub fn psql(&self, sql: &str) -> String {
         Postgres::get().psql(&self.name, sql)
     }
+
+    /// Puts `line` first in the server's pg_hba.conf and waits for the
+    /// server to reload it. The line should name this database alone, so
+    /// other tests keep trust; edits are made one at a time.
+    pub fn prepend_hba(&self, line: &str) {
+        static HBA: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = HBA.lock().unwrap_or_else(|e| e.into_inner());
+        let loaded = self.psql("SELECT pg_conf_load_time()");
+        // The file is read whole before COPY opens it for writing.
+        self.psql(&format!(
+            "CREATE TEMP TABLE hba AS
+                 SELECT 0::bigint AS n, '{line}' AS line
+                 UNION ALL
+                 SELECT n, line FROM regexp_split_to_table(pg_read_file(current_setting('hba_file')), E'\\n')
+                     WITH ORDINALITY AS l(line, n);
+             COPY (SELECT line FROM hba ORDER BY n) TO '{}'",
+            self.psql("SELECT current_setting('hba_file')").trim()
+        ));
+        let errors = self.psql("SELECT count(*) FROM pg_hba_file_rules WHERE error IS NOT NULL");
+        assert_eq!(errors.trim(), "0", "pg_hba.conf no longer parses");
+        self.psql("SELECT pg_reload_conf()");
+        self.wait_for_reload(&loaded);
+    }
+
+    /// Waits until the server has reloaded its configuration after the
+    /// load time `loaded`.
+    pub fn wait_for_reload(&self, loaded: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.psql("SELECT pg_conf_load_time()") == loaded {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not reload its configuration"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
 }
 
 impl Postgres {

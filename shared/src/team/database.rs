@@ -12,8 +12,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use postgres::config::{Host, SslMode};
+use postgres::config::Host;
 use postgres::{Client, Config};
+
+use super::tls::{Mode, Tls};
 
 use crate::config::Config as Settings;
 use crate::error::{Error, Result};
@@ -26,6 +28,7 @@ pub use crate::DATABASE_ENV;
 #[derive(Clone)]
 pub struct Database {
     config: Config,
+    tls: Tls,
     shown: String,
 }
 
@@ -69,8 +72,11 @@ impl Database {
                 Error::rejected(err)
             }
         };
+        // The client library knows neither sslrootcert nor the verify-*
+        // modes: they are taken out first (see `tls`).
+        let (rest, mode, root) = super::tls::split(text).map_err(bad)?;
         // The parser's message never repeats a value; escape it anyway.
-        let mut config = Config::from_str(text)
+        let mut config = Config::from_str(&rest)
             .map_err(|e| bad(escape::terminal(&e.to_string()).into_owned()))?;
         if config.get_password().is_some() && !from_user {
             return Err(bad(
@@ -78,13 +84,31 @@ impl Database {
             ));
         }
         defaults(&mut config);
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let mode = match mode {
+            Some(mode) => mode,
+            None => match var("PGSSLMODE") {
+                Some(text) => Mode::parse(&text).ok_or_else(|| {
+                    bad(format!(
+                        "PGSSLMODE {} is none of disable, allow, prefer, require, verify-ca, verify-full",
+                        escape::quoted(&text)
+                    ))
+                })?,
+                None => Mode::Prefer,
+            },
+        };
+        config.ssl_mode(mode.library());
+        let tls = Tls {
+            mode,
+            root: root.or_else(|| var("PGSSLROOTCERT")),
+        };
         let shown = shown(&config);
         if config.get_password().is_none()
             && let Some(password) = password(&config)
         {
             config.password(password);
         }
-        Ok(Database { config, shown })
+        Ok(Database { config, tls, shown })
     }
 
     /// `postgres://USER@HOST:PORT/DBNAME`, for messages.
@@ -95,38 +119,31 @@ impl Database {
     /// Connects; an unreachable or refusing server is status 3, naming
     /// the database without its password.
     pub fn connect(&self) -> Result<Client> {
-        let result = match self.config.get_ssl_mode() {
-            SslMode::Disable => self.config.connect(postgres::NoTls),
-            _ => self.config.connect(tls()),
+        let result = match self.tls.mode {
+            Mode::Disable => self.config.connect(postgres::NoTls),
+            _ => self.config.connect(self.tls.connector()?),
         };
         result.map_err(|e| {
+            // The server's own words when it answered; else the client's,
+            // with what it ran into (a refused connection, a certificate).
+            let why = match (e.as_db_error(), std::error::Error::source(&e)) {
+                (Some(db), _) => db.message().to_owned(),
+                (None, Some(source)) => format!("{e}: {source}"),
+                (None, None) => e.to_string(),
+            };
             Error::unavailable(format!(
                 "cannot reach the team database {}: {}",
                 self.shown,
-                escape::terminal(&e.to_string())
+                escape::terminal(&why)
             ))
             .with_hint("check that the server runs and lets this user in (password from PGPASSWORD or ~/.pgpass)")
         })
     }
 }
 
-/// TLS as libpq's `sslmode` asks: `prefer` tries it, `require` insists.
-/// The server's certificate is checked against the public web roots.
-fn tls() -> tokio_postgres_rustls::MakeRustlsConnect {
-    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("ring supports the default protocol versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    tokio_postgres_rustls::MakeRustlsConnect::new(config)
-}
-
 /// libpq's defaults for what the text left out: `PGHOST`, `PGPORT`,
-/// `PGUSER`, `PGDATABASE`, `PGSSLMODE`, else a local socket, 5432, the
-/// login name, and a database named after the user.
+/// `PGUSER`, `PGDATABASE`, else a local socket, 5432, the login name, and
+/// a database named after the user.
 fn defaults(config: &mut Config) {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     if config.get_hosts().is_empty() {
@@ -150,13 +167,6 @@ fn defaults(config: &mut Config) {
     if config.get_dbname().is_none() {
         let name = var("PGDATABASE").unwrap_or_else(|| config.get_user().unwrap_or("").to_owned());
         config.dbname(&name);
-    }
-    if let Some(mode) = var("PGSSLMODE") {
-        match mode.as_str() {
-            "disable" => config.ssl_mode(SslMode::Disable),
-            "require" => config.ssl_mode(SslMode::Require),
-            _ => config.ssl_mode(SslMode::Prefer),
-        };
     }
 }
 

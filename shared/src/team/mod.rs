@@ -18,6 +18,7 @@ mod database;
 mod mirror;
 mod pull;
 mod schema;
+mod tls;
 mod upload;
 
 use std::fs;
