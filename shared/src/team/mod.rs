@@ -113,6 +113,16 @@ impl Team {
         upload::run(self, own, replace)
     }
 
+    /// A read-only transaction that sees one state of the database.
+    fn snapshot(&mut self) -> Result<Transaction<'_>> {
+        self.client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(pg_error(&self.shown))
+    }
+
     /// Copies the team's lifecycle and findings into this machine's team
     /// view and returns it (see [`view`]).
     pub fn refresh_view(&mut self, home: &Home) -> Result<Home> {
@@ -122,13 +132,7 @@ impl Team {
         let _held = lock.exclusive()?;
         let shown = self.shown.clone();
         fault::team_statement();
-        let mut tx = self
-            .client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(pg_error(&shown))?;
+        let mut tx = self.snapshot()?;
         pull_shared(&mut tx, &shown, &view)?;
         fault::team_statement();
         tx.commit().map_err(pg_error(&shown))?;
@@ -140,9 +144,7 @@ impl Team {
     pub fn view_is_current(&mut self, home: &Home) -> Result<bool> {
         let shown = self.shown.clone();
         let mut tx = self.client.transaction().map_err(pg_error(&shown))?;
-        let generation: i64 = meta(&mut tx, &shown, "generation")?
-            .and_then(|g| g.parse().ok())
-            .unwrap_or(0);
+        let generation = generation(&mut tx, &shown)?;
         tx.commit().map_err(pg_error(&shown))?;
         Ok(pull::indexed_generation(&home.team_view())? >= generation)
     }
@@ -213,9 +215,7 @@ fn write_on<T>(home: &Home, current: bool, work: impl FnOnce(&Home) -> Result<T>
         .map_err(pg_error(&shown))?;
     pull_shared(&mut tx, &shown, &view)?;
     if current {
-        let generation: i64 = meta(&mut tx, &shown, "generation")?
-            .and_then(|g| g.parse().ok())
-            .unwrap_or(0);
+        let generation = generation(&mut tx, &shown)?;
         if pull::indexed_generation(&view)? < generation {
             return Err(Error::unavailable(format!(
                 "this store's view of the team database {shown} is behind it: calls or annotations \
@@ -352,6 +352,14 @@ fn set_meta(tx: &mut Transaction<'_>, shown: &str, key: &str, value: &str) -> Re
     )
     .map(drop)
     .map_err(pg_error(shown))
+}
+
+/// The evidence generation: it moves on with every change of the calls
+/// or annotations.
+fn generation(tx: &mut Transaction<'_>, shown: &str) -> Result<i64> {
+    Ok(meta(tx, shown, "generation")?
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(0))
 }
 
 /// Moves the evidence generation on: findings promoted before are out of

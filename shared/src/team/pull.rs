@@ -104,16 +104,8 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
     let _held = lock.exclusive()?;
     let mut state = load(view)?;
     fault::team_statement();
-    let mut tx = team
-        .client
-        .build_transaction()
-        .isolation_level(postgres::IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .map_err(pg_error(&shown))?;
-    let generation: i64 = super::meta(&mut tx, &shown, "generation")?
-        .and_then(|g| g.parse().ok())
-        .unwrap_or(0);
+    let mut tx = team.snapshot()?;
+    let generation = super::generation(&mut tx, &shown)?;
     fault::team_statement();
     let rows = tx
         .query(
