@@ -23,9 +23,12 @@ fn verify(config: Config) -> shared::Result<u8> {
         Mode::Run(run) => run::run(&config.home, run, config.format),
         Mode::Record(input) => {
             let lines = record::read(input)?;
-            shared::team::write(&config.home, |home| {
-                record::record_all(home, input, &lines, config.format)
-            })
+            let mut pending = output::Pending::default();
+            let status = shared::team::write(&config.home, |home| {
+                record::record_all(home, input, &lines, config.format, &mut pending)
+            })?;
+            pending.emit()?;
+            Ok(status)
         }
     }
 }

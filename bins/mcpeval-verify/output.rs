@@ -26,8 +26,43 @@ struct Facts<'a> {
     already_recorded: bool,
 }
 
-/// Prints the outcome of recording `result` in `format`.
-pub fn print(result: &ProbeResult, recorded: &Recorded, format: Format) -> Result<()> {
+/// What verify prints once the runs it recorded are committed: with a
+/// team database that is after the transaction that holds them, so a
+/// line never tells of a run the database does not have.
+#[derive(Debug, Default)]
+pub struct Pending {
+    lines: Vec<String>,
+    summary: Option<String>,
+}
+
+impl Pending {
+    /// The outcome of recording `result`, in `format`.
+    pub fn push(&mut self, result: &ProbeResult, recorded: &Recorded, format: Format) {
+        self.lines.push(render(result, recorded, format));
+    }
+
+    /// The summary of several results, for stderr.
+    pub fn summary(&mut self, text: String) {
+        self.summary = Some(text);
+    }
+
+    /// Prints the lines on stdout, then the summary on stderr.
+    pub fn emit(self) -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        for line in &self.lines {
+            writeln!(out, "{line}")?;
+        }
+        out.flush()?;
+        if let Some(summary) = self.summary {
+            // Diagnostics: a closed stderr is no reason to fail.
+            let _ = writeln!(std::io::stderr().lock(), "{summary}");
+        }
+        Ok(())
+    }
+}
+
+/// The outcome of recording `result` in `format`.
+fn render(result: &ProbeResult, recorded: &Recorded, format: Format) -> String {
     let state = recorded.state();
     let facts = Facts {
         finding: &result.finding,
@@ -42,14 +77,10 @@ pub fn print(result: &ProbeResult, recorded: &Recorded, format: Format) -> Resul
         hint: result.reason.map(|r| r.hint()),
         already_recorded: matches!(recorded, Recorded::Replay { .. }),
     };
-    let text = match format {
+    match format {
         Format::Json => serde_json::to_string(&facts).expect("facts serialize"),
         Format::Text => line(&facts),
-    };
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")?;
-    out.flush()?;
-    Ok(())
+    }
 }
 
 /// `FINDING case=C result=R state=S streak=N/3 run=UUID`, then on red

@@ -2,8 +2,6 @@
 //! store's salt, and hand it to the lifecycle. Both modes end here, so a
 //! run and a recorded file earn credit by exactly the same rules.
 
-use std::io::Write;
-
 use shared::credit::{self, Subject};
 use shared::error::Kind;
 use shared::file_arg::Input;
@@ -14,7 +12,7 @@ use shared::verification::{self, Recorded};
 use shared::{Error, Result, exit, lifecycle};
 
 use crate::args::Format;
-use crate::output;
+use crate::output::Pending;
 
 const PROGRAM: &str = "mcpeval-verify";
 
@@ -120,15 +118,21 @@ fn check_length(input: &Input, number: Option<usize>, line: &str) -> Result<()> 
 /// rest are still recorded. The status: a refused or rejected result's
 /// (the first), else 1 when a recorded run was red, else 5 when a result
 /// was a transport error, else 0.
-pub fn record_all(home: &Home, input: &Input, lines: &[Line], format: Format) -> Result<u8> {
+pub fn record_all(
+    home: &Home,
+    input: &Input,
+    lines: &[Line],
+    format: Format,
+    pending: &mut Pending,
+) -> Result<u8> {
     if let [line] = lines {
-        return record(home, &input.to_string(), &line.result, format);
+        return record(home, &input.to_string(), &line.result, format, pending);
     }
     let (mut green, mut red, mut replays) = (0, 0, 0);
     let mut failed: Vec<u8> = Vec::new();
     for line in lines {
         let source = format!("{input}:{}", line.number);
-        match record_one(home, &source, &line.result, format) {
+        match record_one(home, &source, &line.result, format, pending) {
             Ok(Recorded::Replay { .. }) => replays += 1,
             Ok(_) if line.result.result == Verdict::Red => red += 1,
             Ok(_) => green += 1,
@@ -149,14 +153,13 @@ pub fn record_all(home: &Home, input: &Input, lines: &[Line], format: Format) ->
             }
         }
     }
-    let _ = writeln!(
-        std::io::stderr().lock(),
+    pending.summary(format!(
         "{PROGRAM}: recorded {} of {} results from {input} ({green} green, {red} red); \
          {replays} already recorded, {} not recorded",
         green + red,
         lines.len(),
         failed.len()
-    );
+    ));
     let refused = failed.iter().copied().find(|&s| s != exit::TRANSPORT);
     Ok(match refused {
         Some(status) => status,
@@ -166,18 +169,30 @@ pub fn record_all(home: &Home, input: &Input, lines: &[Line], format: Format) ->
     })
 }
 
-/// Checks and records `result`, prints the outcome, and returns the exit
-/// status: 0 green or replay, 1 red.
-pub fn record(home: &Home, source: &str, result: &ProbeResult, format: Format) -> Result<u8> {
-    let recorded = record_one(home, source, result, format)?;
+/// Checks and records `result`, adds the outcome to `pending`, and
+/// returns the exit status: 0 green or replay, 1 red.
+pub fn record(
+    home: &Home,
+    source: &str,
+    result: &ProbeResult,
+    format: Format,
+    pending: &mut Pending,
+) -> Result<u8> {
+    let recorded = record_one(home, source, result, format, pending)?;
     Ok(match (&recorded, result.result) {
         (Recorded::New { .. }, Verdict::Red) => exit::RED,
         _ => exit::SUCCESS,
     })
 }
 
-/// Checks and records `result` and prints its line.
-fn record_one(home: &Home, source: &str, result: &ProbeResult, format: Format) -> Result<Recorded> {
+/// Checks and records `result` and adds its line to `pending`.
+fn record_one(
+    home: &Home,
+    source: &str,
+    result: &ProbeResult,
+    format: Format,
+    pending: &mut Pending,
+) -> Result<Recorded> {
     let signed_here = Salt::load(home)?.is_some_and(|salt| result.verify(&salt));
     if !signed_here {
         return Err(Error::refused(format!(
@@ -211,7 +226,7 @@ fn record_one(home: &Home, source: &str, result: &ProbeResult, format: Format) -
         &subject.server,
         &subject.tool,
     )?;
-    output::print(result, &recorded, format)?;
+    pending.push(result, &recorded, format);
     Ok(recorded)
 }
 

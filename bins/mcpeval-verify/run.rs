@@ -90,7 +90,12 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
             result.finding
         )));
     }
-    shared::team::write(home, |home| record::record(home, PROBE, &result, format))
+    let mut pending = crate::output::Pending::default();
+    let status = shared::team::write(home, |home| {
+        record::record(home, PROBE, &result, format, &mut pending)
+    })?;
+    pending.emit()?;
+    Ok(status)
 }
 
 /// The probe's arguments after `--home`: the same case, server and

@@ -717,3 +717,29 @@ fn index_json_with_a_database_tells_the_seconds_of_upload_pull_and_view_index() 
         );
     }
 }
+
+#[test]
+fn a_database_column_of_another_type_is_refused_not_a_crash() {
+    let db = postgres::database();
+    let store = store_with(None, &seed_journals()[..3]);
+    ok(&store, Some(&db), "mcpeval-index", &[]);
+    // Someone altered the schema: the lifecycle's history details are
+    // numbers now, and a journal's line count is text.
+    db.psql("ALTER TABLE mcpeval.life_history ALTER COLUMN detail TYPE integer USING 0");
+    db.psql("INSERT INTO mcpeval.life_history(id, detail) VALUES (1, 7)");
+    let (status, stdout, stderr) = run(&store, Some(&db), "mcpeval-findings", &[]);
+    assert_eq!(status, 3, "{stdout}{stderr}");
+    assert!(
+        stderr.starts_with("mcpeval-findings: error: team database postgres://"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    db.psql("DELETE FROM mcpeval.life_history WHERE id = 1");
+    db.psql("ALTER TABLE mcpeval.life_history ALTER COLUMN detail TYPE text USING detail::text");
+    ok(&store, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    db.psql("ALTER TABLE mcpeval.journals ALTER COLUMN lines TYPE text");
+    let (status, _, stderr) = run(&store, Some(&db), "mcpeval-index", &[]);
+    assert_eq!(status, 3, "{stderr}");
+    assert!(stderr.contains("team database postgres://"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

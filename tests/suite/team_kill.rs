@@ -355,6 +355,13 @@ fn killed_everywhere(
         }
         assert!(killed(&out), "killed at {n}: {}", text(&out.stderr));
         let whole = between(&copy);
+        // What a command prints tells of work the database holds: a run
+        // killed before its work landed printed nothing on stdout.
+        assert!(
+            whole || out.stdout.is_empty(),
+            "killed at {n} before its work landed, {name} printed: {}",
+            text(&out.stdout)
+        );
         if repeatable || !whole {
             let again = run_in(&copy.home(store), copy.db, name, args, None, name);
             assert!(

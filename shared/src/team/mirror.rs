@@ -14,7 +14,7 @@ use rusqlite::types::Value;
 use crate::error::Result;
 use crate::{fault, hash};
 
-use super::pg_error;
+use super::{column, pg_error};
 
 /// How a column is typed on both sides.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -191,18 +191,18 @@ pub fn pull(
             .columns
             .iter()
             .enumerate()
-            .map(|(i, (_, ty))| match ty {
-                Int => row
-                    .get::<_, Option<i64>>(i)
-                    .map_or(Value::Null, Value::Integer),
-                Real => row
-                    .get::<_, Option<f64>>(i)
-                    .map_or(Value::Null, Value::Real),
-                Text => row
-                    .get::<_, Option<String>>(i)
-                    .map_or(Value::Null, Value::Text),
+            .map(|(i, (_, ty))| {
+                Ok(match ty {
+                    Int => {
+                        column::<Option<i64>>(&row, i, shown)?.map_or(Value::Null, Value::Integer)
+                    }
+                    Real => column::<Option<f64>>(&row, i, shown)?.map_or(Value::Null, Value::Real),
+                    Text => {
+                        column::<Option<String>>(&row, i, shown)?.map_or(Value::Null, Value::Text)
+                    }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         insert
             .execute(rusqlite::params_from_iter(values))
             .map_err(fail)?;

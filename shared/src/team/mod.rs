@@ -337,10 +337,10 @@ fn view_lock(view: &Home) -> Result<LockFile> {
 
 fn meta(tx: &mut Transaction<'_>, shown: &str, key: &str) -> Result<Option<String>> {
     fault::team_statement();
-    Ok(tx
-        .query_opt("SELECT value FROM mcpeval.meta WHERE key = $1", &[&key])
+    tx.query_opt("SELECT value FROM mcpeval.meta WHERE key = $1", &[&key])
         .map_err(pg_error(shown))?
-        .map(|row| row.get(0)))
+        .map(|row| column(&row, 0, shown))
+        .transpose()
 }
 
 fn set_meta(tx: &mut Transaction<'_>, shown: &str, key: &str, value: &str) -> Result<()> {
@@ -356,10 +356,18 @@ fn set_meta(tx: &mut Transaction<'_>, shown: &str, key: &str, value: &str) -> Re
 
 /// The evidence generation: it moves on with every change of the calls
 /// or annotations.
+/// A value that is not a number (the row was tampered with) is status 3,
+/// naming it, rather than read as some generation.
 fn generation(tx: &mut Transaction<'_>, shown: &str) -> Result<i64> {
-    Ok(meta(tx, shown, "generation")?
-        .and_then(|g| g.parse().ok())
-        .unwrap_or(0))
+    match meta(tx, shown, "generation")? {
+        None => Ok(0),
+        Some(text) => text.parse().map_err(|_| {
+            Error::unavailable(format!(
+                "the team database {shown} has a generation that is not a number: {}",
+                escape::quoted(&text)
+            ))
+        }),
+    }
 }
 
 /// Moves the evidence generation on: findings promoted before are out of
@@ -382,13 +390,14 @@ fn fingerprint(salt: &Salt) -> String {
 
 fn recorded_fingerprint(client: &mut Client, shown: &str) -> Result<Option<String>> {
     fault::team_statement();
-    Ok(client
+    client
         .query_opt(
             "SELECT value FROM mcpeval.meta WHERE key = 'salt_fingerprint'",
             &[],
         )
         .map_err(pg_error(shown))?
-        .map(|row| row.get(0)))
+        .map(|row| column(&row, 0, shown))
+        .transpose()
 }
 
 /// Refuses a store without the team's salt (status 6).
@@ -440,6 +449,17 @@ fn store_id(own: &Home) -> Result<String> {
     let line = format!("{id}\n");
     crate::atomic_file::create(path.as_std_path(), line.as_bytes(), 0o600)?;
     read(&path)?.ok_or_else(|| Error::unavailable(format!("{path} vanished while being created")))
+}
+
+/// Column `i` of a row read from the database: a value of another type
+/// (a schema someone altered) is status 3, naming the database, never a
+/// panic.
+fn column<'a, T: postgres::types::FromSql<'a>>(
+    row: &'a postgres::Row,
+    i: usize,
+    shown: &str,
+) -> Result<T> {
+    row.try_get(i).map_err(pg_error(shown))
 }
 
 /// Maps a database failure to the suite's error (status 3), naming the

@@ -23,7 +23,7 @@ use crate::home::Home;
 use crate::record::{self, Columns};
 use crate::{atomic_file, fault, journal};
 
-use super::{Team, pg_error};
+use super::{Team, column, pg_error};
 
 /// What a pull did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,8 +71,11 @@ fn load(view: &Home) -> Result<State> {
     let path = state_path(view);
     match fs::read(&path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-            Error::unavailable(format!("{path} is damaged: {e}"))
-                .with_hint("delete it; the next `mcpeval index` rebuilds the team view")
+            Error::unavailable(format!(
+                "{path} is damaged: {}",
+                crate::escape::terminal(&e.to_string())
+            ))
+            .with_hint("delete it; the next `mcpeval index` rebuilds the team view")
         }),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(State::default()),
         Err(err) => Err(Error::io(format_args!("cannot read {path}"), err)),
@@ -115,7 +118,7 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
         .map_err(pg_error(&shown))?;
     let mut wanted: BTreeMap<String, (String, i64, i64)> = BTreeMap::new();
     for row in &rows {
-        let (store, name): (String, String) = (row.get(0), row.get(1));
+        let (store, name): (String, String) = (column(row, 0, &shown)?, column(row, 1, &shown)?);
         if !journal::is_journal_name(&name) {
             return Err(Error::unavailable(format!(
                 "team database {shown}: store {} uploaded a journal named {}, which is not a journal name",
@@ -131,7 +134,10 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
             ))
             .with_hint("rename one store's journal (journal names carry the time and a random part, so this happens only when a store was copied)"));
         }
-        wanted.insert(name, (store, row.get(2), row.get(3)));
+        wanted.insert(
+            name,
+            (store, column(row, 2, &shown)?, column(row, 3, &shown)?),
+        );
     }
 
     let dir = view.journals();
@@ -140,8 +146,8 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
         journals: wanted.len() as u64,
         stores: rows
             .iter()
-            .map(|r| r.get::<_, String>(0))
-            .collect::<std::collections::BTreeSet<_>>()
+            .map(|r| column::<String>(r, 0, &shown))
+            .collect::<Result<std::collections::BTreeSet<_>>>()?
             .len() as u64,
         calls: 0,
     };
@@ -252,26 +258,26 @@ fn write_calls(
     let (mut calls, mut last, mut bytes) = (0u64, after, 0u64);
     while let Some(r) = rows.next().map_err(pg_error(shown))? {
         fault::team_row(calls + 1);
-        let line: i64 = r.get(0);
+        let line: i64 = column(&r, 0, shown)?;
         let columns = Columns {
-            schema: r.get(1),
-            event_id: r.get(2),
-            session: r.get(3),
-            seq: r.get(4),
-            origin: r.get(5),
-            transport: r.get(6),
-            server: r.get(7),
-            tool: r.get(8),
-            started_at: r.get(9),
-            duration_ms: r.get(10),
-            advertised: r.get(11),
-            args_shape: r.get(12),
-            outcome: r.get(13),
-            unknown: r.get(14),
-            channel: r.get(15),
-            code: r.get(16),
-            template_id: r.get(17),
-            retryable: r.get(18),
+            schema: column(&r, 1, shown)?,
+            event_id: column(&r, 2, shown)?,
+            session: column(&r, 3, shown)?,
+            seq: column(&r, 4, shown)?,
+            origin: column(&r, 5, shown)?,
+            transport: column(&r, 6, shown)?,
+            server: column(&r, 7, shown)?,
+            tool: column(&r, 8, shown)?,
+            started_at: column(&r, 9, shown)?,
+            duration_ms: column(&r, 10, shown)?,
+            advertised: column(&r, 11, shown)?,
+            args_shape: column(&r, 12, shown)?,
+            outcome: column(&r, 13, shown)?,
+            unknown: column(&r, 14, shown)?,
+            channel: column(&r, 15, shown)?,
+            code: column(&r, 16, shown)?,
+            template_id: column(&r, 17, shown)?,
+            retryable: column(&r, 18, shown)?,
         };
         let text = record::line_from_columns(&columns).map_err(|e| {
             Error::unavailable(format!(

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::{db, fault, index_db};
 
-use super::{Team, bump_generation, pg_error, schema};
+use super::{Team, bump_generation, column, pg_error, schema};
 
 /// What an upload did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -116,20 +116,21 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
         .map_err(pg_error(&shown))?
         .iter()
         .map(|r| {
-            (
-                r.get::<_, String>(0),
+            let get = |i| column::<i64>(r, i, &shown);
+            Ok((
+                column::<String>(r, 0, &shown)?,
                 (
                     Checkpoint {
-                        length: r.get(1),
-                        sha256: r.get(2),
-                        lines: r.get(3),
-                        size: r.get(4),
+                        length: get(1)?,
+                        sha256: column(r, 2, &shown)?,
+                        lines: get(3)?,
+                        size: get(4)?,
                     },
-                    r.get::<_, i64>(5),
+                    get(5)?,
                 ),
-            )
+            ))
         })
-        .collect();
+        .collect::<Result<_>>()?;
 
     let mut done = Uploaded::default();
     let mut steps: HashMap<i64, Step> = HashMap::new();
