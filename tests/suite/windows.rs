@@ -328,6 +328,7 @@ fn an_index_from_before_window_ranges_is_rebuilt_on_the_next_run() {
     indexed(&store);
     // Put index.db back as the previous release left it: tools listed per
     // window in a table, windows without their call range, version 2.
+    before_session_numbers(&store);
     db(&store)
         .execute_batch(
             "DROP VIEW group_blast; DROP VIEW window_tools;
@@ -349,4 +350,62 @@ fn an_index_from_before_window_ranges_is_rebuilt_on_the_next_run() {
         "indexed 400 calls (400 new) from 1 journals in S s; full rebuild: no previous index"
     );
     check(&store, &records);
+}
+
+/// Puts `index.db` back as it was before sessions were numbered: calls and
+/// windows keyed on the session token, no `sessions` table, version 4.
+fn before_session_numbers(store: &Store) {
+    db(store)
+        .execute_batch(
+            "DROP VIEW group_blast; DROP VIEW window_tools;
+             DROP INDEX calls_by_session; DROP INDEX windows_by_session;
+             ALTER TABLE calls DROP COLUMN session_no;
+             ALTER TABLE windows DROP COLUMN session_no;
+             DROP TABLE sessions;
+             CREATE INDEX calls_by_session ON calls(session, server, seq);
+             CREATE INDEX windows_by_session ON windows(session, server);
+             CREATE VIEW window_tools AS
+                 SELECT DISTINCT w.id AS window_id, c.tool AS tool
+                 FROM windows w JOIN calls c
+                   ON c.session = w.session AND c.server = w.server
+                  AND c.seq BETWEEN w.open_seq AND w.close_seq
+                  AND (c.seq, c.id) >= (w.open_seq, w.open_call)
+                  AND (c.seq, c.id) <= (w.close_seq, w.close_call)
+                 WHERE c.origin = 'capture' AND c.outcome = 'error';
+             CREATE VIEW group_blast AS
+                 SELECT w.server, w.tool, w.template_id, count(DISTINCT w.id) AS windows,
+                        count(DISTINCT t.tool) AS blast_radius
+                 FROM windows w JOIN window_tools t ON t.window_id = w.id
+                 GROUP BY w.server, w.tool, w.template_id;
+             PRAGMA user_version = 4;",
+        )
+        .unwrap();
+}
+
+#[test]
+fn an_index_from_before_session_numbers_is_rebuilt_with_the_same_findings() {
+    let store = Store::new();
+    let records = mix(11, 600, 0);
+    write(&store, 1, &lines(&records));
+    indexed(&store);
+    promoted(&store);
+    let home = store.home();
+    let before = (crate::dump::evidence(&home), crate::dump::findings(&home));
+    before_session_numbers(&store);
+    assert_eq!(
+        indexed(&store),
+        "indexed 600 calls (600 new) from 1 journals in S s; full rebuild: no previous index"
+    );
+    check(&store, &records);
+    let after = (crate::dump::evidence(&home), crate::dump::findings(&home));
+    assert_eq!(after, before);
+    let numbered: i64 = db(&store)
+        .query_row(
+            "SELECT count(*) FROM calls c JOIN sessions s ON s.id = c.session_no
+             WHERE s.session = c.session AND s.server = c.server",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(numbered, 600);
 }
