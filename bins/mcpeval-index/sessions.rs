@@ -14,8 +14,9 @@ use shared::error::Result;
 use crate::schema;
 
 /// Pairs remembered between lookups; past this the memory is emptied and
-/// lookups go to `sessions_by_name` again.
-const KEEP: usize = 1 << 16;
+/// lookups go to `sessions_by_name` again. A journal's sessions overlap
+/// in time, so the ones still running are soon remembered again.
+const KEEP: usize = 4096;
 
 /// Numbers (session, server) pairs, adding the pairs not yet numbered.
 pub struct Numbers<'a> {

@@ -28,7 +28,6 @@ use shared::error::Result;
 
 use crate::feed::Derived;
 use crate::schema;
-use crate::sessions::Numbers;
 
 /// Which sessions to recompute.
 pub enum Scope {
@@ -195,11 +194,17 @@ pub fn recompute(conn: &Connection, db: &Path, scope: &Scope) -> Result<()> {
 /// Stores windows derived off the database as they arrive; the caller has
 /// emptied the windows tables.
 pub fn store(conn: &Connection, db: &Path, derived: &Receiver<Vec<Derived>>) -> Result<()> {
+    let fail = schema::fail(db);
     let mut store = Store::new(conn, db)?;
-    let mut numbers = Numbers::new(conn, db)?;
+    // Each session comes once, and the load numbered every one.
+    let mut number = conn
+        .prepare("SELECT id FROM sessions WHERE session = ?1 AND server = ?2")
+        .map_err(&fail)?;
     for batch in derived {
         for d in batch {
-            let session_no = numbers.number(&d.session, &d.server)?;
+            let session_no: i64 = number
+                .query_row([&d.session, &d.server], |row| row.get(0))
+                .map_err(&fail)?;
             store.save(&d.session, &d.server, session_no, d.windows)?;
         }
     }
