@@ -409,3 +409,59 @@ fn an_index_from_before_session_numbers_is_rebuilt_with_the_same_findings() {
         .unwrap();
     assert_eq!(numbered, 600);
 }
+
+#[test]
+fn sessions_are_numbered_in_the_order_they_are_first_read() {
+    // Tokens are salted hashes in any order; their numbers follow the
+    // journals, so an append's new sessions sort after every indexed one
+    // in the session indexes.
+    let store = Store::new();
+    let first = [
+        Rec::ok(1, 9, 1, "a"),
+        Rec::error(2, 3, 1, "a", Some(1)),
+        Rec::ok(3, 9, 2, "a").server("other"),
+        Rec::ok(4, 3, 2, "a"),
+    ];
+    write(&store, 1, &lines(&first));
+    indexed(&store);
+    let more = [
+        Rec::error(5, 7, 1, "b", Some(2)),
+        Rec::ok(6, 1, 1, "b"),
+        Rec::ok(7, 3, 3, "a"),
+    ];
+    crate::records::append(&store, 1, &lines(&more));
+    indexed(&store);
+    let session = crate::records::session;
+    let numbered: Vec<(String, String)> = db(&store)
+        .prepare("SELECT session, server FROM sessions ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let pair = |n, server: &str| (session(n), server.to_owned());
+    assert_eq!(
+        numbered,
+        [
+            pair(9, "weather"),
+            pair(3, "weather"),
+            pair(9, "other"),
+            pair(7, "weather"),
+            pair(1, "weather"),
+        ]
+    );
+    // Session 7's window is stored under its number and spans its calls.
+    let window: (i64, String) = db(&store)
+        .query_row(
+            "SELECT w.session_no, s.session FROM windows w JOIN sessions s ON s.id = w.session_no
+             WHERE w.tool = 'b'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(window, (4, session(7)));
+    let mut all = first.to_vec();
+    all.extend(more);
+    let (want, blast) = expected(&all);
+    assert_eq!(stored(&store), (want, blast));
+}
