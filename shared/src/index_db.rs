@@ -224,7 +224,7 @@ DELETE FROM state;
 -- sessions: each (session, server) pair the index holds calls of, `id`
 -- in the order the pairs were first read (file name, then line). The
 -- number means nothing beyond this index.db and may change with a
--- rebuild; a pair may stay numbered after its calls were removed.
+-- rebuild.
 CREATE TABLE sessions(
     id      INTEGER PRIMARY KEY,
     session TEXT NOT NULL,
