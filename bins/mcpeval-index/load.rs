@@ -23,6 +23,7 @@ use crate::feed::Feed;
 use crate::lines::{self, Lines};
 use crate::row::{Batch, Row};
 use crate::schema;
+use crate::sessions::Numbers;
 use crate::windows::Scope;
 
 /// Past this many touched sessions, recomputing every window is cheaper
@@ -112,11 +113,16 @@ impl Opened {
 /// The columns of `calls` a row fills, in the order of [`columns`].
 const INSERT: &str = "INSERT INTO calls(journal_id, line, schema, event_id, session, seq, origin,
     transport, server, tool, started_at, duration_ms, advertised, args_shape, outcome, unknown,
-    channel, code, template_id, retryable)";
-const COLUMNS: usize = 20;
+    channel, code, template_id, retryable, session_no)";
+const COLUMNS: usize = 21;
 
-/// A row's values for [`INSERT`].
-fn columns<'r>(journal_id: &'r i64, line: &'r u64, r: &'r Row<'_>) -> [&'r dyn ToSql; COLUMNS] {
+/// A row's values for [`INSERT`], with the number of its session.
+fn columns<'r>(
+    journal_id: &'r i64,
+    line: &'r u64,
+    r: &'r Row<'_>,
+    session_no: &'r i64,
+) -> [&'r dyn ToSql; COLUMNS] {
     [
         journal_id,
         line,
@@ -138,6 +144,7 @@ fn columns<'r>(journal_id: &'r i64, line: &'r u64, r: &'r Row<'_>) -> [&'r dyn T
         &r.code,
         &r.template_id,
         &r.retryable,
+        session_no,
     ]
 }
 
@@ -155,8 +162,9 @@ pub struct Loader<'a> {
     pub consumed: u64,
     /// Journals that got their first checkpoint.
     pub journals_added: u64,
-    touched: Option<HashSet<(String, String)>>,
-    last: Option<(String, String)>,
+    /// The numbers of the sessions of new capture calls.
+    touched: Option<HashSet<i64>>,
+    sessions: Numbers<'a>,
     /// Every row inserted, for deriving windows off the database.
     feed: Option<Feed>,
 }
@@ -176,7 +184,7 @@ impl<'a> Loader<'a> {
         let insert = conn
             .prepare(&format!(
                 "{INSERT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
-                    ?16, ?17, ?18, ?19, ?20){}",
+                    ?16, ?17, ?18, ?19, ?20, ?21){}",
                 if bulk {
                     ""
                 } else {
@@ -194,7 +202,7 @@ impl<'a> Loader<'a> {
                     AND c.transport IS ?8 AND c.server = ?9 AND c.tool = ?10 AND c.started_at = ?11
                     AND c.duration_ms IS ?12 AND c.advertised IS ?13 AND c.args_shape = ?14
                     AND c.outcome = ?15 AND c.unknown IS ?16 AND c.channel IS ?17 AND c.code IS ?18
-                    AND c.template_id IS ?19 AND c.retryable IS ?20
+                    AND c.template_id IS ?19 AND c.retryable IS ?20 AND c.session_no = ?21
                  FROM calls c JOIN journals j ON j.id = c.journal_id
                  WHERE c.event_id = ?4",
             )
@@ -216,7 +224,7 @@ impl<'a> Loader<'a> {
             consumed: 0,
             journals_added: 0,
             touched: feed.is_none().then(HashSet::new),
-            last: None,
+            sessions: Numbers::new(conn, db)?,
             feed,
         })
     }
@@ -354,23 +362,29 @@ impl<'a> Loader<'a> {
 
     /// Inserts ROWS_PER_INSERT rows with one statement (bulk loads only).
     fn add_chunk(&mut self, journal_id: i64, chunk: &[(u64, Row<'_>)]) -> Result<()> {
+        let mut numbers = [0; ROWS_PER_INSERT];
+        for (n, (_, row)) in numbers.iter_mut().zip(chunk) {
+            *n = self.sessions.number(row.session, row.server)?;
+        }
         if let Some(many) = &mut self.insert_many {
             let values = chunk
                 .iter()
-                .flat_map(|(n, row)| columns(&journal_id, n, row));
+                .zip(&numbers)
+                .flat_map(|((n, row), session_no)| columns(&journal_id, n, row, session_no));
             many.execute(params_from_iter(values))
                 .map_err(schema::fail(self.db))?;
         }
         self.inserted += chunk.len() as u64;
-        for (_, row) in chunk {
-            self.touch(row);
+        for ((_, row), session_no) in chunk.iter().zip(numbers) {
+            self.touch(row, session_no);
         }
         Ok(())
     }
 
     fn add(&mut self, journal_id: i64, path: &Path, number: u64, row: &Row<'_>) -> Result<()> {
         let fail = schema::fail(self.db);
-        let values = columns(&journal_id, &number, row);
+        let session_no = self.sessions.number(row.session, row.server)?;
+        let values = columns(&journal_id, &number, row, &session_no);
         if self.insert.execute(&values[..]).map_err(&fail)? == 0 {
             let (file, at, same): (String, i64, bool) = self
                 .existing
@@ -389,26 +403,19 @@ impl<'a> Loader<'a> {
             ));
         }
         self.inserted += 1;
-        self.touch(row);
+        self.touch(row, session_no);
         Ok(())
     }
 
     /// Remembers the session of a new capture call.
-    fn touch(&mut self, row: &Row<'_>) {
+    fn touch(&mut self, row: &Row<'_>, session_no: i64) {
         let Some(touched) = &mut self.touched else {
             return;
         };
-        // Consecutive calls mostly share a session: skip the copies then.
-        let same = self
-            .last
-            .as_ref()
-            .is_some_and(|(session, server)| *session == row.session && *server == row.server);
-        if row.origin != "capture" || same {
+        if row.origin != "capture" {
             return;
         }
-        let key = (row.session.to_owned(), row.server.to_owned());
-        touched.insert(key.clone());
-        self.last = Some(key);
+        touched.insert(session_no);
         if touched.len() > MAX_TOUCHED {
             self.touched = None;
         }

@@ -18,6 +18,7 @@ mod progress;
 mod refresh;
 mod row;
 mod schema;
+mod sessions;
 mod summary;
 mod team;
 mod windows;

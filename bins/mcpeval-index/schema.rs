@@ -111,7 +111,7 @@ pub fn set_state(conn: &Connection, path: &Path, state: &State) -> Result<()> {
 pub fn clear(conn: &Connection, path: &Path) -> Result<()> {
     conn.execute_batch(
         "DELETE FROM windows; DELETE FROM annotation_links;
-         DELETE FROM calls; DELETE FROM journals; DELETE FROM state;",
+         DELETE FROM calls; DELETE FROM sessions; DELETE FROM journals; DELETE FROM state;",
     )
     .map_err(fail(path))
 }

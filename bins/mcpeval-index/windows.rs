@@ -9,7 +9,8 @@
 //! window extend it.
 //!
 //! A window is stored with the rows of its first and last call, so the
-//! calls inside it are a range of `calls_by_session`. The tools failing in
+//! calls inside it are a range of `calls_by_session` (sessions by their
+//! number, see `sessions.rs`). The tools failing in
 //! that range (the blast radius) are never listed per window: a long
 //! failure over many tools would make that list quadratic. Readers count
 //! them from the calls in one pass (see `group_blast` in index.db).
@@ -32,8 +33,8 @@ use crate::schema;
 pub enum Scope {
     /// Every session (after a rebuild).
     All,
-    /// These (session, server) pairs.
-    Sessions(HashSet<(String, String)>),
+    /// The (session, server) pairs of these numbers.
+    Sessions(HashSet<i64>),
     /// None: every session's windows were derived and stored during the
     /// load (see `feed.rs`).
     Derived,
@@ -159,30 +160,31 @@ fn close(w: Open, (close_seq, close_call): (i64, i64), recovered: bool) -> Windo
 pub fn recompute(conn: &Connection, db: &Path, scope: &Scope) -> Result<()> {
     let fail = schema::fail(db);
     let mut store = Store::new(conn, db)?;
-    let columns = "SELECT session, server, seq, tool, outcome, template_id, id FROM calls";
+    let columns =
+        "SELECT session, server, seq, tool, outcome, template_id, id, session_no FROM calls";
     match scope {
         Scope::Derived => {}
         Scope::All => {
             conn.execute_batch("DELETE FROM windows;").map_err(&fail)?;
             let mut stmt = conn
                 .prepare(&format!(
-                    "{columns} WHERE origin = 'capture' ORDER BY session, server, seq, id"
+                    "{columns} WHERE origin = 'capture' ORDER BY session_no, seq, id"
                 ))
                 .map_err(&fail)?;
             feed(&mut stmt, [], &mut store)?;
         }
         Scope::Sessions(sessions) => {
             let mut drop = conn
-                .prepare("DELETE FROM windows WHERE session = ?1 AND server = ?2")
+                .prepare("DELETE FROM windows WHERE session_no = ?1")
                 .map_err(&fail)?;
             let mut stmt = conn
                 .prepare(&format!(
-                    "{columns} WHERE session = ?1 AND server = ?2 AND origin = 'capture' ORDER BY seq, id"
+                    "{columns} WHERE session_no = ?1 AND origin = 'capture' ORDER BY seq, id"
                 ))
                 .map_err(&fail)?;
-            for (session, server) in sessions {
-                drop.execute([session, server]).map_err(&fail)?;
-                feed(&mut stmt, [session, server], &mut store)?;
+            for session_no in sessions {
+                drop.execute([session_no]).map_err(&fail)?;
+                feed(&mut stmt, [session_no], &mut store)?;
             }
         }
     }
@@ -192,16 +194,24 @@ pub fn recompute(conn: &Connection, db: &Path, scope: &Scope) -> Result<()> {
 /// Stores windows derived off the database as they arrive; the caller has
 /// emptied the windows tables.
 pub fn store(conn: &Connection, db: &Path, derived: &Receiver<Vec<Derived>>) -> Result<()> {
+    let fail = schema::fail(db);
     let mut store = Store::new(conn, db)?;
+    // Each session comes once, and the load numbered every one.
+    let mut number = conn
+        .prepare("SELECT id FROM sessions WHERE session = ?1 AND server = ?2")
+        .map_err(&fail)?;
     for batch in derived {
         for d in batch {
-            store.save(&d.session, &d.server, d.windows)?;
+            let session_no: i64 = number
+                .query_row([&d.session, &d.server], |row| row.get(0))
+                .map_err(&fail)?;
+            store.save(&d.session, &d.server, session_no, d.windows)?;
         }
     }
     Ok(())
 }
 
-/// Streams calls ordered by (session, server, seq) through [`Session`].
+/// Streams calls ordered by (session number, seq) through [`Session`].
 fn feed(
     stmt: &mut Statement<'_>,
     args: impl rusqlite::Params,
@@ -209,22 +219,28 @@ fn feed(
 ) -> Result<()> {
     let fail = schema::fail(store.db);
     let mut rows = stmt.query(args).map_err(&fail)?;
-    let mut current: Option<(String, String, Session)> = None;
+    let mut current: Option<(i64, String, String, Session)> = None;
     while let Some(row) = rows.next().map_err(&fail)? {
-        let session = row
-            .get_ref(0)
-            .and_then(|v| Ok(v.as_str()?))
-            .map_err(&fail)?;
-        let server = row
-            .get_ref(1)
-            .and_then(|v| Ok(v.as_str()?))
-            .map_err(&fail)?;
-        let same = matches!(&current, Some((s, v, _)) if s == session && v == server);
+        let session_no: i64 = row.get(7).map_err(&fail)?;
+        let same = matches!(&current, Some((n, ..)) if *n == session_no);
         if !same {
-            if let Some((s, v, done)) = current.take() {
-                store.save(&s, &v, done.finish())?;
+            if let Some((n, s, v, done)) = current.take() {
+                store.save(&s, &v, n, done.finish())?;
             }
-            current = Some((session.to_owned(), server.to_owned(), Session::default()));
+            let session = row
+                .get_ref(0)
+                .and_then(|v| Ok(v.as_str()?))
+                .map_err(&fail)?;
+            let server = row
+                .get_ref(1)
+                .and_then(|v| Ok(v.as_str()?))
+                .map_err(&fail)?;
+            current = Some((
+                session_no,
+                session.to_owned(),
+                server.to_owned(),
+                Session::default(),
+            ));
         }
         let tool = row
             .get_ref(3)
@@ -240,12 +256,12 @@ fn feed(
             .map_err(&fail)?;
         let seq: i64 = row.get(2).map_err(&fail)?;
         let id: i64 = row.get(6).map_err(&fail)?;
-        if let Some((_, _, s)) = &mut current {
+        if let Some((.., s)) = &mut current {
             s.call(seq, id, tool, outcome, template);
         }
     }
-    if let Some((s, v, done)) = current {
-        store.save(&s, &v, done.finish())?;
+    if let Some((n, s, v, done)) = current {
+        store.save(&s, &v, n, done.finish())?;
     }
     Ok(())
 }
@@ -263,14 +279,20 @@ impl<'a> Store<'a> {
             window: conn
                 .prepare(
                     "INSERT INTO windows(session, server, tool, template_id, open_seq, close_seq,
-                        recovered, turns, failures, open_call, close_call)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                        recovered, turns, failures, open_call, close_call, session_no)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 )
                 .map_err(&fail)?,
         })
     }
 
-    fn save(&mut self, session: &str, server: &str, windows: Vec<Window>) -> Result<()> {
+    fn save(
+        &mut self,
+        session: &str,
+        server: &str,
+        session_no: i64,
+        windows: Vec<Window>,
+    ) -> Result<()> {
         let fail = schema::fail(self.db);
         for w in windows {
             self.window
@@ -285,7 +307,8 @@ impl<'a> Store<'a> {
                     w.turns,
                     w.failures,
                     w.open_call,
-                    w.close_call
+                    w.close_call,
+                    session_no
                 ])
                 .map_err(&fail)?;
         }

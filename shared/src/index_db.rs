@@ -26,6 +26,7 @@ pub const SCHEMA: Schema = Schema {
         crate::catalog::INDEX_MIGRATION,
         crate::catalog::OUTDATED_MIGRATION,
         WINDOW_RANGES_MIGRATION,
+        SESSION_ORDER_MIGRATION,
     ],
     // Large pages make the bulk work of building the index cheaper: fewer
     // pages to balance, sort into and write through the WAL.
@@ -204,6 +205,60 @@ CREATE VIEW group_blast AS
     GROUP BY w.server, w.tool, w.template_id;
 ";
 
+/// Sessions are numbered in the order they arrive, and the session
+/// indexes of calls and windows are on that number. Session tokens are
+/// salted hashes, so keys made of them put a new session's calls among
+/// full pages of older ones, which split: an append wrote more pages of
+/// the session index than of the calls themselves. With arrival numbers,
+/// new sessions land at the index's end. The stored rows lack the
+/// numbers, so the index is marked incomplete and the next `index` run
+/// rebuilds it from the journals.
+const SESSION_ORDER_MIGRATION: &str = "
+DROP VIEW group_blast;
+DROP VIEW window_tools;
+DROP INDEX calls_by_session;
+DROP INDEX windows_by_session;
+DELETE FROM windows;
+DELETE FROM state;
+
+-- sessions: each (session, server) pair the index holds calls of, `id`
+-- in the order the pairs were first read (file name, then line). The
+-- number means nothing beyond this index.db and may change with a
+-- rebuild.
+CREATE TABLE sessions(
+    id      INTEGER PRIMARY KEY,
+    session TEXT NOT NULL,
+    server  TEXT NOT NULL
+);
+CREATE UNIQUE INDEX sessions_by_name ON sessions(session, server);
+
+-- calls.session_no: the sessions.id of the call's (session, server).
+-- calls_by_session orders a session's calls by seq, ties in row order.
+ALTER TABLE calls ADD COLUMN session_no INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX calls_by_session ON calls(session_no, seq);
+
+-- windows.session_no: the sessions.id of the window's (session, server).
+ALTER TABLE windows ADD COLUMN session_no INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX windows_by_session ON windows(session_no);
+
+-- window_tools and group_blast: as before, over calls_by_session.
+CREATE VIEW window_tools AS
+    SELECT DISTINCT w.id AS window_id, c.tool AS tool
+    FROM windows w JOIN calls c
+      ON c.session_no = w.session_no
+     AND c.seq BETWEEN w.open_seq AND w.close_seq
+     AND (c.seq, c.id) >= (w.open_seq, w.open_call)
+     AND (c.seq, c.id) <= (w.close_seq, w.close_call)
+    WHERE c.origin = 'capture' AND c.outcome = 'error';
+
+CREATE VIEW group_blast AS
+    SELECT w.server, w.tool, w.template_id,
+           count(DISTINCT w.id) AS windows,
+           count(DISTINCT t.tool) AS blast_radius
+    FROM windows w JOIN window_tools t ON t.window_id = w.id
+    GROUP BY w.server, w.tool, w.template_id;
+";
+
 /// What the last complete indexing run recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct State {
@@ -303,7 +358,8 @@ pub fn resolve(conn: &Connection, path: &Path, target: &Target) -> Result<Link> 
     let found = match target {
         Target::EventId(id) => ids("SELECT id FROM calls WHERE event_id = ?1 LIMIT 2", &[id])?,
         Target::Coordinates { session, seq } => ids(
-            "SELECT id FROM calls WHERE session = ?1 AND seq = ?2 LIMIT 2",
+            "SELECT id FROM calls WHERE session_no IN (SELECT id FROM sessions WHERE session = ?1)
+               AND seq = ?2 LIMIT 2",
             &[session, &i64::try_from(*seq).unwrap_or(i64::MAX)],
         )?,
     };
@@ -437,9 +493,15 @@ mod tests {
         let conn = db::open(home.index_db(), &SCHEMA).unwrap();
         let add = |event: Option<&str>, server: &str, seq: i64| {
             conn.execute(
+                "INSERT OR IGNORE INTO sessions(session, server) VALUES ('s-0000000000000001', ?1)",
+                [server],
+            )
+            .unwrap();
+            conn.execute(
                 "INSERT INTO calls(journal_id, line, schema, event_id, session, seq, origin, server, tool,
-                    started_at, args_shape, outcome) VALUES (1, 1, 1, ?1, 's-0000000000000001', ?2,
-                    'capture', ?3, 't', '2026-11-30T07:00:00.000Z', '{}', 'ok')",
+                    started_at, args_shape, outcome, session_no) VALUES (1, 1, 1, ?1, 's-0000000000000001', ?2,
+                    'capture', ?3, 't', '2026-11-30T07:00:00.000Z', '{}', 'ok',
+                    (SELECT id FROM sessions WHERE session = 's-0000000000000001' AND server = ?3))",
                 rusqlite::params![event, seq, server],
             )
             .unwrap();

@@ -328,6 +328,7 @@ fn an_index_from_before_window_ranges_is_rebuilt_on_the_next_run() {
     indexed(&store);
     // Put index.db back as the previous release left it: tools listed per
     // window in a table, windows without their call range, version 2.
+    before_session_numbers(&store);
     db(&store)
         .execute_batch(
             "DROP VIEW group_blast; DROP VIEW window_tools;
@@ -349,4 +350,118 @@ fn an_index_from_before_window_ranges_is_rebuilt_on_the_next_run() {
         "indexed 400 calls (400 new) from 1 journals in S s; full rebuild: no previous index"
     );
     check(&store, &records);
+}
+
+/// Puts `index.db` back as it was before sessions were numbered: calls and
+/// windows keyed on the session token, no `sessions` table, version 4.
+fn before_session_numbers(store: &Store) {
+    db(store)
+        .execute_batch(
+            "DROP VIEW group_blast; DROP VIEW window_tools;
+             DROP INDEX calls_by_session; DROP INDEX windows_by_session;
+             ALTER TABLE calls DROP COLUMN session_no;
+             ALTER TABLE windows DROP COLUMN session_no;
+             DROP TABLE sessions;
+             CREATE INDEX calls_by_session ON calls(session, server, seq);
+             CREATE INDEX windows_by_session ON windows(session, server);
+             CREATE VIEW window_tools AS
+                 SELECT DISTINCT w.id AS window_id, c.tool AS tool
+                 FROM windows w JOIN calls c
+                   ON c.session = w.session AND c.server = w.server
+                  AND c.seq BETWEEN w.open_seq AND w.close_seq
+                  AND (c.seq, c.id) >= (w.open_seq, w.open_call)
+                  AND (c.seq, c.id) <= (w.close_seq, w.close_call)
+                 WHERE c.origin = 'capture' AND c.outcome = 'error';
+             CREATE VIEW group_blast AS
+                 SELECT w.server, w.tool, w.template_id, count(DISTINCT w.id) AS windows,
+                        count(DISTINCT t.tool) AS blast_radius
+                 FROM windows w JOIN window_tools t ON t.window_id = w.id
+                 GROUP BY w.server, w.tool, w.template_id;
+             PRAGMA user_version = 4;",
+        )
+        .unwrap();
+}
+
+#[test]
+fn an_index_from_before_session_numbers_is_rebuilt_with_the_same_findings() {
+    let store = Store::new();
+    let records = mix(11, 600, 0);
+    write(&store, 1, &lines(&records));
+    indexed(&store);
+    promoted(&store);
+    let home = store.home();
+    let before = (crate::dump::evidence(&home), crate::dump::findings(&home));
+    before_session_numbers(&store);
+    assert_eq!(
+        indexed(&store),
+        "indexed 600 calls (600 new) from 1 journals in S s; full rebuild: no previous index"
+    );
+    check(&store, &records);
+    let after = (crate::dump::evidence(&home), crate::dump::findings(&home));
+    assert_eq!(after, before);
+    let numbered: i64 = db(&store)
+        .query_row(
+            "SELECT count(*) FROM calls c JOIN sessions s ON s.id = c.session_no
+             WHERE s.session = c.session AND s.server = c.server",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(numbered, 600);
+}
+
+#[test]
+fn sessions_are_numbered_in_the_order_they_are_first_read() {
+    // Tokens are salted hashes in any order; their numbers follow the
+    // journals, so an append's new sessions sort after every indexed one
+    // in the session indexes.
+    let store = Store::new();
+    let first = [
+        Rec::ok(1, 9, 1, "a"),
+        Rec::error(2, 3, 1, "a", Some(1)),
+        Rec::ok(3, 9, 2, "a").server("other"),
+        Rec::ok(4, 3, 2, "a"),
+    ];
+    write(&store, 1, &lines(&first));
+    indexed(&store);
+    let more = [
+        Rec::error(5, 7, 1, "b", Some(2)),
+        Rec::ok(6, 1, 1, "b"),
+        Rec::ok(7, 3, 3, "a"),
+    ];
+    crate::records::append(&store, 1, &lines(&more));
+    indexed(&store);
+    let session = crate::records::session;
+    let numbered: Vec<(String, String)> = db(&store)
+        .prepare("SELECT session, server FROM sessions ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let pair = |n, server: &str| (session(n), server.to_owned());
+    assert_eq!(
+        numbered,
+        [
+            pair(9, "weather"),
+            pair(3, "weather"),
+            pair(9, "other"),
+            pair(7, "weather"),
+            pair(1, "weather"),
+        ]
+    );
+    // Session 7's window is stored under its number and spans its calls.
+    let window: (i64, String) = db(&store)
+        .query_row(
+            "SELECT w.session_no, s.session FROM windows w JOIN sessions s ON s.id = w.session_no
+             WHERE w.tool = 'b'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(window, (4, session(7)));
+    let mut all = first.to_vec();
+    all.extend(more);
+    let (want, blast) = expected(&all);
+    assert_eq!(stored(&store), (want, blast));
 }
