@@ -259,23 +259,14 @@ impl<'a> Loader<'a> {
         // Reading, hashing and parsing run on a second thread, inserting on
         // this one; a bounded channel keeps memory flat.
         let (batches, received) = mpsc::sync_channel::<Batch>(QUEUE);
-        // The reading thread keeps the feed while it reads.
-        let mut feed = self.feed.take();
         let (consumed, inserted) = thread::scope(|scope| {
             let path = &path;
-            let feed = feed.as_mut();
             let reader = scope.spawn(move || {
-                let mut feed = feed;
                 let mut batch = Batch::with_capacity(BATCH);
                 let read = lines.read(&mut file, path, limit, first, &mut hasher, |n, line| {
-                    let row = batch
+                    batch
                         .push(n, line)
                         .map_err(|reason| lines::rejected(path, n, reason))?;
-                    if let Some(feed) = feed.as_deref_mut() {
-                        feed.push(&row).map_err(|e| {
-                            Error::io("cannot set calls aside for deriving windows", e)
-                        })?;
-                    }
                     if batch.len() == BATCH {
                         let full = std::mem::replace(&mut batch, Batch::with_capacity(BATCH));
                         // The inserter only hangs up after an error of its own.
@@ -297,7 +288,6 @@ impl<'a> Loader<'a> {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (consumed, inserted)
         });
-        self.feed = feed;
         // Rows arrive in order, so an insert error is about an earlier line
         // than any error the reader met after it.
         inserted?;
@@ -334,8 +324,20 @@ impl<'a> Loader<'a> {
     }
 
     /// Inserts a batch of rows from `path`, several per statement when no
-    /// conflict can arise.
+    /// conflict can arise, and hands them to the feed. The feed is kept on
+    /// this thread: the reading one, parsing and hashing, is the busier.
     fn add_batch(&mut self, journal_id: i64, path: &Path, batch: &Batch) -> Result<()> {
+        self.insert_batch(journal_id, path, batch)?;
+        if let Some(feed) = &mut self.feed {
+            for (_, row) in batch.rows() {
+                feed.push(&row)
+                    .map_err(|e| Error::io("cannot set calls aside for deriving windows", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn insert_batch(&mut self, journal_id: i64, path: &Path, batch: &Batch) -> Result<()> {
         if self.insert_many.is_none() {
             return batch
                 .rows()
