@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
 
-use rusqlite::{Connection, Statement, ToSql, params, params_from_iter};
+use rusqlite::{Connection, Statement, ToSql, params};
 use sha2::Digest;
 use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
@@ -21,6 +21,7 @@ use shared::hash::Hasher;
 use crate::checkpoint::{self, Continuation, Observed, Prefix, Stamp};
 use crate::feed::Feed;
 use crate::lines::{self, Lines};
+use crate::many::Many;
 use crate::row::{Batch, Row};
 use crate::schema;
 use crate::windows::Scope;
@@ -147,7 +148,7 @@ pub struct Loader<'a> {
     db: &'a Path,
     insert: Statement<'a>,
     /// ROWS_PER_INSERT rows at once; bulk loads only.
-    insert_many: Option<Statement<'a>>,
+    insert_many: Option<Many<'a>>,
     existing: Statement<'a>,
     /// Calls inserted (exact repeats are not).
     pub inserted: u64,
@@ -202,7 +203,7 @@ impl<'a> Loader<'a> {
         let insert_many = if bulk {
             let row = format!("({})", ["?"; COLUMNS].join(", "));
             let sql = format!("{INSERT} VALUES {}", vec![row; ROWS_PER_INSERT].join(", "));
-            Some(conn.prepare(&sql).map_err(&fail)?)
+            Some(Many::prepare(conn, &sql, ROWS_PER_INSERT).map_err(&fail)?)
         } else {
             None
         };
@@ -357,10 +358,7 @@ impl<'a> Loader<'a> {
     /// Inserts ROWS_PER_INSERT rows with one statement (bulk loads only).
     fn add_chunk(&mut self, journal_id: i64, chunk: &[(u64, Row<'_>)]) -> Result<()> {
         if let Some(many) = &mut self.insert_many {
-            let values = chunk
-                .iter()
-                .flat_map(|(n, row)| columns(&journal_id, n, row));
-            many.execute(params_from_iter(values))
+            many.insert(journal_id, chunk)
                 .map_err(schema::fail(self.db))?;
         }
         self.inserted += chunk.len() as u64;
