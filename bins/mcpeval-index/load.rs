@@ -35,7 +35,7 @@ const BATCH: usize = 1024;
 /// Messages in flight between the two threads.
 const QUEUE: usize = 4;
 /// Rows per INSERT statement in a bulk load, where no row can conflict.
-const ROWS_PER_INSERT: usize = 16;
+const ROWS_PER_INSERT: usize = 64;
 
 /// One journal to read.
 pub enum Source {
