@@ -196,7 +196,7 @@ impl Feed {
     /// Sorts the run in memory and writes it to an unlinked file.
     fn spill(&mut self) -> io::Result<()> {
         self.run.sort_unstable_by_key(Entry::key);
-        let mut file = self.scratch()?;
+        let mut file = scratch(&self.dir, "feed")?;
         {
             let mut out = BufWriter::with_capacity(1 << 16, &mut file);
             let mut bytes = [0u8; ENTRY];
@@ -210,31 +210,6 @@ impl Feed {
         self.spilled.push(file);
         self.run.clear();
         Ok(())
-    }
-
-    /// A private temporary file beside `index.db`, already unlinked so a
-    /// crash leaves nothing behind.
-    fn scratch(&self) -> io::Result<File> {
-        let mut n = 0u32;
-        loop {
-            let path = self
-                .dir
-                .join(format!(".index-feed-{}-{n}", std::process::id()));
-            match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-            {
-                Ok(file) => {
-                    fs::remove_file(&path)?;
-                    return Ok(file);
-                }
-                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => n += 1,
-                Err(err) => return Err(err),
-            }
-        }
     }
 
     /// Whether the entries describe every capture call read.
@@ -341,6 +316,29 @@ impl Source {
                     Err(err) => Err(err),
                 }
             }
+        }
+    }
+}
+
+/// A private temporary file in `dir` (the directory of `index.db`), named
+/// after `what`, already unlinked so a crash leaves nothing behind.
+pub fn scratch(dir: &Path, what: &str) -> io::Result<File> {
+    let mut n = 0u32;
+    loop {
+        let path = dir.join(format!(".index-{what}-{}-{n}", std::process::id()));
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(file) => {
+                fs::remove_file(&path)?;
+                return Ok(file);
+            }
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => n += 1,
+            Err(err) => return Err(err),
         }
     }
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
 
-use rusqlite::{Connection, Statement, ToSql, params, params_from_iter};
+use rusqlite::{Connection, Statement, ToSql, params};
 use sha2::Digest;
 use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
@@ -21,6 +21,7 @@ use shared::hash::Hasher;
 use crate::checkpoint::{self, Continuation, Observed, Prefix, Stamp};
 use crate::feed::Feed;
 use crate::lines::{self, Lines};
+use crate::many::Many;
 use crate::row::{Batch, Row};
 use crate::schema;
 use crate::sessions::Numbers;
@@ -35,7 +36,7 @@ const BATCH: usize = 1024;
 /// Messages in flight between the two threads.
 const QUEUE: usize = 4;
 /// Rows per INSERT statement in a bulk load, where no row can conflict.
-const ROWS_PER_INSERT: usize = 16;
+const ROWS_PER_INSERT: usize = 64;
 
 /// One journal to read.
 pub enum Source {
@@ -154,7 +155,7 @@ pub struct Loader<'a> {
     db: &'a Path,
     insert: Statement<'a>,
     /// ROWS_PER_INSERT rows at once; bulk loads only.
-    insert_many: Option<Statement<'a>>,
+    insert_many: Option<Many<'a>>,
     existing: Statement<'a>,
     /// Calls inserted (exact repeats are not).
     pub inserted: u64,
@@ -210,7 +211,7 @@ impl<'a> Loader<'a> {
         let insert_many = if bulk {
             let row = format!("({})", ["?"; COLUMNS].join(", "));
             let sql = format!("{INSERT} VALUES {}", vec![row; ROWS_PER_INSERT].join(", "));
-            Some(conn.prepare(&sql).map_err(&fail)?)
+            Some(Many::prepare(conn, &sql, ROWS_PER_INSERT).map_err(&fail)?)
         } else {
             None
         };
@@ -267,23 +268,14 @@ impl<'a> Loader<'a> {
         // Reading, hashing and parsing run on a second thread, inserting on
         // this one; a bounded channel keeps memory flat.
         let (batches, received) = mpsc::sync_channel::<Batch>(QUEUE);
-        // The reading thread keeps the feed while it reads.
-        let mut feed = self.feed.take();
         let (consumed, inserted) = thread::scope(|scope| {
             let path = &path;
-            let feed = feed.as_mut();
             let reader = scope.spawn(move || {
-                let mut feed = feed;
                 let mut batch = Batch::with_capacity(BATCH);
                 let read = lines.read(&mut file, path, limit, first, &mut hasher, |n, line| {
-                    let row = batch
+                    batch
                         .push(n, line)
                         .map_err(|reason| lines::rejected(path, n, reason))?;
-                    if let Some(feed) = feed.as_deref_mut() {
-                        feed.push(&row).map_err(|e| {
-                            Error::io("cannot set calls aside for deriving windows", e)
-                        })?;
-                    }
                     if batch.len() == BATCH {
                         let full = std::mem::replace(&mut batch, Batch::with_capacity(BATCH));
                         // The inserter only hangs up after an error of its own.
@@ -305,7 +297,6 @@ impl<'a> Loader<'a> {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (consumed, inserted)
         });
-        self.feed = feed;
         // Rows arrive in order, so an insert error is about an earlier line
         // than any error the reader met after it.
         inserted?;
@@ -342,8 +333,20 @@ impl<'a> Loader<'a> {
     }
 
     /// Inserts a batch of rows from `path`, several per statement when no
-    /// conflict can arise.
+    /// conflict can arise, and hands them to the feed. The feed is kept on
+    /// this thread: the reading one, parsing and hashing, is the busier.
     fn add_batch(&mut self, journal_id: i64, path: &Path, batch: &Batch) -> Result<()> {
+        self.insert_batch(journal_id, path, batch)?;
+        if let Some(feed) = &mut self.feed {
+            for (_, row) in batch.rows() {
+                feed.push(&row)
+                    .map_err(|e| Error::io("cannot set calls aside for deriving windows", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn insert_batch(&mut self, journal_id: i64, path: &Path, batch: &Batch) -> Result<()> {
         if self.insert_many.is_none() {
             return batch
                 .rows()
@@ -367,11 +370,7 @@ impl<'a> Loader<'a> {
             *n = self.sessions.number(row.session, row.server)?;
         }
         if let Some(many) = &mut self.insert_many {
-            let values = chunk
-                .iter()
-                .zip(&numbers)
-                .flat_map(|((n, row), session_no)| columns(&journal_id, n, row, session_no));
-            many.execute(params_from_iter(values))
+            many.insert(journal_id, chunk, &numbers)
                 .map_err(schema::fail(self.db))?;
         }
         self.inserted += chunk.len() as u64;

@@ -13,6 +13,7 @@ mod feed;
 mod lines;
 mod links;
 mod load;
+mod many;
 mod prior;
 mod progress;
 mod refresh;

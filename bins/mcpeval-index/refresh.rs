@@ -222,8 +222,8 @@ struct Loaded {
     moved: bool,
     /// Sessions whose windows may have changed.
     scope: Scope,
-    /// Whether the replaced calls were remembered to count new ones.
-    remembered: bool,
+    /// The replaced calls, remembered to count new ones.
+    prior: Option<prior::Prior>,
 }
 
 /// What a plan says to read, with what it already verified.
@@ -283,7 +283,7 @@ impl Run<'_> {
                 let calls = tx
                     .query_row("SELECT count(*) FROM calls", [], |row| row.get(0))
                     .map_err(&fail)?;
-                (calls, prior::count_new(&tx, db, loaded.remembered)?)
+                (calls, prior::count_new(&tx, db, loaded.prior)?)
             }
             None => (previous_calls + loaded.inserted, loaded.inserted),
         };
@@ -434,10 +434,11 @@ impl Run<'_> {
             mut observed,
             sources,
         } = planned;
-        let remembered = rebuild.is_some() && previous.is_some_and(|p| p.calls > 0);
-        if remembered {
-            prior::remember(tx, db)?;
-        }
+        let remember = rebuild.is_some() && previous.is_some_and(|p| p.calls > 0);
+        let prior = match remember {
+            true => Some(prior::remember(tx, db)?),
+            false => None,
+        };
         if rebuild.is_some() {
             schema::clear(tx, db)?;
         }
@@ -490,7 +491,7 @@ impl Run<'_> {
             inserted,
             journals,
             moved,
-            remembered,
+            prior,
         })
     }
 }
