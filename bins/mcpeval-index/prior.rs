@@ -25,6 +25,25 @@ use crate::schema;
 /// Every event id, in index order (SQLite's BINARY collation: bytewise).
 const EVENTS: &str = "SELECT event_id FROM calls WHERE event_id IS NOT NULL ORDER BY event_id";
 
+/// Calls `each` with every event id of `calls`, in index order.
+fn each_event(
+    conn: &Connection,
+    db: &Path,
+    mut each: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    let fail = schema::fail(db);
+    let mut stmt = conn.prepare(EVENTS).map_err(&fail)?;
+    let mut rows = stmt.query([]).map_err(&fail)?;
+    while let Some(row) = rows.next().map_err(&fail)? {
+        let id = row
+            .get_ref(0)
+            .and_then(|v| Ok(v.as_bytes()?))
+            .map_err(&fail)?;
+        each(id)?;
+    }
+    Ok(())
+}
+
 /// The identities of the replaced calls.
 pub struct Prior {
     /// Their event ids in order, each preceded by its length (u32 LE).
@@ -51,17 +70,11 @@ pub fn remember(conn: &Connection, db: &Path) -> Result<Prior> {
         feed::scratch(db.parent().unwrap_or(Path::new(".")), "prior").map_err(scratch_error)?;
     {
         let mut out = BufWriter::with_capacity(1 << 16, &mut file);
-        let mut stmt = conn.prepare(EVENTS).map_err(&fail)?;
-        let mut rows = stmt.query([]).map_err(&fail)?;
-        while let Some(row) = rows.next().map_err(&fail)? {
-            let id = row
-                .get_ref(0)
-                .and_then(|v| Ok(v.as_bytes()?))
-                .map_err(&fail)?;
+        each_event(conn, db, |id| {
             out.write_all(&(id.len() as u32).to_le_bytes())
                 .and_then(|()| out.write_all(id))
-                .map_err(scratch_error)?;
-        }
+                .map_err(scratch_error)
+        })?;
         out.flush().map_err(scratch_error)?;
     }
     file.rewind().map_err(scratch_error)?;
@@ -124,17 +137,12 @@ pub fn count_new(conn: &Connection, db: &Path, prior: Option<Prior>) -> Result<i
     };
     let mut remembered = Remembered::new(prior.events).map_err(scratch_error)?;
     let mut new = 0i64;
-    let mut stmt = conn.prepare(EVENTS).map_err(&fail)?;
-    let mut rows = stmt.query([]).map_err(&fail)?;
-    while let Some(row) = rows.next().map_err(&fail)? {
-        let id = row
-            .get_ref(0)
-            .and_then(|v| Ok(v.as_bytes()?))
-            .map_err(&fail)?;
+    each_event(conn, db, |id| {
         if !remembered.holds(id).map_err(scratch_error)? {
             new += 1;
         }
-    }
+        Ok(())
+    })?;
     let legacy: i64 = conn
         .query_row(
             "SELECT count(*) FROM calls c WHERE c.event_id IS NULL AND NOT EXISTS
