@@ -8,6 +8,8 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
 
 use sha2::Digest;
 use shared::error::{Error, Result};
@@ -77,7 +79,7 @@ impl Lines {
         path: &Path,
         limit: u64,
         first: u64,
-        hasher: &mut Hasher,
+        hasher: &mut impl Sink,
         mut visit: impl FnMut(u64, &[u8]) -> Result<()>,
     ) -> Result<Consumed> {
         let mut left = limit;
@@ -115,14 +117,14 @@ impl Lines {
                 number += 1;
                 start = newline + 1;
             }
-            hasher.update(&self.buf[..start]);
             consumed += start as u64;
             let tail = end - start;
             if tail > MAX_LINE {
+                hasher.consume(&mut self.buf, start, start);
                 skipped = tail as u64;
                 pending = 0;
             } else {
-                self.buf.copy_within(start..end, 0);
+                hasher.consume(&mut self.buf, start, end);
                 pending = tail;
             }
         }
@@ -130,6 +132,102 @@ impl Lines {
             bytes: consumed,
             lines: number - first,
         })
+    }
+}
+
+/// Where the bytes a read consumed go.
+pub trait Sink {
+    /// Takes `buf[..consumed]`, the bytes of complete lines, and leaves
+    /// `buf[consumed..keep]`, the start of an unfinished line, at the start
+    /// of `buf` (which it may replace with a buffer of the same size).
+    fn consume(&mut self, buf: &mut Box<[u8]>, consumed: usize, keep: usize);
+}
+
+impl Sink for Hasher {
+    fn consume(&mut self, buf: &mut Box<[u8]>, consumed: usize, keep: usize) {
+        self.update(&buf[..consumed]);
+        buf.copy_within(consumed..keep, 0);
+    }
+}
+
+/// Buffers taken by a [`Hashing`] thread at once, besides the one read into.
+const HASHING: usize = 3;
+
+/// Hashes consumed bytes on a thread of its own: the reading thread hands
+/// over each buffer it is done with whole and reads on into another, so
+/// hashing costs it one copy of an unfinished line, as before.
+pub struct Hashing {
+    full: Option<mpsc::SyncSender<(Box<[u8]>, usize)>>,
+    empty: mpsc::Receiver<Box<[u8]>>,
+    /// Buffers made so far, the one read into excluded.
+    made: usize,
+    thread: Option<thread::JoinHandle<Hasher>>,
+}
+
+impl Hashing {
+    /// Carries on from `hasher`.
+    pub fn start(mut hasher: Hasher) -> Hashing {
+        let (full, filled) = mpsc::sync_channel::<(Box<[u8]>, usize)>(HASHING);
+        let (emptied, empty) = mpsc::sync_channel(HASHING + 1);
+        let thread = thread::spawn(move || {
+            for (buf, len) in filled {
+                hasher.update(&buf[..len]);
+                // The reader may be gone after an error of its own.
+                let _ = emptied.send(buf);
+            }
+            hasher
+        });
+        Hashing {
+            full: Some(full),
+            empty,
+            made: 0,
+            thread: Some(thread),
+        }
+    }
+
+    /// The hash state after every byte consumed.
+    pub fn finish(mut self) -> Hasher {
+        self.full = None;
+        let thread = self.thread.take().expect("joined once");
+        thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+}
+
+impl Sink for Hashing {
+    fn consume(&mut self, buf: &mut Box<[u8]>, consumed: usize, keep: usize) {
+        if consumed == 0 {
+            buf.copy_within(consumed..keep, 0);
+            return;
+        }
+        let mut next = match self.empty.try_recv() {
+            Ok(next) => next,
+            Err(_) if self.made < HASHING => {
+                self.made += 1;
+                vec![0; buf.len()].into_boxed_slice()
+            }
+            Err(_) => self
+                .empty
+                .recv()
+                .expect("the hashing thread runs until finished"),
+        };
+        next[..keep - consumed].copy_from_slice(&buf[consumed..keep]);
+        std::mem::swap(buf, &mut next);
+        self.full
+            .as_ref()
+            .expect("sending until finished")
+            .send((next, consumed))
+            .expect("the hashing thread runs until finished");
+    }
+}
+
+impl Drop for Hashing {
+    fn drop(&mut self) {
+        self.full = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -219,6 +317,53 @@ mod tests {
         );
         assert!(seen.iter().all(|(_, l)| l.len() == 1000));
         assert_eq!(hash, shared::hash::sha256(&bytes));
+    }
+
+    #[test]
+    fn hashing_on_a_thread_sees_exactly_the_bytes_consumed() {
+        let mut bytes = Vec::new();
+        for i in 0..40_000u32 {
+            bytes.extend(std::iter::repeat_n(
+                b'a' + (i % 26) as u8,
+                50 + (i % 700) as usize,
+            ));
+            bytes.push(b'\n');
+        }
+        let whole = bytes.len();
+        bytes.extend_from_slice(b"unfinished");
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&bytes).unwrap();
+        file.rewind().unwrap();
+        let mut prefix = Hasher::new();
+        prefix.update(b"before\n");
+        let mut hashing = Hashing::start(prefix);
+        let mut seen = 0u64;
+        let got = Lines::new(Progress::new())
+            .read(
+                &mut file,
+                Path::new("j.jsonl"),
+                u64::MAX,
+                2,
+                &mut hashing,
+                |n, line| {
+                    seen += 1;
+                    assert_eq!(n, seen + 1);
+                    assert!(line.iter().all(|b| *b == line[0]));
+                    Ok(())
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            got,
+            Consumed {
+                bytes: whole as u64,
+                lines: 40_000
+            }
+        );
+        let mut expected = b"before\n".to_vec();
+        expected.extend_from_slice(&bytes[..whole]);
+        let hash: [u8; 32] = hashing.finish().finalize().into();
+        assert_eq!(hash, shared::hash::sha256(&expected));
     }
 
     #[test]

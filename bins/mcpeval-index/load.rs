@@ -20,7 +20,7 @@ use shared::hash::Hasher;
 
 use crate::checkpoint::{self, Continuation, Observed, Prefix, Stamp};
 use crate::feed::Feed;
-use crate::lines::{self, Lines};
+use crate::lines::{self, Hashing, Lines};
 use crate::many::Many;
 use crate::row::{Batch, Row};
 use crate::schema;
@@ -241,7 +241,7 @@ impl<'a> Loader<'a> {
             stamp,
             start,
             lines: lines_before,
-            mut hasher,
+            hasher,
             prefix,
         } = Opened::open(source)?;
         let name = path
@@ -272,7 +272,9 @@ impl<'a> Loader<'a> {
             let path = &path;
             let reader = scope.spawn(move || {
                 let mut batch = Batch::with_capacity(BATCH);
-                let read = lines.read(&mut file, path, limit, first, &mut hasher, |n, line| {
+                // SHA-256 of the bytes read runs on a third thread.
+                let mut hashing = Hashing::start(hasher);
+                let read = lines.read(&mut file, path, limit, first, &mut hashing, |n, line| {
                     batch
                         .push(n, line)
                         .map_err(|reason| lines::rejected(path, n, reason))?;
@@ -286,7 +288,7 @@ impl<'a> Loader<'a> {
                 if read.is_ok() && !batch.is_empty() {
                     let _ = batches.send(batch);
                 }
-                read.map(|consumed| (consumed, hasher))
+                read.map(|consumed| (consumed, hashing.finish()))
             });
             let inserted = received
                 .iter()
