@@ -33,6 +33,20 @@ impl Progress {
         }
     }
 
+    /// One that never shows a bar, for reading on another thread; its
+    /// count is added to the shown one afterwards.
+    pub fn quiet() -> Progress {
+        Progress {
+            enabled: false,
+            ..Progress::new()
+        }
+    }
+
+    /// Bytes recorded as read so far.
+    pub fn done(&self) -> u64 {
+        self.done
+    }
+
     /// Adds `bytes` still to be read to the total.
     pub fn expect(&mut self, bytes: u64) {
         self.total += bytes;

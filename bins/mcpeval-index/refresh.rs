@@ -13,6 +13,8 @@
 //! longer match, the run starts over once more, this time hashing it
 //! before reading anything.
 
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
@@ -20,7 +22,9 @@ use std::time::Instant;
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, TransactionBehavior};
+use sha2::Digest;
 use shared::error::{Error, Result};
+use shared::hash::Hasher;
 use shared::home::Home;
 use shared::index_db::{self, State};
 use shared::journal;
@@ -29,7 +33,7 @@ use shared::lock::LockFile;
 
 use crate::args::Config;
 use crate::aside::{self, Aside};
-use crate::checkpoint::{self, Check, Checkpoint, Observed, Plan};
+use crate::checkpoint::{self, Check, Checkpoint, Continuation, Observed, Plan, Stamp};
 use crate::feed::Feed;
 use crate::lines::Lines;
 use crate::load::{Loader, Source};
@@ -89,6 +93,9 @@ enum Attempt {
     /// The grown journal's deferred prefix no longer matches its
     /// checkpoint; nothing was committed.
     Unproven,
+    /// The plan made while the new lines were read ahead is not the one
+    /// they were read for; nothing was committed.
+    Replan,
 }
 
 /// Brings `index.db` up to date with the journals.
@@ -167,6 +174,7 @@ fn attempts(
     let mut changed = PathBuf::new();
     let journals = home.journals();
     let mut defer = true;
+    let mut ahead = true;
     let mut failed = 0;
     while failed < ATTEMPTS {
         lines.progress.phase("reading journals");
@@ -177,6 +185,7 @@ fn attempts(
             journals: journals.as_std_path(),
             forced: config.rebuild,
             defer,
+            ahead,
             annotations: &annotations,
         };
         match run.attempt(conn, lines)? {
@@ -189,6 +198,9 @@ fn attempts(
             // long before): plan again, hashing it first, which says whether
             // to rebuild. Happens once at most.
             Attempt::Unproven => defer = false,
+            // Something else changed too: plan first, as without reading
+            // ahead. Happens once at most.
+            Attempt::Replan => ahead = false,
         }
     }
     Err(Error::unavailable(format!(
@@ -205,6 +217,9 @@ struct Run<'a> {
     /// Whether a grown last journal's prefix is proven before the commit
     /// rather than when planning.
     defer: bool,
+    /// Whether the new lines of a grown last journal may be read while the
+    /// other journals are hashed on another thread.
+    ahead: bool,
     annotations: &'a Annotations,
 }
 
@@ -224,6 +239,77 @@ struct Loaded {
     scope: Scope,
     /// The replaced calls, remembered to count new ones.
     prior: Option<prior::Prior>,
+    /// The plan still being made, when the new lines were read ahead.
+    pending: Option<Pending>,
+}
+
+/// A plan made on another thread while a grown last journal's new lines
+/// are read: it hashes the other journals, which is most of a small
+/// append's time, and may say that something else changed too.
+struct Pending {
+    planning: thread::JoinHandle<(Result<Plan>, u64)>,
+}
+
+impl Pending {
+    /// Starts the plan when the journals look as after an append to the
+    /// last one alone (the same names, the last one longer than when
+    /// indexed), and returns that journal open at its checkpoint, its
+    /// prefix deferred, as the plan will find it.
+    fn start(
+        dir: &Path,
+        checkpoints: &[Checkpoint],
+        files: &[PathBuf],
+    ) -> Option<(Box<Continuation>, Pending)> {
+        let last = checkpoints.last()?;
+        let same = files.len() == checkpoints.len()
+            && files
+                .iter()
+                .zip(checkpoints)
+                .all(|(f, c)| shared::checkpoint::file_name(f) == c.name);
+        if !same {
+            return None;
+        }
+        let path = dir.join(&last.name);
+        let mut file = File::open(&path).ok()?;
+        let meta = file.metadata().ok()?;
+        if meta.len() <= last.size {
+            return None;
+        }
+        file.seek(SeekFrom::Start(last.length)).ok()?;
+        let continuation = Box::new(Continuation {
+            checkpoint: last.clone(),
+            path,
+            file,
+            stamp: Stamp::of(&meta),
+            hasher: Hasher::new(),
+            deferred: true,
+        });
+        let (dir, checkpoints, files) = (dir.to_path_buf(), checkpoints.to_vec(), files.to_vec());
+        let planning = thread::spawn(move || {
+            let mut quiet = Lines::new(Progress::quiet());
+            let plan = checkpoint::plan(&dir, &checkpoints, &files, &mut quiet, true);
+            (plan, quiet.progress.done())
+        });
+        Some((continuation, Pending { planning }))
+    }
+
+    /// Waits for the plan: the journals it verified when it is the plan
+    /// the new lines were read for, `None` when the run must plan again.
+    fn finish(self, lines: &mut Lines) -> Result<Option<Vec<Observed>>> {
+        let (plan, hashed) = self
+            .planning
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        lines.progress.advance(hashed);
+        Ok(match plan? {
+            Plan::Extend {
+                verified,
+                last: Some(last),
+                new,
+            } if last.deferred && new.is_empty() => Some(verified),
+            _ => None,
+        })
+    }
 }
 
 /// What a plan says to read, with what it already verified.
@@ -243,9 +329,11 @@ impl Run<'_> {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&fail)?;
         let previous = index_db::state(&tx, db)?;
-        let Some(loaded) = self.load(&tx, previous.as_ref(), lines)? else {
-            return Ok(Attempt::Unproven);
+        let mut loaded = match self.load(&tx, previous.as_ref(), lines)? {
+            Ok(loaded) => loaded,
+            Err(retry) => return Ok(retry),
         };
+        let pending = loaded.pending.take();
 
         let previous_calls = previous.as_ref().map_or(0, |p| p.calls);
         let calls_changed = loaded.rebuild.is_some() || loaded.inserted > 0;
@@ -258,6 +346,11 @@ impl Run<'_> {
             let deferred = loaded.observed.iter().filter(|o| o.prefix.is_some());
             if let Some(retry) = self.check(&tx, deferred, lines)? {
                 return Ok(retry);
+            }
+            if let Some(pending) = pending
+                && pending.finish(lines)?.is_none()
+            {
+                return Ok(Attempt::Replan);
             }
             return Ok(Attempt::Done(Outcome {
                 calls: previous_calls,
@@ -297,6 +390,16 @@ impl Run<'_> {
         lines.progress.phase("checking journals");
         if let Some(retry) = self.check(&tx, loaded.observed.iter(), lines)? {
             return Ok(retry);
+        }
+        // Read ahead, the new lines were proven first, while the plan was
+        // still hashing the other journals.
+        if let Some(pending) = pending {
+            let Some(verified) = pending.finish(lines)? else {
+                return Ok(Attempt::Replan);
+            };
+            if let Some(retry) = self.check(&tx, verified.iter(), lines)? {
+                return Ok(retry);
+            }
         }
         lines.progress.phase("committing");
         tx.commit().map_err(&fail)?;
@@ -363,16 +466,17 @@ impl Run<'_> {
     }
 
     /// Plans against the checkpoints and reads what the plan says into
-    /// `calls`, bringing the checkpoints up to date. `None` when lines after
-    /// a deferred prefix were refused and that prefix no longer matches
-    /// its checkpoint: they were never the lines that follow it, and the
-    /// plan must hash the prefix first to say what to do.
+    /// `calls`, bringing the checkpoints up to date. `Unproven` when lines
+    /// after a deferred prefix were refused and that prefix no longer
+    /// matches its checkpoint: they were never the lines that follow it,
+    /// and the plan must hash the prefix first to say what to do. Lines
+    /// read ahead of a plan that turns out not to be theirs are `Replan`.
     fn load(
         &self,
         tx: &Connection,
         previous: Option<&State>,
         lines: &mut Lines,
-    ) -> Result<Option<Loaded>> {
+    ) -> Result<std::result::Result<Loaded, Attempt>> {
         let db = self.db;
         let checkpoints = checkpoint::load(tx, db)?;
         let files = journal::files(self.journals)?;
@@ -381,6 +485,35 @@ impl Run<'_> {
             .filter_map(|p| p.metadata().ok())
             .map(|m| m.len());
         lines.progress.expect(sizes.sum());
+
+        let ahead = match previous {
+            Some(_) if !self.forced && self.defer && self.ahead => {
+                Pending::start(self.journals, &checkpoints, &files)
+            }
+            _ => None,
+        };
+        if let Some((last, pending)) = ahead {
+            let (path, prefix) = (last.path.clone(), last.prefix());
+            let planned = Planned {
+                checkpoints,
+                rebuild: None,
+                observed: Vec::new(),
+                sources: vec![Source::Continue(last)],
+            };
+            return match self.read(tx, previous, lines, planned) {
+                Ok(loaded) => Ok(Ok(Loaded {
+                    pending: Some(pending),
+                    ..loaded
+                })),
+                // The plan's errors and reasons come first, as without
+                // reading ahead.
+                Err(err) => match pending.finish(lines)? {
+                    None => Ok(Err(Attempt::Replan)),
+                    Some(_) if !prefix.holds(&path, lines)? => Ok(Err(Attempt::Unproven)),
+                    Some(_) => Err(err),
+                },
+            };
+        }
 
         let plan = match previous {
             _ if self.forced => Plan::Rebuild("--rebuild".into()),
@@ -411,9 +544,9 @@ impl Run<'_> {
             sources,
         };
         match self.read(tx, previous, lines, planned) {
-            Ok(loaded) => Ok(Some(loaded)),
+            Ok(loaded) => Ok(Ok(loaded)),
             Err(err) => match deferred {
-                Some((path, prefix)) if !prefix.holds(&path, lines)? => Ok(None),
+                Some((path, prefix)) if !prefix.holds(&path, lines)? => Ok(Err(Attempt::Unproven)),
                 _ => Err(err),
             },
         }
@@ -492,6 +625,7 @@ impl Run<'_> {
             journals,
             moved,
             prior,
+            pending: None,
         })
     }
 }

@@ -127,6 +127,39 @@ fn a_changed_byte_in_an_indexed_region_rebuilds() {
 }
 
 #[test]
+fn a_changed_byte_in_an_earlier_journal_beside_an_append_rebuilds() {
+    // The new lines of the last journal are read while the earlier one is
+    // hashed: its changed byte must still rebuild, with its reason.
+    let store = Store::new();
+    let path = write(&store, 1, &lines(&calls(3, 1)));
+    write(&store, 2, &lines(&calls(1, 2)));
+    indexed(&store);
+    let mut bytes = fs::read(&path).unwrap();
+    let at = text(&bytes).find("get_forecast").unwrap() + 11;
+    bytes[at] = b'T';
+    fs::write(&path, bytes).unwrap();
+    append(&store, 2, &lines(&calls(2, 3)));
+    assert_eq!(
+        indexed(&store),
+        format!(
+            "indexed 6 calls (2 new) from 2 journals in S s; full rebuild: bytes changed in {}",
+            journal_name(1)
+        )
+    );
+    assert_eq!(
+        number(
+            &store,
+            "SELECT count(*) FROM calls WHERE tool = 'get_forecasT'"
+        ),
+        1
+    );
+    assert_eq!(
+        indexed(&store),
+        "indexed 6 calls (0 new) from 2 journals in S s"
+    );
+}
+
+#[test]
 fn a_changed_prefix_of_a_grown_last_journal_rebuilds() {
     let store = Store::new();
     let path = write(&store, 1, &lines(&calls(3, 1)));
