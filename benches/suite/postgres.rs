@@ -8,6 +8,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::pg_host::{free_port, is_root, newest_packaged_initdb, postgres_user};
+
 /// The superuser every bench database belongs to.
 const USER: &str = "mcpeval";
 
@@ -194,42 +196,8 @@ fn clear_pg_env(cmd: &mut Command) {
     }
 }
 
-/// `initdb` on PATH, else the newest `/usr/lib/postgresql/N/bin/initdb`.
+/// `initdb` on PATH, else the newest packaged one.
 fn find_initdb() -> Option<PathBuf> {
-    let packaged = || {
-        std::fs::read_dir("/usr/lib/postgresql")
-            .ok()?
-            .filter_map(|entry| {
-                let entry = entry.ok()?;
-                let major: u32 = entry.file_name().to_str()?.parse().ok()?;
-                let initdb = entry.path().join("bin/initdb");
-                initdb.is_file().then_some((major, initdb))
-            })
-            .max_by_key(|(major, _)| *major)
-            .map(|(_, initdb)| initdb)
-    };
-    let initdb = crate::store::which("initdb").or_else(packaged)?;
+    let initdb = crate::store::which("initdb").or_else(newest_packaged_initdb)?;
     Some(std::fs::canonicalize(&initdb).unwrap_or(initdb))
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// The uid and gid of the `postgres` system user.
-fn postgres_user() -> Option<(u32, u32)> {
-    // SAFETY: getpwnam gets a NUL-terminated name; its record is read at
-    // once, before another call could reuse it.
-    unsafe {
-        let pw = libc::getpwnam(c"postgres".as_ptr());
-        (!pw.is_null()).then(|| ((*pw).pw_uid, (*pw).pw_gid))
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("binding a loopback port")
 }

@@ -5,6 +5,7 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
@@ -549,10 +550,9 @@ fn a_rejected_run_does_not_even_checkpoint_an_earlier_runs_wal() {
     );
 }
 
-#[test]
-fn a_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
-    use std::os::unix::fs::FileExt;
-    let store = Store::new();
+/// Two versions of one journal of the same length: 2,000 calls to tool
+/// `alpha`, or the same calls to `beta_`.
+fn two_versions() -> (String, String) {
     let version = |tool: &str| {
         lines(
             &(1..=2000)
@@ -562,20 +562,42 @@ fn a_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
     };
     let (alpha, beta) = (version("alpha"), version("beta_"));
     assert_eq!(alpha.len(), beta.len());
+    (alpha, beta)
+}
+
+/// Writes the versions over the start of `path` in turn, one every
+/// millisecond, until `stop` is set.
+fn rewrite_in_turn(path: &Path, versions: [&str; 2], stop: &AtomicBool) {
+    use std::os::unix::fs::FileExt;
+    let file = fs::File::options().write(true).open(path).unwrap();
+    for turn in 0.. {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        file.write_all_at(versions[turn % 2].as_bytes(), 0).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Sets its flag when dropped, so a rewriting thread stops however the
+/// test's own thread leaves its scope, a failed assertion included.
+struct Stop<'a>(&'a AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
+    let store = Store::new();
+    let (alpha, beta) = two_versions();
     let path = write(&store, 1, &alpha);
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let file = fs::File::options().write(true).open(&path).unwrap();
-            for turn in 0.. {
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let bytes = if turn % 2 == 0 { &beta } else { &alpha };
-                file.write_all_at(bytes.as_bytes(), 0).unwrap();
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        });
+        scope.spawn(|| rewrite_in_turn(&path, [&beta, &alpha], &stop));
+        let _stop = Stop(&stop);
         let mut gave_up = 0;
         for _ in 0..12 {
             let out = index(&store, &[]);
@@ -600,7 +622,6 @@ fn a_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
                 assert!(tools <= 1, "a mix of two versions was committed");
             }
         }
-        stop.store(true, Ordering::SeqCst);
         eprintln!("{gave_up} of 12 runs gave up on the changing journal");
     });
     // Once the writer stops, the index settles on the file's bytes.
@@ -611,17 +632,8 @@ fn a_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
 
 #[test]
 fn a_grown_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
-    use std::os::unix::fs::FileExt;
     let store = Store::new();
-    let version = |tool: &str| {
-        lines(
-            &(1..=2000)
-                .map(|i| Rec::ok(i, 1, i, tool))
-                .collect::<Vec<_>>(),
-        )
-    };
-    let (alpha, beta) = (version("alpha"), version("beta_"));
-    assert_eq!(alpha.len(), beta.len());
+    let (alpha, beta) = two_versions();
     let path = write(&store, 1, &alpha);
     indexed(&store);
     let mut appended = String::new();
@@ -651,25 +663,7 @@ fn a_grown_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
     };
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let file = fs::File::options().write(true).open(&path).unwrap();
-            for turn in 0.. {
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let bytes = if turn % 2 == 0 { &beta } else { &alpha };
-                file.write_all_at(bytes.as_bytes(), 0).unwrap();
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        });
-        // Stops the writer however this thread leaves, a failed assertion
-        // included, so the scope can end.
-        struct Stop<'a>(&'a AtomicBool);
-        impl Drop for Stop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::SeqCst);
-            }
-        }
+        scope.spawn(|| rewrite_in_turn(&path, [&beta, &alpha], &stop));
         let _stop = Stop(&stop);
         for round in 0..12u64 {
             let more = lines(

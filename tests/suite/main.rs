@@ -18,6 +18,7 @@ mod ids;
 mod index;
 mod inspector;
 mod names;
+mod pg_host;
 mod pipes;
 mod postgres;
 mod privacy;

@@ -27,6 +27,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::pg_host::{free_port, is_executable, is_root, newest_packaged_initdb, postgres_user};
+
 /// The superuser every test database belongs to.
 pub const USER: &str = "mcpeval";
 
@@ -246,40 +248,6 @@ impl Bins {
     }
 }
 
-/// `/usr/lib/postgresql/N/bin/initdb` for the highest N installed.
-fn newest_packaged_initdb() -> Option<PathBuf> {
-    std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .filter_map(|entry| {
-            let entry = entry.ok()?;
-            let major: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let initdb = entry.path().join("bin/initdb");
-            is_executable(&initdb).then_some((major, initdb))
-        })
-        .max_by_key(|(major, _)| *major)
-        .map(|(_, initdb)| initdb)
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// The uid and gid of the `postgres` system user.
-fn postgres_user() -> Option<(u32, u32)> {
-    // SAFETY: getpwnam gets a NUL-terminated name; the record it returns
-    // is read at once, before any other call could reuse it.
-    unsafe {
-        let pw = libc::getpwnam(c"postgres".as_ptr());
-        (!pw.is_null()).then(|| ((*pw).pw_uid, (*pw).pw_gid))
-    }
-}
-
 /// A server's directory, as the `atexit` handler and the sweep of
 /// leftovers know it.
 struct ServerDir {
@@ -475,13 +443,6 @@ fn find_program(name: &str) -> Option<PathBuf> {
 
 fn shell_quote(arg: &std::ffi::OsStr) -> String {
     format!("'{}'", arg.to_string_lossy().replace('\'', r"'\''"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("binding a loopback port")
 }
 
 #[test]
