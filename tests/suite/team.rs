@@ -38,6 +38,19 @@ pub fn store_with(salt: Option<&Path>, journals: &[PathBuf]) -> Store {
     store
 }
 
+/// The salt file of `store`, made by exporting the salt once (the way a
+/// team's first store hands it on), for [`store_with`] to copy.
+pub fn salt_of(store: &Store) -> PathBuf {
+    let exported = store.scratch().join("team.salt");
+    ok(
+        store,
+        None,
+        "mcpeval-salt",
+        &["--export", exported.to_str().unwrap()],
+    );
+    store.home().join(".salt")
+}
+
 /// Runs `name ARGS…` on `store` against `db` (through `MCPEVAL_DATABASE_URL`)
 /// and returns (status, stdout, stderr).
 pub fn run(
@@ -82,14 +95,7 @@ fn three_stores_in_one_database_have_the_findings_of_one_store_with_every_journa
 
     // The first store brings the team's salt; the others import it.
     let first = store_with(None, &[]);
-    let exported = first.scratch().join("team.salt");
-    ok(
-        &first,
-        None,
-        "mcpeval-salt",
-        &["--export", exported.to_str().unwrap()],
-    );
-    let salt = first.home().join(".salt");
+    let salt = salt_of(&first);
     let parts: Vec<Vec<PathBuf>> = (0..3)
         .map(|k| journals.iter().skip(k).step_by(3).cloned().collect())
         .collect();
@@ -199,14 +205,7 @@ impl Team {
         let db = postgres::database();
         let seed = seed_journals();
         let first = store_with(None, &[]);
-        let exported = first.scratch().join("team.salt");
-        ok(
-            &first,
-            None,
-            "mcpeval-salt",
-            &["--export", exported.to_str().unwrap()],
-        );
-        let salt = first.home().join(".salt");
+        let salt = salt_of(&first);
         let part = |k: usize| -> Vec<PathBuf> { seed.iter().skip(k).step_by(3).cloned().collect() };
         for path in part(0) {
             fs::copy(
@@ -663,14 +662,8 @@ fn a_promote_from_a_view_behind_the_database_catches_up_first() {
     let seed = seed_journals();
     let half = |k: usize| -> Vec<PathBuf> { seed.iter().skip(k).step_by(2).cloned().collect() };
     let a = store_with(None, &half(0));
-    let exported = a.scratch().join("team.salt");
-    ok(
-        &a,
-        None,
-        "mcpeval-salt",
-        &["--export", exported.to_str().unwrap()],
-    );
-    let b = store_with(Some(&a.home().join(".salt")), &half(1));
+    let salt = salt_of(&a);
+    let b = store_with(Some(&salt), &half(1));
     ok(&a, Some(&db), "mcpeval-index", &[]);
     ok(&b, Some(&db), "mcpeval-index", &[]);
     ok(&b, Some(&db), "mcpeval-promote", &["--now", NOW]);

@@ -290,6 +290,25 @@ fn dump(db: &Database) -> String {
     out + &db.psql("SELECT key, value FROM mcpeval.meta ORDER BY key")
 }
 
+/// Runs [`every_command`] on `store`: each exits 6 with nothing on stdout
+/// and exactly `stderr(binary)` on stderr.
+fn each_command_is_refused(
+    team: &Team,
+    store: &Store,
+    result: &Path,
+    stderr: impl Fn(&str) -> String,
+) {
+    for (name, args) in every_command(team, store, result) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (status, stdout, got) = run(store, Some(&team.db), name, &args);
+        assert_eq!(
+            (status, stdout.as_str(), got.as_str()),
+            (6, "", stderr(name).as_str()),
+            "{name} {args:?}"
+        );
+    }
+}
+
 /// Every command that uses the team database, run on `store`: (binary,
 /// arguments).
 fn every_command(team: &Team, store: &Store, result: &Path) -> Vec<(&'static str, Vec<String>)> {
@@ -416,22 +435,11 @@ fn a_store_with_another_salt_or_none_is_refused_before_anything_is_written() {
             ),
         ),
     ] {
-        for (name, args) in every_command(&team, store, &result) {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let (status, stdout, stderr) = run(store, Some(&team.db), name, &args);
-            assert_eq!(
-                (status, stdout.as_str(), stderr.as_str()),
-                (
-                    6,
-                    "",
-                    format!(
-                        "{name}: error: {words}\n  hint: every machine of a team shares one salt: on a machine of the team run `mcpeval salt --export FILE`, then here `mcpeval salt --import FILE` (before this store's first capture)\n"
-                    )
-                    .as_str()
-                ),
-                "{name} {args:?}"
-            );
-        }
+        each_command_is_refused(&team, store, &result, |name| {
+            format!(
+                "{name}: error: {words}\n  hint: every machine of a team shares one salt: on a machine of the team run `mcpeval salt --export FILE`, then here `mcpeval salt --import FILE` (before this store's first capture)\n"
+            )
+        });
     }
     assert_eq!(dump(&team.db), before, "the database changed");
     assert_eq!(
@@ -462,24 +470,13 @@ fn a_database_from_a_newer_release_is_refused_by_every_command() {
     let before = dump(&team.db);
     let store = &team.stores[1];
     let journals = store.journals();
-    for (name, args) in every_command(&team, store, &result) {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (status, stdout, stderr) = run(store, Some(&team.db), name, &args);
-        assert_eq!(
-            (status, stdout.as_str(), stderr.as_str()),
-            (
-                6,
-                "",
-                format!(
-                    "{name}: error: the team database {} has schema version {}; this mcpeval knows versions up to {version}: the database is from a newer release; nothing was written\n  hint: upgrade mcpeval on this machine to the release the team uses\n",
-                    shown(&team.db),
-                    version + 1
-                )
-                .as_str()
-            ),
-            "{name} {args:?}"
-        );
-    }
+    each_command_is_refused(&team, store, &result, |name| {
+        format!(
+            "{name}: error: the team database {} has schema version {}; this mcpeval knows versions up to {version}: the database is from a newer release; nothing was written\n  hint: upgrade mcpeval on this machine to the release the team uses\n",
+            shown(&team.db),
+            version + 1
+        )
+    });
     assert_eq!(dump(&team.db), before, "the database changed");
     assert_eq!(store.journals(), journals, "a probe was journaled");
 }
