@@ -8,7 +8,8 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread;
 
 use sha2::Digest;
@@ -34,6 +35,9 @@ pub struct Consumed {
 pub struct Lines {
     buf: Box<[u8]>,
     pub progress: Progress,
+    /// Set once nobody waits for this reading any more: hashing then
+    /// stops with an error instead of reading on.
+    pub abandoned: Option<Arc<AtomicBool>>,
 }
 
 impl Lines {
@@ -42,6 +46,7 @@ impl Lines {
         Lines {
             buf: vec![0; BUFFER].into_boxed_slice(),
             progress,
+            abandoned: None,
         }
     }
 
@@ -55,6 +60,13 @@ impl Lines {
     ) -> io::Result<()> {
         let mut left = len;
         while left > 0 {
+            if self
+                .abandoned
+                .as_ref()
+                .is_some_and(|a| a.load(Ordering::Relaxed))
+            {
+                return Err(io::Error::other("abandoned: nobody waits for this hash"));
+            }
             let want = left.min(self.buf.len() as u64) as usize;
             let n = read(file, &mut self.buf[..want])?;
             if n == 0 {
@@ -317,6 +329,27 @@ mod tests {
         );
         assert!(seen.iter().all(|(_, l)| l.len() == 1000));
         assert_eq!(hash, shared::hash::sha256(&bytes));
+    }
+
+    #[test]
+    fn an_abandoned_hash_stops_reading() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&vec![b'x'; 3 * BUFFER]).unwrap();
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut lines = Lines::new(Progress::new());
+        lines.abandoned = Some(Arc::clone(&flag));
+        let mut hasher = Hasher::new();
+        file.rewind().unwrap();
+        lines
+            .hash(&mut file, 3 * BUFFER as u64, &mut [&mut hasher])
+            .unwrap();
+        flag.store(true, Ordering::Relaxed);
+        file.rewind().unwrap();
+        let err = lines
+            .hash(&mut file, 3 * BUFFER as u64, &mut [&mut hasher])
+            .unwrap_err();
+        assert!(err.to_string().contains("abandoned"), "{err}");
+        assert_eq!(file.stream_position().unwrap(), 0, "read after abandoning");
     }
 
     #[test]

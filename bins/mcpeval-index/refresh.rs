@@ -16,7 +16,8 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::Instant;
 
@@ -247,7 +248,10 @@ struct Loaded {
 /// are read: it hashes the other journals, which is most of a small
 /// append's time, and may say that something else changed too.
 struct Pending {
-    planning: thread::JoinHandle<(Result<Plan>, u64)>,
+    planning: Option<thread::JoinHandle<(Result<Plan>, u64)>>,
+    /// Set when the run leaves without waiting for the plan, so that its
+    /// hashing stops rather than competing with the next attempt's.
+    abandoned: Arc<AtomicBool>,
 }
 
 impl Pending {
@@ -285,19 +289,28 @@ impl Pending {
             deferred: true,
         });
         let (dir, checkpoints, files) = (dir.to_path_buf(), checkpoints.to_vec(), files.to_vec());
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let mut quiet = Lines::new(Progress::quiet());
+        quiet.abandoned = Some(Arc::clone(&abandoned));
         let planning = thread::spawn(move || {
-            let mut quiet = Lines::new(Progress::quiet());
             let plan = checkpoint::plan(&dir, &checkpoints, &files, &mut quiet, true);
             (plan, quiet.progress.done())
         });
-        Some((continuation, Pending { planning }))
+        let planning = Some(planning);
+        Some((
+            continuation,
+            Pending {
+                planning,
+                abandoned,
+            },
+        ))
     }
 
     /// Waits for the plan: the journals it verified when it is the plan
     /// the new lines were read for, `None` when the run must plan again.
-    fn finish(self, lines: &mut Lines) -> Result<Option<Vec<Observed>>> {
-        let (plan, hashed) = self
-            .planning
+    fn finish(mut self, lines: &mut Lines) -> Result<Option<Vec<Observed>>> {
+        let planning = self.planning.take().expect("joined once");
+        let (plan, hashed) = planning
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         lines.progress.advance(hashed);
@@ -309,6 +322,14 @@ impl Pending {
             } if last.deferred && new.is_empty() => Some(verified),
             _ => None,
         })
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.planning.is_some() {
+            self.abandoned.store(true, Ordering::Relaxed);
+        }
     }
 }
 
