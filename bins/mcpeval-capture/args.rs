@@ -7,7 +7,6 @@
 
 use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
-use std::path::Path;
 
 use clap::{ArgGroup, Parser};
 use http::HeaderName;
@@ -172,11 +171,7 @@ fn stdio(command: Vec<OsString>) -> Result<Stdio> {
     let program = command.next().ok_or_else(|| {
         Error::usage("missing the server command: give it after capture's options")
     })?;
-    let fallback_server = Path::new(&program)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "server".to_owned());
+    let fallback_server = shared::credit::command_name(&program);
     Ok(Stdio {
         program,
         args: command.collect(),

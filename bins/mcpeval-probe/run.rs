@@ -4,15 +4,15 @@
 use std::io::Write;
 
 use shared::binding;
-use shared::credit::{self, Subject};
+use shared::credit::{self, Claim, Subject};
 use shared::escape;
 use shared::file_arg::Input;
-use shared::finding::{DefectClass, Probe};
+use shared::finding::Probe;
 use shared::journal::Writer;
 use shared::manifest::{Case, Manifest};
 use shared::mcp::StderrTail;
 use shared::probe::{self, Setup};
-use shared::probe_result::{ProbeResult, SCHEMA, Verdict};
+use shared::probe_result::{ProbeResult, SCHEMA, StepClaim, Verdict};
 use shared::salt::Salt;
 use shared::{Error, Result};
 
@@ -42,34 +42,45 @@ pub struct Admitted {
     pub attempts: u32,
     /// What the finding is about, when the store knows it.
     pub subject: Option<Subject>,
+    /// What each step asserts, as the result carries it.
+    pub steps: Vec<StepClaim>,
 }
 
-/// Refuses a case that cannot be judged or cannot earn its finding credit
-/// (placeholders left; a false-success finding without an oracle; a case
-/// that never calls the finding's tool), before any server starts; returns
-/// its attempt budget and the finding's subject. A finding this store does
-/// not know is probed all the same: the result names the case's tools and
-/// the server's name, and `verify --record` checks them where it is known.
+/// Refuses a case that cannot be judged (placeholders left) or cannot earn
+/// its finding credit by the proof rules (see `shared::credit`), before
+/// any server starts; returns its attempt budget and the finding's
+/// subject. A finding this store does not know is probed all the same:
+/// the result carries what the rules need, and `verify --record` holds it
+/// to them where the finding is known.
 pub fn admit(case: &Case, config: &Config) -> Result<Admitted> {
+    const OUTCOME: &str = "nothing was run";
     refuse_placeholders(case, &config.manifest)?;
-    let subject = credit::subject(&config.home, &case.finding)?;
-    if let Some(subject) = &subject {
-        credit::require_tool(
+    let steps = StepClaim::of(case);
+    let known = match credit::subject(&config.home, &case.finding)? {
+        Some(_) => Some(credit::require_known(&config.home, &case.finding, OUTCOME)?),
+        None => None,
+    };
+    let rate = known.as_ref().and_then(|k| k.evidence.failure_rate);
+    let attempts = probe::attempt_budget(case, rate);
+    if let Some(known) = &known {
+        let claim = Claim {
+            case: &case.id,
+            probe: case.probe,
+            steps: &steps,
+            budget: attempts,
+        };
+        credit::check(
             &config.manifest.to_string(),
-            &case.id,
-            &case.tools(),
             &case.finding,
-            subject,
-            "nothing was run",
+            known,
+            &claim,
+            OUTCOME,
         )?;
     }
-    let facts = probe::finding_facts(&config.home, &case.finding)?;
-    let false_success =
-        facts.as_ref().and_then(|f| f.defect_class) == Some(DefectClass::FalseSuccess);
-    if (config.require_oracle || false_success) && !case.has_oracle() {
+    if config.require_oracle && !case.has_oracle() {
         return Err(Error::rejected(format!(
             "{}: case \"{}\" cannot prove a false-success repair: it needs an instruction-fidelity \
-             expectation, or a workflow step, with a result assertion or an expected error; nothing was run",
+             expectation, or a workflow step, with a result assertion or an expected error; {OUTCOME}",
             config.manifest,
             case.id
         ))
@@ -77,8 +88,6 @@ pub fn admit(case: &Case, config: &Config) -> Result<Admitted> {
             "add required_result_paths or equals_paths that tell the bug from the repair, or expect an error",
         ));
     }
-    let rate = facts.and_then(|f| f.failure_rate);
-    let attempts = probe::attempt_budget(case, rate);
     if matches!(case.probe, Probe::Degradation | Probe::ErrorHonesty)
         && case.attempts.is_none()
         && rate.is_none()
@@ -88,7 +97,11 @@ pub fn admit(case: &Case, config: &Config) -> Result<Admitted> {
             case.finding
         ));
     }
-    Ok(Admitted { attempts, subject })
+    Ok(Admitted {
+        attempts,
+        subject: known.map(|k| k.subject),
+        steps,
+    })
 }
 
 /// What every run of one invocation shares: the salt, the journal, the
@@ -153,7 +166,11 @@ impl<'c> Runner<'c> {
                 .iter()
                 .map(|t| credit::name_key(t).into_owned())
                 .collect(),
+            steps: admitted.steps,
+            budget: Some(admitted.attempts),
             server: verdicted.server,
+            definition: Some(pinned.definition.clone()),
+            target: Some(pinned.target.clone()),
             binding: pinned.fingerprint.clone(),
             result: verdicted.verdict,
             reason: verdicted.reason,

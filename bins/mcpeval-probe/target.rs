@@ -4,7 +4,7 @@
 //! configuration alone. Neither raw arguments nor header values leave here
 //! except towards the server itself.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use shared::Result;
 use shared::binding::{self, Pinned};
@@ -50,11 +50,7 @@ pub fn prepare(
             Ok(Prepared {
                 target: Target::Stdio(launch),
                 pinned,
-                fallback_server: Path::new(&arg0)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or_else(|| "server".to_owned()),
+                fallback_server: shared::credit::command_name(&arg0),
             })
         }
         Server::Endpoint(endpoint) => Ok(Prepared {

@@ -93,6 +93,19 @@ fn promote(home: &Home, config: &Config) -> Result<Promotion> {
                     &finding.server,
                     &finding.tool,
                 )?;
+                // What a verification run is held to, should a later
+                // index no longer list it.
+                lifecycle::remember_evidence(
+                    life,
+                    home.lifecycle_db().as_std_path(),
+                    &finding.id,
+                    &lifecycle::Evidence {
+                        kind: finding.kind,
+                        defect_class: Some(finding.defect_class),
+                        err_codes: finding.err_codes.clone(),
+                        failure_rate: Some(finding.failure_rate),
+                    },
+                )?;
             }
             Ok(())
         })?;

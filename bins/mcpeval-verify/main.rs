@@ -23,12 +23,22 @@ fn verify(config: Config) -> shared::Result<u8> {
         Mode::Run(run) => run::run(&config.home, run, config.format),
         Mode::Record(input) => {
             let lines = record::read(input)?;
+            let policy = policy(&config.home)?;
             let mut pending = output::Pending::default();
             let status = shared::team::write(&config.home, |home| {
-                record::record_all(home, input, &lines, config.format, &mut pending)
+                record::record_all(home, input, &lines, config.format, policy, &mut pending)
             })?;
             pending.emit()?;
             Ok(status)
         }
     }
+}
+
+/// What this store asks of a closing streak: `require_witnessed` in its
+/// config.json, or in its team's settings.
+pub fn policy(home: &shared::home::Home) -> shared::Result<shared::verification::Policy> {
+    Ok(shared::verification::Policy {
+        require_witnessed: shared::config::Config::load(home)?.require_witnessed
+            || shared::team::require_witnessed(home)?,
+    })
 }

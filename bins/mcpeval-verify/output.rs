@@ -22,7 +22,10 @@ struct Facts<'a> {
     reopened: u32,
     run: &'a str,
     reason: Option<&'static str>,
-    hint: Option<&'static str>,
+    hint: Option<String>,
+    /// For a finding this run closed: whether a red run of the case
+    /// against the same target came before the streak.
+    witnessed: Option<bool>,
     already_recorded: bool,
 }
 
@@ -32,13 +35,26 @@ struct Facts<'a> {
 #[derive(Debug, Default)]
 pub struct Pending {
     lines: Vec<String>,
+    notes: Vec<String>,
     summary: Option<String>,
 }
 
 impl Pending {
-    /// The outcome of recording `result`, in `format`.
-    pub fn push(&mut self, result: &ProbeResult, recorded: &Recorded, format: Format) {
-        self.lines.push(render(result, recorded, format));
+    /// The outcome of recording `result`, in `format`, with the hint of
+    /// a red run.
+    pub fn push(
+        &mut self,
+        result: &ProbeResult,
+        recorded: &Recorded,
+        hint: Option<String>,
+        format: Format,
+    ) {
+        self.lines.push(render(result, recorded, hint, format));
+    }
+
+    /// A note for stderr, after the lines.
+    pub fn note(&mut self, text: String) {
+        self.notes.push(text);
     }
 
     /// The summary of several results, for stderr.
@@ -53,16 +69,22 @@ impl Pending {
             writeln!(out, "{line}")?;
         }
         out.flush()?;
-        if let Some(summary) = self.summary {
-            // Diagnostics: a closed stderr is no reason to fail.
-            let _ = writeln!(std::io::stderr().lock(), "{summary}");
+        // Diagnostics: a closed stderr is no reason to fail.
+        let mut err = std::io::stderr().lock();
+        for note in self.notes.iter().chain(&self.summary) {
+            let _ = writeln!(err, "{note}");
         }
         Ok(())
     }
 }
 
 /// The outcome of recording `result` in `format`.
-fn render(result: &ProbeResult, recorded: &Recorded, format: Format) -> String {
+fn render(
+    result: &ProbeResult,
+    recorded: &Recorded,
+    hint: Option<String>,
+    format: Format,
+) -> String {
     let state = recorded.state();
     let facts = Facts {
         finding: &result.finding,
@@ -74,7 +96,10 @@ fn render(result: &ProbeResult, recorded: &Recorded, format: Format) -> String {
         reopened: state.reopened,
         run: &result.run_id,
         reason: result.reason.map(|r| r.as_str()),
-        hint: result.reason.map(|r| r.hint()),
+        hint: result.reason.and(hint),
+        witnessed: state
+            .witnessed
+            .filter(|_| state.state == shared::finding::State::Closed),
         already_recorded: matches!(recorded, Recorded::Replay { .. }),
     };
     match format {
@@ -96,7 +121,7 @@ fn line(f: &Facts<'_>) -> String {
         "{} case={} result={} state={} streak={}/{} run={}",
         f.finding, f.case, f.result, f.state, f.streak, f.streak_to_close, f.run
     );
-    if let (Some(reason), Some(hint)) = (f.reason, f.hint) {
+    if let (Some(reason), Some(hint)) = (f.reason, &f.hint) {
         line.push_str(&format!(" reason={reason}\n  hint: {hint}"));
     }
     line

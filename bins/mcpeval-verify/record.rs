@@ -2,13 +2,14 @@
 //! store's salt, and hand it to the lifecycle. Both modes end here, so a
 //! run and a recorded file earn credit by exactly the same rules.
 
-use shared::credit::{self, Subject};
+use shared::credit::{self, Claim, Known};
 use shared::error::Kind;
 use shared::file_arg::Input;
+use shared::finding::{DefectClass, Probe};
 use shared::home::Home;
-use shared::probe_result::{ProbeResult, Verdict};
+use shared::probe_result::{ProbeResult, Reason, Verdict};
 use shared::salt::Salt;
-use shared::verification::{self, Recorded};
+use shared::verification::{self, Policy, Recorded};
 use shared::{Error, Result, exit, lifecycle};
 
 use crate::args::Format;
@@ -123,16 +124,24 @@ pub fn record_all(
     input: &Input,
     lines: &[Line],
     format: Format,
+    policy: Policy,
     pending: &mut Pending,
 ) -> Result<u8> {
     if let [line] = lines {
-        return record(home, &input.to_string(), &line.result, format, pending);
+        return record(
+            home,
+            &input.to_string(),
+            &line.result,
+            format,
+            policy,
+            pending,
+        );
     }
     let (mut green, mut red, mut replays) = (0, 0, 0);
     let mut failed: Vec<u8> = Vec::new();
     for line in lines {
         let source = format!("{input}:{}", line.number);
-        match record_one(home, &source, &line.result, format, pending) {
+        match record_one(home, &source, &line.result, format, policy, pending) {
             Ok(Recorded::Replay { .. }) => replays += 1,
             Ok(_) if line.result.result == Verdict::Red => red += 1,
             Ok(_) => green += 1,
@@ -176,9 +185,10 @@ pub fn record(
     source: &str,
     result: &ProbeResult,
     format: Format,
+    policy: Policy,
     pending: &mut Pending,
 ) -> Result<u8> {
-    let recorded = record_one(home, source, result, format, pending)?;
+    let recorded = record_one(home, source, result, format, policy, pending)?;
     Ok(match (&recorded, result.result) {
         (Recorded::New { .. }, Verdict::Red) => exit::RED,
         _ => exit::SUCCESS,
@@ -191,6 +201,7 @@ fn record_one(
     source: &str,
     result: &ProbeResult,
     format: Format,
+    policy: Policy,
     pending: &mut Pending,
 ) -> Result<Recorded> {
     let signed_here = Salt::load(home)?.is_some_and(|salt| result.verify(&salt));
@@ -215,50 +226,96 @@ fn record_one(
     let mut conn = lifecycle::open(home)?;
     verification::standing(home, &conn, &result.finding)?
         .require(&result.finding, exit::REFUSED)?;
-    let subject = earns_credit(home, source, result)?;
-    let recorded = verification::record(&mut conn, home.lifecycle_db().as_std_path(), result)?;
+    let known = earns_credit(home, source, result)?;
+    let recorded =
+        verification::record(&mut conn, home.lifecycle_db().as_std_path(), result, policy)?;
     // A finding only the index listed is tracked from now on: keep what it
     // is about beside its state, for when a later index drops it.
     lifecycle::remember(
         &conn,
         home.lifecycle_db().as_std_path(),
         &result.finding,
-        &subject.server,
-        &subject.tool,
+        &known.subject.server,
+        &known.subject.tool,
     )?;
-    pending.push(result, &recorded, format);
+    lifecycle::remember_evidence(
+        &conn,
+        home.lifecycle_db().as_std_path(),
+        &result.finding,
+        &known.evidence,
+    )?;
+    pending.push(result, &recorded, hint(result, &known), format);
+    if let Recorded::New {
+        held_unwitnessed: true,
+        ..
+    } = recorded
+    {
+        pending.note(format!(
+            "{PROGRAM}: note: {} stays verifying: require_witnessed is set, and no red run of case \
+             \"{}\" against this target came before its streak, so the streak does not show that \
+             the bug was reproduced where the fix was made",
+            result.finding, result.case
+        ));
+    }
     Ok(recorded)
 }
 
-/// Holds a result to the rules a probe applies where the finding is known:
-/// its case called the finding's tool (status 4), and its server did not
-/// name itself otherwise than the finding's server (status 6). Returns
-/// what the finding is about.
-fn earns_credit(home: &Home, source: &str, result: &ProbeResult) -> Result<Subject> {
+/// The hint of a red result: its reason's, except where the failure may
+/// be the agent's. An invalid-arguments finding whose server still
+/// refuses the case's arguments may be a server right to refuse them:
+/// flipping the expectation to that error would prove nothing (rule 3),
+/// so the way out is a closure by hand, with the reason said.
+fn hint(result: &ProbeResult, known: &Known) -> Option<String> {
+    let reason = result.reason?;
+    if reason == Reason::ExpectedOkGotError
+        && known.evidence.defect_class == Some(DefectClass::InvalidArguments)
+    {
+        return Some(format!(
+            "The server still refuses these arguments. If they break its inputSchema, the server \
+             is right and the agent was at fault: close the finding by hand, saying so: mcpeval \
+             close --finding {} --reason \"the arguments break the inputSchema; the server is right \
+             to refuse them\". Otherwise make the server accept them.",
+            result.finding
+        ));
+    }
+    Some(reason.hint().to_owned())
+}
+
+/// Holds a result to the proof rules a probe applies where the finding
+/// is known (`shared::credit`): rules 1, 3 and 4 (status 4), then the
+/// server's identity (status 6). Returns what the store knows of the
+/// finding.
+fn earns_credit(home: &Home, source: &str, result: &ProbeResult) -> Result<Known> {
     const OUTCOME: &str = "nothing was recorded";
-    let subject = credit::require_subject(home, &result.finding, OUTCOME)?;
-    if result.tools.is_empty() {
+    let known = credit::require_known(home, &result.finding, OUTCOME)?;
+    let (Some(probe), Some(budget), false, Some(_), Some(_)) = (
+        Probe::parse(&result.probe),
+        result.budget,
+        result.steps.is_empty(),
+        &result.definition,
+        &result.target,
+    ) else {
         return Err(Error::rejected(format!(
-            "{source}: the result does not say which tools its case calls (an earlier release of \
-             mcpeval-probe made it), so it cannot show that the case calls the tool of {}; {OUTCOME}",
+            "{source}: the result does not carry what the proof rules need (the steps of its case, \
+             its attempts, the fingerprints of its case and target): an earlier release of \
+             mcpeval-probe made it, so it cannot show that it proves {}; {OUTCOME}",
             result.finding
         ))
         .with_hint("run the case again with this release's mcpeval-probe"));
-    }
-    credit::require_tool(
-        source,
-        &result.case,
-        &result.tools,
-        &result.finding,
-        &subject,
-        OUTCOME,
-    )?;
+    };
+    let claim = Claim {
+        case: &result.case,
+        probe,
+        steps: &result.steps,
+        budget,
+    };
+    credit::check(source, &result.finding, &known, &claim, OUTCOME)?;
     credit::require_server(
         &format!("{source}: "),
         result.server.as_deref(),
         &result.finding,
-        &subject,
+        &known.subject,
         OUTCOME,
     )?;
-    Ok(subject)
+    Ok(known)
 }

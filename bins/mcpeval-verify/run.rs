@@ -33,8 +33,9 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
             .require(&config.finding, exit::USAGE)?;
         // Known here, so mcpeval-probe checks the case's tools against it
         // before the server starts, and the server's name after the handshake.
-        credit::require_subject(&view, &config.finding, "nothing was run")?;
+        credit::require_known(&view, &config.finding, "nothing was run")?;
     }
+    let policy = crate::policy(home)?;
     let program = probe_program()?;
     let options = Options {
         dir: None,
@@ -92,7 +93,7 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     }
     let mut pending = crate::output::Pending::default();
     let status = shared::team::write(home, |home| {
-        record::record(home, PROBE, &result, format, &mut pending)
+        record::record(home, PROBE, &result, format, policy, &mut pending)
     })?;
     pending.emit()?;
     Ok(status)

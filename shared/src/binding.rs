@@ -42,6 +42,7 @@ use crate::canonical;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::hash::{self, Hasher};
+use crate::id::{DefinitionId, TargetId};
 use crate::manifest::{Case, Manifest};
 use crate::salt::Salt;
 
@@ -53,6 +54,12 @@ const DEFAULT_PATH: &str = "/bin:/usr/bin";
 pub struct Pinned {
     /// `b-` and 16 hex digits.
     pub fingerprint: String,
+    /// The case definition alone (see [`DefinitionId`]): what a red run
+    /// and a closing streak must share for the closure to be witnessed.
+    pub definition: DefinitionId,
+    /// The target as written, without the bytes behind it (see
+    /// [`TargetId`]): the other thing they must share.
+    pub target: TargetId,
     /// The resolved executable to start (not canonicalized, so the server
     /// sees the path it would have seen); `None` when it did not resolve.
     pub program: Option<PathBuf>,
@@ -136,23 +143,26 @@ pub fn pin(
     }
 
     let (case_value, sandbox) = definition(manifest, case);
+    let target = json!({
+        "transport": "stdio",
+        // Arguments as raw bytes, so no two command lines collide.
+        "argv": argv.iter().map(|a| hash::hex(a.as_bytes())).collect::<Vec<_>>(),
+    });
     let document = json!({
         "binding": 1,
         "manifest_version": manifest.manifest_version,
         "case": case_value,
         "timeout_ms": case.timeout_ms,
         "sandbox": sandbox,
-        "target": {
-            "transport": "stdio",
-            // Arguments as raw bytes, so no two command lines collide.
-            "argv": argv.iter().map(|a| hash::hex(a.as_bytes())).collect::<Vec<_>>(),
-        },
+        "target": target,
         "evaluator": hash::hex(evaluator),
         "executable": executable,
         "files": arg_files,
     });
     Ok(Pinned {
         fingerprint: fingerprint(salt, &document),
+        definition: definition_id(salt, &document),
+        target: target_id(salt, &target),
         program,
         files,
     })
@@ -191,8 +201,13 @@ pub fn pin_endpoint(
         },
         "evaluator": hash::hex(evaluator),
     });
+    // The endpoint is its URL: a rotated credential in a header is the
+    // same place.
+    let target = json!({"transport": "http", "url": endpoint.url_text()});
     Pinned {
         fingerprint: fingerprint(salt, &document),
+        definition: definition_id(salt, &document),
+        target: target_id(salt, &target),
         program: None,
         files: Vec::new(),
     }
@@ -206,6 +221,25 @@ fn definition(manifest: &Manifest, case: &Case) -> (Value, Option<Value>) {
     });
     let case_value: Value = serde_json::from_str(&case.canonical()).expect("canonical JSON parses");
     (case_value, sandbox)
+}
+
+/// The fingerprint of the case definition in a binding `document`: the
+/// case, its manifest version, timeout and sandbox declaration.
+fn definition_id(salt: &Salt, document: &Value) -> DefinitionId {
+    let definition = json!({
+        "manifest_version": document["manifest_version"],
+        "case": document["case"],
+        "timeout_ms": document["timeout_ms"],
+        "sandbox": document["sandbox"],
+    });
+    let hex = salt.id16(&[b"definition/1", &canonical::to_vec(&definition)]);
+    DefinitionId::parse(&format!("case-{hex}")).expect("16 hex digits")
+}
+
+/// The fingerprint of a target as written (a command line, a URL).
+fn target_id(salt: &Salt, target: &Value) -> TargetId {
+    let hex = salt.id16(&[b"target/1", &canonical::to_vec(target)]);
+    TargetId::parse(&format!("target-{hex}")).expect("16 hex digits")
 }
 
 fn fingerprint(salt: &Salt, document: &Value) -> String {

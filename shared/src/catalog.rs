@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::db::sql_error;
 use crate::error::{Error, Result};
-use crate::finding::{DefectClass, Kind};
+use crate::finding::{DefectClass, Kind, State};
 pub use crate::findings::{Derived, Finding, Promotion};
 use crate::home::Home;
 use crate::id::{self, FindingId};
@@ -306,6 +306,7 @@ fn load_from(
             streak: state.streak,
             probe_attached: state.probe_attached,
             reopened: state.reopened,
+            witnessed: state.witnessed.filter(|_| state.state == State::Closed),
             derived,
         });
     }

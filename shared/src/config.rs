@@ -1,5 +1,6 @@
-//! `config.json`: the user's settings: `promotion_threshold` and
-//! `database_url` (the team store).
+//! `config.json`: the user's settings: `promotion_threshold`,
+//! `require_witnessed` (closures need a red run first) and `database_url`
+//! (the team store).
 //!
 //! Unknown keys are errors naming the key, so a typo never silently falls
 //! back to the default.
@@ -20,6 +21,9 @@ pub struct Config {
     /// The team database (SPEC §11), a connection string or URL without a
     /// password: passwords come from `PGPASSWORD` or `~/.pgpass`.
     pub database_url: Option<String>,
+    /// A streak closes a finding only when a red run of its case against
+    /// its target came first (a witnessed closure, SPEC §7 rule 6).
+    pub require_witnessed: bool,
 }
 
 impl Config {
@@ -67,9 +71,17 @@ impl Config {
                     };
                     config.database_url = Some(url);
                 }
+                "require_witnessed" => {
+                    config.require_witnessed = value.as_bool().ok_or_else(|| {
+                        Error::rejected(format!(
+                            "require_witnessed must be true or false, not {value}"
+                        ))
+                    })?;
+                }
                 other => {
                     return Err(Error::rejected(format!(
-                        "unknown key \"{}\" (known: promotion_threshold, database_url)",
+                        "unknown key \"{}\" (known: promotion_threshold, require_witnessed, \
+                         database_url)",
                         crate::escape::terminal(other)
                     )));
                 }
@@ -99,6 +111,15 @@ mod tests {
     fn reads_threshold() {
         let c = Config::parse(r#"{"promotion_threshold": 0.15}"#).unwrap();
         assert_eq!(c.promotion_threshold, Some(0.15));
+    }
+
+    #[test]
+    fn reads_require_witnessed() {
+        assert!(!Config::parse("{}").unwrap().require_witnessed);
+        let c = Config::parse(r#"{"require_witnessed": true}"#).unwrap();
+        assert!(c.require_witnessed);
+        let e = Config::parse(r#"{"require_witnessed": "yes"}"#).unwrap_err();
+        assert!(e.message().contains("true or false"), "{e}");
     }
 
     #[test]

@@ -134,6 +134,8 @@ struct Wire {
     streak: u32,
     probe_attached: bool,
     reopened: u32,
+    #[serde(default)]
+    witnessed: Option<bool>,
 }
 
 /// A value at fault: its JSON Pointer and what is wrong with it, in words
@@ -458,6 +460,7 @@ fn from_wire(w: Wire, at: &str) -> Checked<Finding> {
         streak: w.streak,
         probe_attached: w.probe_attached,
         reopened: w.reopened,
+        witnessed: w.witnessed,
     })
 }
 

@@ -147,6 +147,12 @@ pub struct Finding {
     pub probe_attached: bool,
     /// How often a red run reopened it.
     pub reopened: u32,
+    /// For a finding closed by verification: whether a red run of the
+    /// closing case against the same target came before its streak (a
+    /// witnessed closure, the strong form). Null for any other finding,
+    /// and in the output of releases before it.
+    #[serde(default)]
+    pub witnessed: Option<bool>,
 }
 
 /// The facts of the last promotion run.
@@ -203,6 +209,7 @@ mod tests {
             streak: 0,
             probe_attached: false,
             reopened: 1,
+            witnessed: None,
         }
     }
 

@@ -328,6 +328,25 @@ prefixed_id!(
     "b-"
 );
 
+prefixed_id!(
+    /// A case definition's fingerprint: `case-` and 16 lower-case hex
+    /// digits, salted, over the case, its manifest version, timeout and
+    /// sandbox declaration (see `binding`, feature `store`).
+    DefinitionId,
+    "case definition",
+    "case-"
+);
+
+prefixed_id!(
+    /// A target's fingerprint: `target-` and 16 lower-case hex digits,
+    /// salted, over a command and its arguments as written, or an
+    /// endpoint's URL, and never the bytes behind them (see `binding`,
+    /// feature `store`).
+    TargetId,
+    "target",
+    "target-"
+);
+
 id_type!(
     /// One captured call's `identity.event_id`: a UUID, lower-case and
     /// hyphenated.

@@ -381,6 +381,11 @@ pub struct FindingFacts {
     pub server: Option<String>,
     /// The tool the finding is about.
     pub tool: Option<String>,
+    /// The kind of group it stands for.
+    pub kind: Option<crate::finding::Kind>,
+    /// Every error code of its failures; `None` when the row has none
+    /// that reads as a list of codes.
+    pub err_codes: Option<Vec<i64>>,
 }
 
 /// Reads the finding's row from `index.db`'s `findings` table, if both exist.
@@ -422,29 +427,45 @@ pub fn finding_facts(home: &Home, finding: &str) -> Result<Option<FindingFacts>>
         }
     };
     let sql = format!(
-        "SELECT {}, {}, {}, {} FROM findings WHERE id = ?1",
+        "SELECT {}, {}, {}, {}, {}, {} FROM findings WHERE id = ?1",
         pick("failure_rate"),
         pick("defect_class"),
         pick("server"),
-        pick("tool")
+        pick("tool"),
+        pick("kind"),
+        pick("err_codes")
     );
-    let row = conn
+    type Row = (
+        Option<f64>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let row: Option<Row> = conn
         .query_row(&sql, [finding], |row| {
             Ok((
-                row.get::<_, Option<f64>>(0)?,
-                row.get::<_, Option<String>>(1)?,
-                row.get::<_, Option<String>>(2)?,
-                row.get::<_, Option<String>>(3)?,
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+                row.get(5)?,
             ))
         })
         .optional()
         .map_err(fail)?;
-    Ok(row.map(|(failure_rate, class, server, tool)| FindingFacts {
-        failure_rate: failure_rate.filter(|p| p.is_finite()),
-        defect_class: class.as_deref().and_then(DefectClass::parse),
-        server: server.filter(|s| !s.is_empty()),
-        tool: tool.filter(|t| !t.is_empty()),
-    }))
+    Ok(row.map(
+        |(failure_rate, class, server, tool, kind, codes)| FindingFacts {
+            failure_rate: failure_rate.filter(|p| p.is_finite()),
+            defect_class: class.as_deref().and_then(DefectClass::parse),
+            server: server.filter(|s| !s.is_empty()),
+            tool: tool.filter(|t| !t.is_empty()),
+            kind: kind.as_deref().and_then(crate::finding::Kind::parse),
+            err_codes: codes.and_then(|text| serde_json::from_str(&text).ok()),
+        },
+    ))
 }
 
 #[cfg(test)]

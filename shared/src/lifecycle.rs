@@ -24,7 +24,7 @@ use crate::spelling::spelled;
 /// append new steps, never edit a released one.
 pub const SCHEMA: Schema = Schema {
     name: "lifecycle.db",
-    migrations: &[MIGRATION_1, MIGRATION_2, MIGRATION_3],
+    migrations: &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4],
     page_size: None,
 };
 
@@ -441,6 +441,26 @@ ALTER TABLE finding_state ADD COLUMN server TEXT;
 ALTER TABLE finding_state ADD COLUMN tool TEXT;
 ";
 
+/// What a run must be held to (SPEC §7, "Proof"), kept beside each state
+/// so that it outlives the index: the finding's kind, class, error codes
+/// and failure rate as the latest promote that listed it saw them; and,
+/// per run, the fingerprints that tell whether a red run and a closing
+/// streak ran the same case definition against the same target. A
+/// state's `streak_since` is when the current streak's first green run
+/// started; `witnessed` is set when a streak closes the finding (1 when
+/// a red run of that case against that target came before the streak,
+/// else 0) and cleared when anything else moves it.
+const MIGRATION_4: &str = "
+ALTER TABLE finding_state ADD COLUMN kind TEXT;
+ALTER TABLE finding_state ADD COLUMN defect_class TEXT;
+ALTER TABLE finding_state ADD COLUMN err_codes TEXT;
+ALTER TABLE finding_state ADD COLUMN failure_rate REAL;
+ALTER TABLE finding_state ADD COLUMN streak_since TEXT;
+ALTER TABLE finding_state ADD COLUMN witnessed INTEGER;
+ALTER TABLE verifications ADD COLUMN definition TEXT;
+ALTER TABLE verifications ADD COLUMN target TEXT;
+";
+
 /// Records the (server, tool) of `finding_id` unless its state row already
 /// has them: an id is a digest of its server and tool, so they never
 /// change, and a stored value is never rewritten. No state row: no change.
@@ -460,11 +480,99 @@ pub fn remember(
     Ok(())
 }
 
-/// The (server, tool) lifecycle.db keeps for `finding_id`, read without
-/// creating, migrating or writing anything: `None` when the store has no
-/// lifecycle.db, the database predates the columns, or the row has no
-/// values. Probes, which change no lifecycle state, read it this way.
-pub fn remembered(home: &Home, finding_id: &str) -> Result<Option<(String, String)>> {
+/// What the latest promote saw of `finding_id`'s evidence, kept beside
+/// its state (rewritten by every promote that lists it): what a run is
+/// held to when no index lists the finding any more.
+pub fn remember_evidence(
+    conn: &Connection,
+    path: &Path,
+    finding_id: &str,
+    evidence: &Evidence,
+) -> Result<()> {
+    let codes = serde_json::to_string(&evidence.err_codes).expect("codes serialize");
+    conn.execute(
+        "UPDATE finding_state SET kind = ?2, defect_class = ?3, err_codes = ?4, failure_rate = ?5
+         WHERE finding_id = ?1",
+        params![
+            finding_id,
+            evidence.kind.as_str(),
+            evidence.defect_class.map(|c| c.as_str()),
+            codes,
+            evidence.failure_rate
+        ],
+    )
+    .map_err(|e| db::sql_error(path, e))?;
+    Ok(())
+}
+
+/// The evidence facts lifecycle.db keeps for `finding_id` (see
+/// [`remember_evidence`]); `None` when it keeps none or the database
+/// predates them. Reads only, like [`remembered`].
+pub fn remembered_evidence(home: &Home, finding_id: &str) -> Result<Option<Evidence>> {
+    let Some(conn) = read_only(home)? else {
+        return Ok(None);
+    };
+    let path = home.lifecycle_db();
+    let fail = |e: rusqlite::Error| db::sql_error(path.as_std_path(), e);
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(fail)?;
+    if version < 4 {
+        return Ok(None);
+    }
+    let row: Option<(Option<String>, Option<String>, Option<String>, Option<f64>)> = conn
+        .query_row(
+            "SELECT kind, defect_class, err_codes, failure_rate FROM finding_state
+             WHERE finding_id = ?1",
+            [finding_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .optional()
+        .map_err(fail)?;
+    let Some((Some(kind), class, codes, rate)) = row else {
+        return Ok(None);
+    };
+    let damaged = || {
+        Error::unavailable(format!(
+            "{path} is corrupt: the evidence kept for {finding_id} in table finding_state is not \
+             what promote writes"
+        ))
+        .with_hint("run `mcpeval promote` to write it again")
+    };
+    let kind = crate::finding::Kind::parse(&kind).ok_or_else(damaged)?;
+    let defect_class = match class {
+        Some(c) => Some(crate::finding::DefectClass::parse(&c).ok_or_else(damaged)?),
+        None => None,
+    };
+    let err_codes = match codes {
+        Some(text) => serde_json::from_str(&text).map_err(|_| damaged())?,
+        None => return Err(damaged()),
+    };
+    Ok(Some(Evidence {
+        kind,
+        defect_class,
+        err_codes,
+        failure_rate: rate.filter(|p| p.is_finite()),
+    }))
+}
+
+/// What a finding's failures showed, as far as a run's proof depends on
+/// it (SPEC §7, "Proof").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evidence {
+    /// The kind of group it stands for.
+    pub kind: crate::finding::Kind,
+    /// Its defect class, when known.
+    pub defect_class: Option<crate::finding::DefectClass>,
+    /// Every error code its failures carried.
+    pub err_codes: Vec<i64>,
+    /// Failures over calls to its (server, tool).
+    pub failure_rate: Option<f64>,
+}
+
+/// lifecycle.db opened read-only, with no write, migration or creation;
+/// `None` when the store has none.
+fn read_only(home: &Home) -> Result<Option<Connection>> {
     let path = home.lifecycle_db();
     if !path.exists() {
         return Ok(None);
@@ -475,6 +583,19 @@ pub fn remembered(home: &Home, finding_id: &str) -> Result<Option<(String, Strin
     let conn = Connection::open_with_flags(&path, flags).map_err(fail)?;
     crate::fault::watch(&conn);
     conn.busy_timeout(db::BUSY_TIMEOUT).map_err(fail)?;
+    Ok(Some(conn))
+}
+
+/// The (server, tool) lifecycle.db keeps for `finding_id`, read without
+/// creating, migrating or writing anything: `None` when the store has no
+/// lifecycle.db, the database predates the columns, or the row has no
+/// values. Probes, which change no lifecycle state, read it this way.
+pub fn remembered(home: &Home, finding_id: &str) -> Result<Option<(String, String)>> {
+    let Some(conn) = read_only(home)? else {
+        return Ok(None);
+    };
+    let path = home.lifecycle_db();
+    let fail = |e: rusqlite::Error| db::sql_error(path.as_std_path(), e);
     let columns: i64 = conn
         .query_row(
             "SELECT count(*) FROM pragma_table_info('finding_state') WHERE name IN ('server', 'tool')",
@@ -525,6 +646,13 @@ pub struct FindingState {
     pub reopened: u32,
     /// When it last changed, RFC 3339.
     pub updated_at: String,
+    /// When the current streak's first green run started (RFC 3339);
+    /// `None` without a streak.
+    pub streak_since: Option<String>,
+    /// For a finding closed by verification: whether a red run of the
+    /// closing case against the same target came before its streak.
+    /// `None` otherwise.
+    pub witnessed: Option<bool>,
 }
 
 /// Every current (not retired) finding state, by finding id. A row whose
@@ -537,7 +665,8 @@ pub fn states(
     let fail = |e| db::sql_error(path, e);
     let mut stmt = conn
         .prepare(
-            "SELECT finding_id, state, streak, binding, probe_attached, reopened, updated_at, rowid
+            "SELECT finding_id, state, streak, binding, probe_attached, reopened, updated_at, rowid,
+                    streak_since, witnessed
              FROM finding_state WHERE retired_for IS NULL",
         )
         .map_err(fail)?;
@@ -555,6 +684,8 @@ pub fn states(
             probe_attached: r.get(4).map_err(fail)?,
             reopened: r.get(5).map_err(fail)?,
             updated_at: r.get(6).map_err(fail)?,
+            streak_since: r.get(8).map_err(fail)?,
+            witnessed: r.get(9).map_err(fail)?,
         };
         out.insert(id, state);
     }
@@ -579,7 +710,8 @@ fn corrupt_id(path: &Path, raw: &str, row: i64) -> Error {
 /// The current (not retired) state of one finding, if it has one.
 pub fn state(conn: &Connection, path: &Path, finding_id: &str) -> Result<Option<FindingState>> {
     conn.query_row(
-        "SELECT state, streak, binding, probe_attached, reopened, updated_at
+        "SELECT state, streak, binding, probe_attached, reopened, updated_at, streak_since,
+                witnessed
          FROM finding_state WHERE finding_id = ?1 AND retired_for IS NULL",
         [finding_id],
         |r| {
@@ -591,6 +723,8 @@ pub fn state(conn: &Connection, path: &Path, finding_id: &str) -> Result<Option<
                 probe_attached: r.get(3)?,
                 reopened: r.get(4)?,
                 updated_at: r.get(5)?,
+                streak_since: r.get(6)?,
+                witnessed: r.get(7)?,
             })
         },
     )
@@ -666,8 +800,10 @@ pub fn rekey(
         conn.execute("DELETE FROM finding_state WHERE finding_id = ?1", [current])
             .map_err(fail)?;
         conn.execute(
-            "INSERT INTO finding_state(finding_id, state, streak, binding, probe_attached, reopened, updated_at)
-             SELECT ?1, state, streak, binding, probe_attached, reopened, updated_at
+            "INSERT INTO finding_state(finding_id, state, streak, binding, probe_attached, reopened,
+                 updated_at, streak_since, witnessed)
+             SELECT ?1, state, streak, binding, probe_attached, reopened, updated_at, streak_since,
+                 witnessed
              FROM finding_state WHERE finding_id = ?2",
             params![current, newest],
         )

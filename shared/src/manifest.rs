@@ -220,6 +220,33 @@ impl Expect {
             || !self.equals_paths.is_empty()
     }
 
+    /// Whether this expectation says something that not every successful
+    /// result satisfies, so that it can tell a false success from a
+    /// repair: an expected error, a key of `structuredContent`, or a
+    /// value under `/content`. What every `CallToolResult` of a success
+    /// has is not such an assertion: the presence of `/content` or of
+    /// anything under it (every result has a content array, and its items
+    /// a type and text), `/isError`, a bare `/structuredContent`, or the
+    /// `type` of a content item.
+    pub fn says_something(&self) -> bool {
+        if self.outcome == Outcome::Error
+            || !self.required_result_fields.is_empty()
+            || !self.equals.is_empty()
+        {
+            return true;
+        }
+        let field = |p: &str| p.strip_prefix("/structuredContent/").is_some();
+        let content_value = |p: &str| {
+            p.strip_prefix("/content/")
+                .is_some_and(|rest| rest.contains('/') && !rest.ends_with("/type"))
+        };
+        self.required_result_paths.iter().any(|p| field(p))
+            || self
+                .equals_paths
+                .keys()
+                .any(|p| field(p) || content_value(p))
+    }
+
     /// Checks a successful `CallToolResult` object against the result
     /// assertions: presence first (`required_result_fields`, then
     /// `required_result_paths`), then values (`equals`, then

@@ -34,26 +34,17 @@ use crate::probe_result::{Reason, Verdict, clean_detail};
 use crate::record::{Call, Channel, Identity, Origin, Outcome, SCHEMA_V1};
 use crate::salt::Salt;
 use crate::sanitize;
-use crate::score;
 
-/// Attempts cap for degradation when the failure rate is unknown or low.
-pub const DEGRADATION_CAP: u32 = 100;
-/// Attempts cap for error-honesty.
-pub const ERROR_HONESTY_CAP: u32 = 20;
-
-pub use crate::index_db::{FindingFacts, finding_facts};
+pub use crate::credit::{DEGRADATION_CAP, ERROR_HONESTY_CAP};
 
 /// The attempt budget of a case: its own `attempts`, else sized from the
 /// failure rate (`score::attempts`, capped at 100 for degradation and 20
 /// for error-honesty; the cap when the rate is unknown). One for
 /// instruction-fidelity, the step count for a workflow.
 pub fn attempt_budget(case: &Case, failure_rate: Option<f64>) -> u32 {
-    let sized = |cap| failure_rate.map_or(cap, |p| score::attempts(p, cap));
-    match case.probe {
-        Probe::InstructionFidelity => 1,
-        Probe::Workflow => case.steps.len() as u32,
-        Probe::Degradation => case.attempts.unwrap_or_else(|| sized(DEGRADATION_CAP)),
-        Probe::ErrorHonesty => case.attempts.unwrap_or_else(|| sized(ERROR_HONESTY_CAP)),
+    match crate::credit::sized_attempts(case.probe, failure_rate) {
+        Some(sized) => case.attempts.unwrap_or(sized),
+        None => case.steps.len() as u32,
     }
 }
 
@@ -70,11 +61,13 @@ pub struct Setup<'a> {
     pub salt: &'a Salt,
     /// The session token of this run's journal records.
     pub session: String,
-    /// Server name when the handshake reports none.
+    /// Server name when the handshake reports none, or an empty one: the
+    /// name capture gives it.
     pub fallback_server: String,
     /// The finding's server and how to name it in messages, when the
-    /// store knows it: a server naming itself otherwise is refused right
-    /// after the handshake, before any call.
+    /// store knows it: any other server (a nameless one is named by
+    /// `fallback_server`) is refused right after the handshake, before
+    /// any call.
     pub finding_server: Option<crate::credit::Subject>,
 }
 
@@ -89,9 +82,9 @@ pub struct Verdicted {
     pub detail: Option<String>,
     /// `tools/call` requests made.
     pub attempts: u32,
-    /// The name the server gave itself in its handshake, cut to
-    /// [`crate::credit::MAX_NAME`] bytes; `None` when it gave none (or the
-    /// handshake failed).
+    /// The server's name as capture would record it (the one it gave in
+    /// its handshake, else `fallback_server`), cut to
+    /// [`crate::credit::MAX_NAME`] bytes; `None` when the handshake failed.
     pub server: Option<String>,
     /// What a stdio server wrote last on stderr before its handshake
     /// failed (raw: escape it to show it); `None` otherwise. Never part
@@ -120,10 +113,17 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
             });
         }
     };
-    let named = client
-        .server_name()
-        .filter(|n| !n.is_empty())
-        .map(|n| crate::credit::name_key(n).into_owned());
+    // Self-reported, so never easier to claim than to be: a server that
+    // names itself nothing is named as capture names it.
+    let named = Some(
+        crate::credit::name_key(
+            client
+                .server_name()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(&setup.fallback_server),
+        )
+        .into_owned(),
+    );
     if let Some(subject) = &setup.finding_server
         && let Err(refused) = crate::credit::require_server(
             "",
@@ -455,6 +455,7 @@ mod tests {
     use super::*;
     use crate::finding::DefectClass;
     use crate::home::Home;
+    use crate::index_db::{FindingFacts, finding_facts};
     use crate::manifest::Manifest;
 
     fn case(probe: &str, extra: &str) -> Case {
@@ -513,6 +514,8 @@ mod tests {
                 defect_class: Some(DefectClass::FalseSuccess),
                 server: None,
                 tool: None,
+                kind: None,
+                err_codes: None,
             })
         );
         assert_eq!(
@@ -522,6 +525,8 @@ mod tests {
                 defect_class: None,
                 server: None,
                 tool: None,
+                kind: None,
+                err_codes: None,
             })
         );
         assert_eq!(
@@ -581,6 +586,8 @@ mod tests {
                 defect_class: None,
                 server: None,
                 tool: None,
+                kind: None,
+                err_codes: None,
             })
         );
     }

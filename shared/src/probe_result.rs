@@ -23,8 +23,8 @@ use crate::error::{Error, Result};
 use crate::finding::Probe;
 #[cfg(feature = "store")]
 use crate::hash;
-use crate::id::{FindingId, RunId};
-use crate::manifest::is_identifier;
+use crate::id::{DefinitionId, FindingId, RunId, TargetId};
+use crate::manifest::{Outcome, is_identifier};
 #[cfg(feature = "store")]
 use crate::salt::Salt;
 use crate::spelling::spelled;
@@ -40,14 +40,18 @@ pub const MAX_DETAIL: usize = 256;
 pub const MAX_NAME: usize = 1024;
 
 /// Every field of a result, in the order they are printed.
-pub const FIELDS: [&str; 15] = [
+pub const FIELDS: [&str; 19] = [
     "schema",
     "run_id",
     "finding",
     "case",
     "probe",
     "tools",
+    "steps",
+    "budget",
     "server",
+    "definition",
+    "target",
     "binding",
     "result",
     "reason",
@@ -58,11 +62,31 @@ pub const FIELDS: [&str; 15] = [
     "mac",
 ];
 
-/// The fields this release added to `mcpeval.probe/1`: results of earlier
-/// releases lack them and still parse (their MAC still verifies), and
-/// `server` is left out when the server gave no name. Every other field
-/// is required.
-pub const ADDED_FIELDS: [&str; 2] = ["tools", "server"];
+/// The fields later releases added to `mcpeval.probe/1`: results of
+/// earlier releases lack them and still parse (their MAC still verifies),
+/// but cannot earn credit, since the proof rules need every one of them;
+/// `server` is absent when the run ended before a handshake. Every other
+/// field is required.
+pub const ADDED_FIELDS: [&str; 6] = ["tools", "steps", "budget", "server", "definition", "target"];
+
+/// What one step of a case asserts, as far as the proof rules (SPEC §7,
+/// "Proof") need it: carried in the signed result, so `verify --record`
+/// holds a run made elsewhere to the rules without the manifest, and
+/// without any argument or expected value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepClaim {
+    /// The tool the step calls, cut to [`MAX_NAME`] bytes.
+    pub tool: String,
+    /// The outcome the step expects.
+    pub outcome: Outcome,
+    /// The error code it expects, with outcome `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<i64>,
+    /// Whether it asserts something of the result that not every
+    /// successful result has (see `Expect::says_something`).
+    pub oracle: bool,
+}
 
 spelled! {
     /// How a run ended.
@@ -248,10 +272,27 @@ pub struct ProbeResult {
     /// results of earlier releases, which cannot earn credit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
-    /// The name the server gave itself in its handshake (serverInfo.name),
-    /// cut the same way; absent when it gave none.
+    /// What each step of the case asserts, in step order; empty (and not
+    /// printed) in results of earlier releases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepClaim>,
+    /// The attempts the run was given (degradation, error-honesty; one
+    /// per step otherwise); absent in results of earlier releases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<u32>,
+    /// The server's name as capture would record it: the name it gave in
+    /// its handshake (serverInfo.name), or, when it gave none or an empty
+    /// one, its executable's file name (over HTTP: the endpoint's
+    /// host:port); cut the same way. Absent when the run ended before a
+    /// handshake.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// The case definition's fingerprint (see [`DefinitionId`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<DefinitionId>,
+    /// The target's fingerprint (see [`TargetId`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<TargetId>,
     /// The credit binding, `b-` and 16 hex digits (see `binding`, feature `store`).
     pub binding: String,
     /// The verdict.
@@ -268,6 +309,22 @@ pub struct ProbeResult {
     pub finished_at: String,
     /// Lower-case hex HMAC-SHA256 over the other fields' canonical JSON.
     pub mac: String,
+}
+
+impl StepClaim {
+    /// What each step of `case` asserts, in step order, names cut as
+    /// results carry them.
+    pub fn of(case: &crate::manifest::Case) -> Vec<StepClaim> {
+        case.steps
+            .iter()
+            .map(|step| StepClaim {
+                tool: crate::escape::clean_name(&step.tool).into_owned(),
+                outcome: step.expect.outcome,
+                error_code: step.expect.error_code,
+                oracle: step.expect.says_something(),
+            })
+            .collect()
+    }
 }
 
 impl ProbeResult {
@@ -363,9 +420,14 @@ impl ProbeResult {
             return Err(Error::rejected("probe is not a probe name"));
         }
         let fits = |name: &str| !name.is_empty() && name.len() <= MAX_NAME;
-        if !self.tools.iter().all(|t| fits(t)) {
+        if !self
+            .tools
+            .iter()
+            .chain(self.steps.iter().map(|s| &s.tool))
+            .all(|t| fits(t))
+        {
             return Err(Error::rejected(format!(
-                "tools holds an empty name or one longer than {} bytes",
+                "tools or steps hold an empty name or one longer than {} bytes",
                 MAX_NAME
             )));
         }
@@ -374,6 +436,15 @@ impl ProbeResult {
                 "server is empty or longer than {} bytes",
                 MAX_NAME
             )));
+        }
+        if self
+            .steps
+            .iter()
+            .any(|s| s.error_code.is_some() && s.outcome != Outcome::Error)
+        {
+            return Err(Error::rejected(
+                "steps holds an error code on a step whose outcome is not \"error\"",
+            ));
         }
         if !is_binding(&self.binding) {
             return Err(Error::rejected(
@@ -461,7 +532,16 @@ mod tests {
             case: "literal-status".into(),
             probe: "instruction-fidelity".into(),
             tools: vec!["get_status".into()],
+            steps: vec![StepClaim {
+                tool: "get_status".into(),
+                outcome: Outcome::Ok,
+                error_code: None,
+                oracle: true,
+            }],
+            budget: Some(1),
             server: Some("jobs".into()),
+            definition: Some(DefinitionId::parse("case-0011223344556677").unwrap()),
+            target: Some(TargetId::parse("target-8899aabbccddeeff").unwrap()),
             binding: "b-0011223344556677".into(),
             result: Verdict::Red,
             reason: Some(Reason::NotEqual),
@@ -491,7 +571,7 @@ mod tests {
         );
         assert_eq!(
             r.canonical_unsigned(),
-            r#"{"attempts":1,"binding":"b-0011223344556677","case":"literal-status","detail":"/structuredContent/status","finding":"finding-0123456789abcdef","finished_at":"2026-11-30T07:00:00.456Z","probe":"instruction-fidelity","reason":"not-equal","result":"red","run_id":"0f8fad5b-d9cb-469f-a165-70867728950e","schema":"mcpeval.probe/1","server":"jobs","started_at":"2026-11-30T07:00:00.123Z","tools":["get_status"]}"#
+            r#"{"attempts":1,"binding":"b-0011223344556677","budget":1,"case":"literal-status","definition":"case-0011223344556677","detail":"/structuredContent/status","finding":"finding-0123456789abcdef","finished_at":"2026-11-30T07:00:00.456Z","probe":"instruction-fidelity","reason":"not-equal","result":"red","run_id":"0f8fad5b-d9cb-469f-a165-70867728950e","schema":"mcpeval.probe/1","server":"jobs","started_at":"2026-11-30T07:00:00.123Z","steps":[{"oracle":true,"outcome":"ok","tool":"get_status"}],"target":"target-8899aabbccddeeff","tools":["get_status"]}"#
         );
     }
 
@@ -501,13 +581,16 @@ mod tests {
         let salt = Salt::from_bytes([7; 32]);
         let mut old = sample();
         old.tools.clear();
+        old.steps.clear();
+        old.budget = None;
         old.server = None;
+        old.definition = None;
+        old.target = None;
         old.sign(&salt);
         let line = old.to_json_line();
-        assert!(
-            !line.contains("\"tools\"") && !line.contains("\"server\""),
-            "{line}"
-        );
+        for field in ADDED_FIELDS {
+            assert!(!line.contains(&format!("\"{field}\"")), "{line}");
+        }
         let parsed = ProbeResult::parse(&line).unwrap();
         assert!(parsed.verify(&salt));
         assert_eq!(parsed.tools, Vec::<String>::new());
@@ -521,6 +604,15 @@ mod tests {
         let mut unnamed = sample();
         unnamed.server = None;
         assert!(!unnamed.verify(&salt));
+        let mut claimed = sample();
+        claimed.steps[0].oracle = false;
+        assert!(!claimed.verify(&salt));
+        let mut fewer = sample();
+        fewer.budget = Some(0);
+        assert!(!fewer.verify(&salt));
+        let mut elsewhere = sample();
+        elsewhere.target = Some(TargetId::parse("target-0000000000000000").unwrap());
+        assert!(!elsewhere.verify(&salt));
     }
 
     #[test]

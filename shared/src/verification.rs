@@ -97,8 +97,24 @@ impl Standing {
     }
 }
 
-/// The state after one green or red run under `binding`.
-pub fn advance(current: &FindingState, green: bool, binding: &str, now: &str) -> FindingState {
+/// What a store asks of a closing streak beyond its three greens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// An unwitnessed streak stops at `verifying` (SPEC §7, rule 6):
+    /// `require_witnessed` in config.json or the team's settings.
+    pub require_witnessed: bool,
+}
+
+/// The state after one green or red run under `binding` that started at
+/// `started_at`. Whether a closure is witnessed is the caller's to set
+/// ([`record`] looks at the runs before the streak).
+pub fn advance(
+    current: &FindingState,
+    green: bool,
+    binding: &str,
+    started_at: &str,
+    now: &str,
+) -> FindingState {
     let mut next = FindingState {
         probe_attached: true,
         updated_at: now.to_owned(),
@@ -108,6 +124,8 @@ pub fn advance(current: &FindingState, green: bool, binding: &str, now: &str) ->
         next.state = state;
         next.streak = 0;
         next.binding = None;
+        next.streak_since = None;
+        next.witnessed = None;
     };
     match (current.state, green) {
         // Closed stays closed until a red run says otherwise.
@@ -118,7 +136,8 @@ pub fn advance(current: &FindingState, green: bool, binding: &str, now: &str) ->
             next.reopened += 1;
         }
         (State::Verifying, true) if current.binding.as_deref() == Some(binding) => {
-            next.streak = current.streak + 1;
+            // A streak held at verifying (unwitnessed) stays at 3/3.
+            next.streak = (current.streak + 1).min(GREENS_TO_CLOSE);
             if next.streak >= GREENS_TO_CLOSE {
                 next.state = State::Closed;
             }
@@ -127,6 +146,8 @@ pub fn advance(current: &FindingState, green: bool, binding: &str, now: &str) ->
             next.state = State::Verifying;
             next.streak = 1;
             next.binding = Some(binding.to_owned());
+            next.streak_since = Some(started_at.to_owned());
+            next.witnessed = None;
         }
     }
     next
@@ -141,6 +162,10 @@ pub enum Recorded {
         before: FindingState,
         /// After the run.
         after: FindingState,
+        /// Its green would have closed the finding, but no red run of
+        /// its case against its target came before the streak and the
+        /// store requires that (rule 6): the finding stays verifying.
+        held_unwitnessed: bool,
     },
     /// The same result was recorded before: no credit, no change.
     Replay {
@@ -167,8 +192,18 @@ pub fn digest(result: &ProbeResult) -> String {
 /// Records a green or red run whose MAC the caller has verified, in one
 /// `BEGIN IMMEDIATE` transaction. A transport error records nothing
 /// (status 5); another result under a recorded run id is refused
-/// (status 6).
-pub fn record(conn: &mut Connection, path: &Path, result: &ProbeResult) -> Result<Recorded> {
+/// (status 6). A green run that started before the finding's latest red
+/// run adds no credit and is refused (status 4, rule 5). A green that
+/// closes the finding is witnessed when a red run of the same case
+/// definition against the same target started before its streak did
+/// (rule 6); under `policy.require_witnessed` an unwitnessed one leaves
+/// the finding verifying.
+pub fn record(
+    conn: &mut Connection,
+    path: &Path,
+    result: &ProbeResult,
+    policy: Policy,
+) -> Result<Recorded> {
     let green = match result.result {
         Verdict::Green => true,
         Verdict::Red => false,
@@ -220,12 +255,25 @@ pub fn record(conn: &mut Connection, path: &Path, result: &ProbeResult) -> Resul
             ))
             .with_hint(format!("run the case again with its finding set to {to}")));
         }
+        if green {
+            refuse_older_than_red(tx, path, result)?;
+        }
         lifecycle::ensure(tx, path, &result.finding, &now)?;
         let before = lifecycle::state(tx, path, &result.finding)?.unwrap_or_default();
-        let after = advance(&before, green, &result.binding, &now);
+        let mut after = advance(&before, green, &result.binding, &result.started_at, &now);
+        let mut held_unwitnessed = false;
+        if after.state == State::Closed && before.state != State::Closed {
+            let witnessed = witnessed(tx, path, result, after.streak_since.as_deref())?;
+            if !witnessed && policy.require_witnessed {
+                after.state = State::Verifying;
+                held_unwitnessed = true;
+            } else {
+                after.witnessed = Some(witnessed);
+            }
+        }
         tx.execute(
             "UPDATE finding_state SET state = ?2, streak = ?3, binding = ?4, probe_attached = ?5,
-                 reopened = ?6, updated_at = ?7
+                 reopened = ?6, updated_at = ?7, streak_since = ?8, witnessed = ?9
              WHERE finding_id = ?1",
             params![
                 result.finding,
@@ -234,14 +282,16 @@ pub fn record(conn: &mut Connection, path: &Path, result: &ProbeResult) -> Resul
                 after.binding,
                 after.probe_attached,
                 after.reopened,
-                now
+                now,
+                after.streak_since,
+                after.witnessed
             ],
         )
         .map_err(fail)?;
         tx.execute(
             "INSERT INTO verifications(run_id, finding_id, case_id, binding, result, reason,
-                 started_at, finished_at, recorded_at, legacy, digest)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10)",
+                 started_at, finished_at, recorded_at, legacy, digest, definition, target)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12)",
             params![
                 result.run_id,
                 result.finding,
@@ -252,7 +302,9 @@ pub fn record(conn: &mut Connection, path: &Path, result: &ProbeResult) -> Resul
                 result.started_at,
                 result.finished_at,
                 now,
-                digest
+                digest,
+                result.definition,
+                result.target
             ],
         )
         .map_err(fail)?;
@@ -266,6 +318,12 @@ pub fn record(conn: &mut Connection, path: &Path, result: &ProbeResult) -> Resul
         if let Some(reason) = result.reason {
             detail.push_str(&format!(" reason={}", reason.as_str()));
         }
+        if let Some(witnessed) = after.witnessed.filter(|_| after.state == State::Closed) {
+            detail.push_str(&format!(" witnessed={witnessed}"));
+        }
+        if held_unwitnessed {
+            detail.push_str(" held=unwitnessed");
+        }
         lifecycle::record_history(
             tx,
             path,
@@ -276,8 +334,85 @@ pub fn record(conn: &mut Connection, path: &Path, result: &ProbeResult) -> Resul
             Some(after.state),
             Some(&detail),
         )?;
-        Ok(Recorded::New { before, after })
+        Ok(Recorded::New {
+            before,
+            after,
+            held_unwitnessed,
+        })
     })
+}
+
+/// Rule 5: refuses (status 4) a green run that started before the
+/// finding's latest red run: evidence older than the evidence against the
+/// fix (a repaired server probed, then broken again) proves nothing now.
+fn refuse_older_than_red(tx: &Connection, path: &Path, result: &ProbeResult) -> Result<()> {
+    let fail = |e| db::sql_error(path, e);
+    let started = crate::time::parse(&result.started_at);
+    let mut stmt = tx
+        .prepare(
+            "SELECT started_at FROM verifications
+             WHERE finding_id = ?1 AND result = 'red' AND started_at IS NOT NULL",
+        )
+        .map_err(fail)?;
+    let reds = stmt
+        .query_map([&result.finding], |r| r.get::<_, String>(0))
+        .map_err(fail)?;
+    let mut latest: Option<(jiff::Timestamp, String)> = None;
+    for red in reds {
+        let text = red.map_err(fail)?;
+        if let Some(at) = crate::time::parse(&text)
+            && latest.as_ref().is_none_or(|(l, _)| at > *l)
+        {
+            latest = Some((at, text));
+        }
+    }
+    match (started, latest) {
+        (Some(started), Some((red, red_text))) if started < red => Err(Error::rejected(format!(
+            "run {} of case \"{}\" started at {}, before the latest red run of {} (started at \
+             {red_text}): a green run older than the evidence against the fix adds no credit; \
+             nothing was recorded",
+            result.run_id, result.case, result.started_at, result.finding
+        ))
+        .with_hint("run the case again now, against the server as it is")),
+        _ => Ok(()),
+    }
+}
+
+/// Rule 6: whether a red run of `result`'s case definition against its
+/// target started before the streak that `result` completes (which
+/// began at `since`): the bug was reproduced where the fix was then made.
+fn witnessed(
+    tx: &Connection,
+    path: &Path,
+    result: &ProbeResult,
+    since: Option<&str>,
+) -> Result<bool> {
+    let (Some(definition), Some(target), Some(since)) = (
+        &result.definition,
+        &result.target,
+        since.and_then(crate::time::parse),
+    ) else {
+        return Ok(false);
+    };
+    let fail = |e| db::sql_error(path, e);
+    let mut stmt = tx
+        .prepare(
+            "SELECT started_at FROM verifications
+             WHERE finding_id = ?1 AND result = 'red' AND definition = ?2 AND target = ?3",
+        )
+        .map_err(fail)?;
+    let reds = stmt
+        .query_map(params![result.finding, definition, target], |r| {
+            r.get::<_, Option<String>>(0)
+        })
+        .map_err(fail)?;
+    for red in reds {
+        let at = red.map_err(fail)?.as_deref().and_then(crate::time::parse);
+        if at.is_some_and(|at| at < since) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The longest closing reason, in characters.
@@ -327,10 +462,12 @@ pub fn close(
         let after = FindingState {
             state: State::Closed,
             updated_at: now.clone(),
+            witnessed: None,
             ..before.clone()
         };
         tx.execute(
-            "UPDATE finding_state SET state = 'closed', updated_at = ?2 WHERE finding_id = ?1",
+            "UPDATE finding_state SET state = 'closed', updated_at = ?2, witnessed = NULL
+             WHERE finding_id = ?1",
             params![finding, now],
         )
         .map_err(|e| db::sql_error(path, e))?;
@@ -362,7 +499,7 @@ mod tests {
     }
 
     fn step(from: &FindingState, green: bool, binding: &str) -> (State, u32, u32) {
-        let next = advance(from, green, binding, "t");
+        let next = advance(from, green, binding, "s", "t");
         assert!(next.probe_attached);
         (next.state, next.streak, next.reopened)
     }
@@ -395,10 +532,14 @@ mod tests {
         let closed = at(Closed, 3, Some("b-1"));
         assert_eq!(step(&closed, true, "b-2"), (Closed, 3, 0));
         assert_eq!(step(&closed, false, "b-1"), (Open, 0, 1));
-        assert_eq!(advance(&one, false, "b-1", "t").binding, None);
+        assert_eq!(advance(&one, false, "b-1", "s", "t").binding, None);
+        let fresh = advance(&one, true, "b-2", "s2", "t");
+        assert_eq!(fresh.binding.as_deref(), Some("b-2"));
+        assert_eq!(fresh.streak_since.as_deref(), Some("s2"));
+        // A streak held at verifying stays at 3/3 and closes on the next green.
         assert_eq!(
-            advance(&one, true, "b-2", "t").binding.as_deref(),
-            Some("b-2")
+            step(&at(Verifying, 3, Some("b-1")), true, "b-1"),
+            (Closed, 3, 0)
         );
     }
 

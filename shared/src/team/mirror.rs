@@ -64,6 +64,12 @@ pub const LIFECYCLE: &[Table] = &[
             ("updated_at", Text),
             ("server", Text),
             ("tool", Text),
+            ("kind", Text),
+            ("defect_class", Text),
+            ("err_codes", Text),
+            ("failure_rate", Real),
+            ("streak_since", Text),
+            ("witnessed", Int),
         ],
     },
     Table {
@@ -82,6 +88,8 @@ pub const LIFECYCLE: &[Table] = &[
             ("recorded_at", Text),
             ("legacy", Int),
             ("digest", Text),
+            ("definition", Text),
+            ("target", Text),
         ],
     },
     Table {

@@ -172,6 +172,29 @@ pub fn view(home: &Home) -> Result<Home> {
     }
 }
 
+/// Whether the team's settings ask for witnessed closures: the row
+/// `require_witnessed` = `true` of `mcpeval.meta`. It can only make a
+/// closure harder (a store's own config.json may ask for it too), so a
+/// writer of the database without the salt gains nothing by changing it.
+pub fn require_witnessed(home: &Home) -> Result<bool> {
+    let Some(mut team) = Team::open(home)? else {
+        return Ok(false);
+    };
+    let shown = team.shown.clone();
+    fault::team_statement();
+    let row = team
+        .client
+        .query_opt(
+            "SELECT value FROM mcpeval.meta WHERE key = 'require_witnessed'",
+            &[],
+        )
+        .map_err(pg_error(&shown))?;
+    Ok(match row {
+        Some(row) => column::<String>(&row, 0, &shown)?.trim() == "true",
+        None => false,
+    })
+}
+
 /// Runs `work`, a change of the lifecycle or of the findings, on the store
 /// or, with a team database, on the team view inside one serializable
 /// transaction holding the team's lifecycle lock: the view is brought up

@@ -10,7 +10,7 @@ use crate::fault;
 use super::{LOCK_SCHEMA, pg_error};
 
 /// The migrations, in order; append new steps, never edit a released one.
-pub const MIGRATIONS: &[&str] = &[MIGRATION_1];
+pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
 
 /// Everything lives in the schema `mcpeval`:
 ///
@@ -104,6 +104,17 @@ CREATE TABLE mcpeval.cat_promotion(
     one_session bigint, below_threshold bigint, outdated_at text
 );
 INSERT INTO mcpeval.meta(key, value) VALUES ('generation', '0');
+";
+
+/// lifecycle.db's migration 4: what a run's proof is held to (the
+/// finding's evidence, the streak's start, whether its closure was
+/// witnessed) and the fingerprints of each run's case and target.
+const MIGRATION_2: &str = "
+ALTER TABLE mcpeval.life_finding_state
+    ADD COLUMN kind text, ADD COLUMN defect_class text, ADD COLUMN err_codes text,
+    ADD COLUMN failure_rate double precision, ADD COLUMN streak_since text,
+    ADD COLUMN witnessed bigint;
+ALTER TABLE mcpeval.life_verifications ADD COLUMN definition text, ADD COLUMN target text;
 ";
 
 /// The schema version this binary writes.
