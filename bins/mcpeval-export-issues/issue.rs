@@ -132,15 +132,21 @@ and every argument a shape, never a value.\n",
 `{{\"outcome\": \"ok\", \"equals_paths\": {{\"/structuredContent/status\": \"ready\"}}}}`. Then:\n"
         );
     }
+    let verify = verify_command(f);
     let _ = writeln!(
         s,
-        "```sh\n{}\n# fill every \"<fill:TYPE>\" placeholder it lists, then, against the repaired server:\n{}\n```",
+        "```sh\n{}\n# fill every \"<fill:TYPE>\" placeholder it lists; then, before the fix, against\n\
+# the server as it is (red: the case reproduces the bug):\n{verify}\n\
+# after the fix, three times against the repaired server, with the same command:\n{verify}\n```",
         generate_command(f),
-        verify_command(f)
     );
     let _ = writeln!(
         s,
-        "\nThree consecutive green runs close the finding; a red run reopens it."
+        "\nThree consecutive green runs close the finding; a red run reopens it. The closure is \
+*witnessed* when the same case ran red against the same server command (or URL) before the \
+green streak: that shows the case tells the bug from the repair. `mcpeval findings` says \
+whether a closure was witnessed, and `\"require_witnessed\": true` in config.json keeps an \
+unwitnessed streak at verifying."
     );
     s
 }

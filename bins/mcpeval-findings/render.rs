@@ -67,7 +67,7 @@ pub fn markdown(
             d.failures,
             d.calls,
             d.sessions,
-            f.state
+            state(f)
         )?;
     }
     for f in findings {
@@ -113,13 +113,22 @@ pub fn markdown(
         writeln!(
             out,
             "- **Lifecycle:** {} (streak {}/3), severity {}, probe attached: {}",
-            f.state,
+            state(f),
             f.streak,
             f.severity,
             if f.probe_attached { "yes" } else { "no" }
         )?;
     }
     Ok(())
+}
+
+/// The state, with whether a closure by verification was witnessed.
+fn state(f: &Finding) -> String {
+    match f.witnessed {
+        Some(true) => format!("{} (witnessed)", f.state),
+        Some(false) => format!("{} (unwitnessed)", f.state),
+        None => f.state.to_string(),
+    }
 }
 
 /// Plain instructions for an LLM agent that will change the server.
@@ -183,10 +192,20 @@ fn next_steps(out: &mut impl Write, f: &Finding, id: &str) -> Result<()> {
     let reopens = "a red verification run reopens it";
     match f.state {
         State::Closed => {
-            let how = if f.streak >= 3 {
-                "by three consecutive green verification runs"
-            } else {
-                "by hand (mcpeval close)"
+            let how = match f.witnessed {
+                Some(true) => {
+                    "by three consecutive green verification runs, witnessed (the same case ran \
+                     red against the same target before them)"
+                }
+                Some(false) => {
+                    "by three consecutive green verification runs, unwitnessed (no red run of \
+                     the case came first, so nothing shows it can tell the bug from the repair)"
+                }
+                None if f.streak >= 3 => {
+                    "by three consecutive green verification runs (recorded before closures were \
+                     told witnessed or not)"
+                }
+                None => "by hand (mcpeval close)",
             };
             writeln!(
                 out,

@@ -60,7 +60,19 @@ pub fn admit(case: &Case, config: &Config) -> Result<Admitted> {
         Some(_) => Some(credit::require_known(&config.home, &case.finding, OUTCOME)?),
         None => None,
     };
-    let rate = known.as_ref().and_then(|k| k.evidence.failure_rate);
+    // An index that lists the finding without its subject (written by
+    // hand, or by an earlier release) still sizes the attempts and tells
+    // a false-success finding.
+    let indexed = match &known {
+        Some(_) => None,
+        None => shared::index_db::finding_facts(&config.home, &case.finding)?,
+    };
+    let rate = match &known {
+        Some(k) => k.evidence.failure_rate,
+        None => indexed.as_ref().and_then(|f| f.failure_rate),
+    };
+    let false_success =
+        indexed.and_then(|f| f.defect_class) == Some(shared::finding::DefectClass::FalseSuccess);
     let attempts = probe::attempt_budget(case, rate);
     if let Some(known) = &known {
         let claim = Claim {
@@ -77,7 +89,7 @@ pub fn admit(case: &Case, config: &Config) -> Result<Admitted> {
             OUTCOME,
         )?;
     }
-    if config.require_oracle && !case.has_oracle() {
+    if (config.require_oracle || false_success) && !case.has_oracle() {
         return Err(Error::rejected(format!(
             "{}: case \"{}\" cannot prove a false-success repair: it needs an instruction-fidelity \
              expectation, or a workflow step, with a result assertion or an expected error; {OUTCOME}",

@@ -82,6 +82,10 @@ pub struct Finding {
     pub state: String,
     pub streak: u32,
     pub reopened: u32,
+    /// For a finding closed by verification: whether its closure was
+    /// witnessed. Absent from the output of earlier releases.
+    #[serde(default)]
+    pub witnessed: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

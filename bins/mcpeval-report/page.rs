@@ -191,7 +191,7 @@ fn findings(out: &mut String, evidence: &Evidence) {
     for f in &evidence.findings {
         let _ = writeln!(
             out,
-            r##"<tr><td><span class="sev sev-{sev}">{sev}</span></td><td>{}</td><td><a href="#{}"><span class="name">{}</span> / <span class="name">{}</span></a></td><td class="num">{:.3}</td><td class="num">{} of {}</td><td class="num">{}</td><td><span class="state st-{state}">{state}</span></td><td class="num">{}/3</td></tr>"##,
+            r##"<tr><td><span class="sev sev-{sev}">{sev}</span></td><td>{}</td><td><a href="#{}"><span class="name">{}</span> / <span class="name">{}</span></a></td><td class="num">{:.3}</td><td class="num">{} of {}</td><td class="num">{}</td><td><span class="state st-{state}">{state}</span>{}</td><td class="num">{}/3</td></tr>"##,
             text(&f.defect_class),
             text(&f.id),
             text(&f.server),
@@ -200,6 +200,7 @@ fn findings(out: &mut String, evidence: &Evidence) {
             f.failures,
             f.calls,
             f.sessions,
+            closure(f),
             f.streak,
             sev = text(&f.severity),
             state = text(&f.state),
@@ -211,6 +212,16 @@ fn findings(out: &mut String, evidence: &Evidence) {
         finding(out, f, evidence.history_of(&f.id));
     }
     out.push_str("</section>\n");
+}
+
+/// Whether a closure by verification was witnessed: a red run of the
+/// case against the same target came first (the strong form of proof).
+fn closure(f: &Finding) -> &'static str {
+    match f.witnessed {
+        Some(true) => " (witnessed: the case ran red on the same target first)",
+        Some(false) => " (unwitnessed: no red run of the case came first)",
+        None => "",
+    }
 }
 
 fn finding(out: &mut String, f: &Finding, history: Option<&History>) {
@@ -241,8 +252,9 @@ run yet: <code>mcpeval generate --finding {}</code> writes a case to verify a fi
     let red = h.runs.iter().filter(|r| r.result == "red").count();
     let _ = write!(
         out,
-        "<p class=\"muted\">State <span class=\"state st-{state}\">{state}</span>, streak {}/3; \
+        "<p class=\"muted\">State <span class=\"state st-{state}\">{state}</span>{}, streak {}/3; \
 {} run{}: {red} red, {green} green; reopened {} time{}.</p>\n<div class=\"scroll\">",
+        closure(f),
         f.streak,
         h.runs.len(),
         plural(h.runs.len()),

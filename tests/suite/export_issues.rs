@@ -172,6 +172,11 @@ fn the_commands_in_an_issue_run_as_printed() {
             format!(
                 "mcpeval generate --finding {id} --confirm-read-only --output {id}.manifest.json"
             ),
+            // Before the fix (red), then after it: the same command, so a
+            // closure is witnessed.
+            format!(
+                "mcpeval verify --finding {id} --case {id} --manifest {id}.manifest.json -- <server command>"
+            ),
             format!(
                 "mcpeval verify --finding {id} --case {id} --manifest {id}.manifest.json -- <server command>"
             ),

@@ -27,6 +27,7 @@ mod probe_all;
 mod probe_http;
 mod probe_resume;
 mod promote;
+mod proof;
 mod property;
 mod readiness;
 mod reading;

@@ -150,8 +150,8 @@ impl Bench {
         crate::support::private_dir(&self.store.home());
         let script = "import sqlite3, sys\n\
 c = sqlite3.connect(sys.argv[1])\n\
-c.execute('CREATE TABLE findings(id TEXT PRIMARY KEY, server TEXT, tool TEXT)')\n\
-c.execute('INSERT INTO findings VALUES (?, ?, ?)', (sys.argv[2], sys.argv[3], sys.argv[4]))\n\
+c.execute('CREATE TABLE findings(id TEXT PRIMARY KEY, server TEXT, tool TEXT, kind TEXT, err_codes TEXT)')\n\
+c.execute('INSERT INTO findings VALUES (?, ?, ?, \\'error\\', \\'[]\\')', (sys.argv[2], sys.argv[3], sys.argv[4]))\n\
 c.commit()\n";
         let out = Command::new("python3")
             .args(["-c", script])
@@ -1252,9 +1252,11 @@ fn a_server_naming_itself_otherwise_yields_no_result() {
                 6,
                 "",
                 format!(
-                    "mcpeval-probe: error: the server names itself \"probe-fixture\" but {F} is about \
+                    "mcpeval-probe: error: the server is \"probe-fixture\" but {F} is about \
 server \"jobs\": its runs earn that finding no credit; nothing was recorded\n  hint: run the case \
-against the server the finding was captured from (its name is in `mcpeval findings --format json`)\n"
+against the server the finding was captured from (its name is in `mcpeval findings --format json`; \
+a server that gives no name is named by its executable's file name, or host:port over HTTP, as \
+capture names it)\n"
                 )
                 .as_str()
             ),
@@ -1271,8 +1273,9 @@ against the server the finding was captured from (its name is in `mcpeval findin
         "no call was made or journaled"
     );
     green(&b.run("status", &["--name", "jobs"]), 1);
-    // A server that names itself nothing is judged by its command.
-    green(&b.run("status", &["--name", ""]), 1);
+    // A server that names itself nothing is named by its command, as
+    // capture names it: not "jobs" either.
+    assert_eq!(b.run("status", &["--name", ""]).status, 6);
 }
 
 #[test]
@@ -1295,8 +1298,11 @@ fn a_result_names_the_cases_tools_and_the_servers_own_name() {
     green(&wf, 3);
     assert!(wf.stdout.contains(r#""server":"x?y""#), "{}", wf.stdout);
     assert_eq!(wf.result()["tools"], json!(["create", "status"]));
+    // A server that names itself nothing is named as capture names it.
     let unnamed = b.run("status", &["--name", ""]).result();
-    assert!(unnamed.get("server").is_none(), "{unnamed}");
+    assert_eq!(unnamed["server"], "python3", "{unnamed}");
+    let unnamed = b.run("status", &["--name", "-"]).result();
+    assert_eq!(unnamed["server"], "python3", "{unnamed}");
     let verified = ProbeResult::parse(&b.run("status", &[]).stdout).unwrap();
     assert!(verified.verify(&b.salt()));
 }

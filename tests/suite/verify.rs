@@ -176,7 +176,7 @@ impl Bench {
     }
 
     /// `python3 server.py ARGS…`
-    fn argv(&self, server_args: &[&str]) -> Vec<String> {
+    pub fn argv(&self, server_args: &[&str]) -> Vec<String> {
         let mut argv = vec!["python3".to_owned(), self.server.display().to_string()];
         argv.extend(server_args.iter().map(|a| a.to_string()));
         argv
@@ -213,7 +213,7 @@ impl Bench {
     }
 
     /// Runs mcpeval-probe alone and returns its stdout (the result).
-    fn probe(&self, server_args: &[&str]) -> String {
+    pub fn probe(&self, server_args: &[&str]) -> String {
         let out = self
             .store
             .cmd("mcpeval-probe")
@@ -226,7 +226,7 @@ impl Bench {
         text(&out.stdout)
     }
 
-    fn record(&self, result: &str) -> Run {
+    pub fn record(&self, result: &str) -> Run {
         let file = self.store.scratch().join("result.json");
         std::fs::write(&file, result).unwrap();
         let out = self
@@ -451,7 +451,8 @@ fn json_output_has_the_same_facts() {
         v,
         json!({"finding": b.finding, "case": "status", "result": "red", "state": "fix-claimed",
                "streak": 0, "streak_to_close": 3, "reopened": 0, "run": run_id,
-               "reason": "not-equal", "hint": NOT_EQUAL_HINT, "already_recorded": false})
+               "reason": "not-equal", "hint": NOT_EQUAL_HINT, "witnessed": null,
+               "already_recorded": false})
     );
 }
 
@@ -1171,10 +1172,11 @@ fn a_server_naming_itself_otherwise_earns_nothing() {
             6,
             "",
             format!(
-                "mcpeval-probe: error: the server names itself \"impostor?[31m?\" but \
+                "mcpeval-probe: error: the server is \"impostor?[31m?\" but \
 {} is about server \"probe-fixture\": its runs earn that finding no credit; nothing was recorded\n  \
 hint: run the case against the server the finding was captured from (its name is in `mcpeval \
-findings --format json`)\n",
+findings --format json`; a server that gives no name is named by its executable's file name, or \
+host:port over HTTP, as capture names it)\n",
                 b.finding
             )
             .as_str()
@@ -1184,8 +1186,12 @@ findings --format json`)\n",
     assert!(b.log.exists(), "the server was reached");
     assert!(!called_a_tool(&b.log), "but no tool was called");
     assert_eq!(untouched(&b), before);
-    // A server that names itself nothing is judged by its command alone.
-    b.expect_green(&b.verify(&["--name", ""]), "verifying", 1);
+    // A server that names itself nothing is named by its command, as
+    // capture names it: not the finding's server either.
+    let nameless = b.verify(&["--name", ""]);
+    assert_eq!(nameless.status, 6, "{}", nameless.stderr);
+    assert!(nameless.stderr.contains("the server is \"python3\" but"));
+    assert_eq!(untouched(&b), before);
 }
 
 /// Signs `result` after `edit` with the bench's salt, as a probe of this
@@ -1278,23 +1284,27 @@ case call \"status\" (a workflow: in at least one step), or run the case written
     assert_eq!((run.status, run.stdout.as_str()), (6, ""));
     assert!(
         run.stderr.starts_with(&format!(
-            "mcpeval-verify: error: standard input: the server names itself \"impostor\" but {} is about \
+            "mcpeval-verify: error: standard input: the server is \"impostor\" but {} is about \
 server \"probe-fixture\": its runs earn that finding no credit; nothing was recorded\n",
             b.finding
         )),
         "{}",
         run.stderr
     );
-    // A result of an earlier release says nothing of its tools.
+    // A result of an earlier release carries none of what the rules need.
     let old = resigned(&b, &genuine, |r| {
         r.tools.clear();
+        r.steps.clear();
+        r.budget = None;
         r.server = None;
+        r.definition = None;
+        r.target = None;
     });
     let run = record_stdin(&b, &old);
     assert_eq!((run.status, run.stdout.as_str()), (4, ""));
     assert!(
         run.stderr.starts_with(
-            "mcpeval-verify: error: standard input: the result does not say which tools its case calls"
+            "mcpeval-verify: error: standard input: the result does not carry what the proof rules need"
         ),
         "{}",
         run.stderr
