@@ -92,17 +92,21 @@ Refusals, before any server starts: a case that does not exist or names another 
 one lacking the oracle a false-success finding needs, a result assertion or an expected error \
 (status 4). The finding counts as false-success when index.db classes it so or --require-oracle \
 is given.\n\n\
-Credit is for the finding's own failure. Where this store knows the finding's server and tool \
-(lifecycle.db keeps them for every finding promote tracked; else index.db's findings), a case \
-that never calls its tool is refused before any server starts (status 4): the tool of an \
-instruction-fidelity, degradation or error-honesty case, or at least one step of a workflow. \
-Right after the handshake, before any call, a server that names itself (serverInfo.name, in the \
-initialize or server/discover result) otherwise than the finding's server prints no result \
-(status 6; the message shows both names, escaped); a server that names itself nothing passes. \
-The finding's server is the name its calls were captured under, so a finding captured with \
-`mcpeval capture --server NAME` for a server that names itself otherwise cannot earn credit. \
-Where the store does not know the finding, the case runs: its result carries the tools and the \
-server's name, and `mcpeval verify --record` applies both checks.\n\n\
+A run earns credit only when it could fail on the unfixed server. Where this store knows the \
+finding (lifecycle.db keeps its server, tool and evidence for every finding promote tracked; else \
+index.db's findings), the case is held to the proof rules before any server starts (status 4): \
+it calls the finding's tool (the tool of a single-call probe, a step of a workflow); an expected \
+error names an error_code the finding's failures never carried; an error-honesty probe is for an \
+error-honesty finding only; a transient finding is probed by degradation; attempts are never \
+below the count the failure rate sizes; a false-success finding has an expected error, or a \
+result assertion that not every result satisfies (not /content, nor anything under it, nor a \
+bare /structuredContent), on its tool's step or a later one. Right after the handshake, before \
+any call, a server whose name is not the finding's server prints no result (status 6; the \
+message shows both names, escaped). A server that gives no name, or an empty one, is named as \
+capture names it: its executable's file name (over HTTP the endpoint's host:port). No flag \
+overrides a server's name. Where the store does not know the finding, the case runs: its signed \
+result carries each step's expectation, the attempts, the server's name and fingerprints of the \
+case and the target, and `mcpeval verify --record` applies every rule.\n\n\
 --all runs every case of the manifest in file order (with --finding, only that finding's cases), \
 each against a freshly started server (with --url, a fresh client and session), and changes no \
 lifecycle state. Every case is checked \

@@ -23,13 +23,19 @@ With --finding, --case, --manifest and a server command after -- (or --url URL, 
 the case by executing mcpeval-probe (found beside this executable, else on PATH) with the same \
 arguments, then records the signed result exactly as --record does. Header values and the URL's \
 path and query are never printed or stored; lifecycle.db keeps only the binding's fingerprint. Every refusal of mcpeval-probe (no such case, a case of \
-another finding, placeholders left to fill, a false-success finding without an oracle, a case \
-that never calls the finding's tool) happens before the server starts and records nothing; a \
-server that names itself (serverInfo.name) otherwise than the finding's server is refused right \
-after its handshake (status 6) and records nothing. The finding must be known: promoted in the \
-current catalog, or tracked in lifecycle.db (a finding that was promoted once stays verifiable \
-when a later promote no longer lists it: lifecycle.db keeps its server and tool, and credit is \
-still checked against them).\n\n\
+another finding, placeholders left to fill, a case that breaks a proof rule: see mcpeval-probe \
+--help) happens before the server starts and records nothing; a server whose name is not the \
+finding's server (a nameless one is named by its executable's file name, as capture names it) is \
+refused right after its handshake (status 6) and records nothing. The finding must be known: \
+promoted in the current catalog, or tracked in lifecycle.db (a finding that was promoted once \
+stays verifiable when a later promote no longer lists it: lifecycle.db keeps its server, tool and \
+evidence, and credit is still checked against them).\n\n\
+Time order and witnessed closure: a green run that started before the finding's latest red run \
+adds no credit (status 4). A streak that closes the finding is witnessed when the same case ran \
+red on it against the same target (the same command line, or URL) before the streak began; \
+`mcpeval findings` shows witnessed true or false. With \"require_witnessed\": true in \
+config.json (or require_witnessed = true in the team database's mcpeval.meta) an unwitnessed \
+streak stays verifying at 3/3, with a note on stderr.\n\n\
 With --record FILE (or - for standard input) it records the results that mcpeval-probe printed \
 earlier: JSON Lines, one result a line (blank lines ignored), as `mcpeval probe` and `mcpeval probe \
 --all` print them, or one result spread over several lines. Every line is read and checked first: \
@@ -40,9 +46,9 @@ one result a summary line goes to stderr, and the status is that of the first re
 result (6, 4), else 1 when a recorded run was red, else 5 when a result was a transport error, \
 else 0. --manifest - hands standard input to mcpeval-probe, which reads the manifest from it. A \
 result's mac must verify with this store's salt: an edited result, or one made by another store, \
-is refused (status 6). It is held to the probe's credit rules: its case's tools must include the \
-finding's tool (status 4; a result of an earlier release names no tools and is refused), and the \
-server's name, when the result carries one, must be the finding's server (status 6). A run is \
+is refused (status 6). It is held to every proof rule of the probe (status 4; a result of an earlier release lacks \
+what they need and is refused), and the server it names must be the finding's server \
+(status 6). A run is \
 credited once: recording the same result again adds nothing and \
 says so (status 0); a different result under a recorded run id is refused (status 6). A \
 transport-error result records nothing (status 5).\n\n\
@@ -72,11 +78,11 @@ mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval ver
 mcpeval probe --manifest m.json --all -- my-server | mcpeval verify --record -\n  \
 mcpeval verify --record result.json --format json | jq .state\n\n\
 Exit status 0 is a green run (or a replay), 1 a red run. A refused or failed run records\n\
-nothing: 2 an unknown finding or case, 3 a finding whose server and tool the store does\n\
-not know, 4 an invalid manifest or result file or a case that never calls the finding's\n\
-tool, 5 a transport error, 6 a result that does not verify, a conflicting run id, a\n\
-server that names itself otherwise than the finding's server, or (with --record) an\n\
-unknown finding; 74 when mcpeval-probe cannot be found."
+nothing: 2 an unknown finding or case, 3 a finding whose server, tool or evidence the\n\
+store does not know, 4 an invalid manifest or result file, a case that breaks a proof\n\
+rule or a green run older than the latest red one, 5 a transport error, 6 a result that\n\
+does not verify, a conflicting run id, a server that is not the finding's server, or\n\
+(with --record) an unknown finding; 74 when mcpeval-probe cannot be found."
     ),
     // The probe's flags, declared once in `ServerArgs`, say here that they
     // are passed on, and make no sense with --record.

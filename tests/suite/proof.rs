@@ -572,3 +572,59 @@ fn verify_finding_over_mcp_holds_runs_to_the_same_rules() {
         (Some("verifying"), Some(1))
     );
 }
+
+/// A finding whose evidence the store no longer holds (a lifecycle.db of
+/// an earlier release, and an index that dropped the finding) cannot be
+/// proved: no rule could be checked (status 3, nothing run).
+#[test]
+fn a_finding_whose_evidence_is_unknown_cannot_be_proved() {
+    let b = Bench::new();
+    b.green();
+    records::write(&b.store, 1, &Rec::ok(900, 9, 1, "status").line());
+    succeed(&b.store, "mcpeval-index", &["--rebuild"]);
+    succeed(&b.store, "mcpeval-promote", &["--threshold", "0"]);
+    let conn = rusqlite::Connection::open(b.store.home().join("lifecycle.db")).unwrap();
+    conn.execute("UPDATE finding_state SET kind = NULL", [])
+        .unwrap();
+    drop(conn);
+    let run = b.verify(&[]);
+    assert_eq!(run.status, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "this store does not know which server and tool {} is about, or what its failures \
+             showed",
+            b.finding
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(b.runs(), 1);
+}
+
+/// An invalid-arguments finding whose server still refuses the case's
+/// arguments: the hint is a closure by hand, since expecting that error
+/// would prove nothing.
+#[test]
+fn a_server_right_to_refuse_is_closed_by_hand_not_by_a_flipped_case() {
+    let b = bench_from("fail", false, |e, s, q| {
+        coded(e, s, q, "fail", -32602, false)
+    });
+    assert_eq!(b.finding_json()["defect_class"], "invalid-arguments");
+    b.cases(
+        json!([{"id": "c", "finding": b.finding, "probe": "instruction-fidelity",
+        "sandbox": "fixture", "tool": "fail", "arguments": {"code": -32602}}]),
+    );
+    let run = b.verify_c(&[]);
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!(
+            "reason=expected-ok-got-error\n  hint: The server still refuses these arguments. If \
+             they break its inputSchema, the server is right and the agent was at fault: close \
+             the finding by hand, saying so: mcpeval close --finding {} --reason",
+            b.finding
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("change the case"), "{}", run.stdout);
+}
