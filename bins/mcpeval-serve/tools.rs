@@ -60,7 +60,9 @@ fn finding_schema() -> Value {
             "retryable": {"type": ["boolean", "null"]},
             "args_shapes": {"type": "array"},
             "state": {"enum": State::ALL}, "streak": i, "probe_attached": {"type": "boolean"},
-            "reopened": i
+            "reopened": i,
+            "witnessed": {"type": ["boolean", "null"],
+                          "description": "for a finding closed by verification: whether the same case ran red on the same target before its closing streak"}
         },
         "required": ["id", "kind", "server", "tool", "defect_class", "fix_hint", "severity",
                      "score", "failures", "calls", "state", "streak", "probe_attached"]
