@@ -6,8 +6,10 @@
 use predicates::prelude::*;
 use serde_json::{Value, json};
 
+use crate::names::{INJECTED, SERVER, TOOL, has_raw_control, hostile_store};
 use crate::records::{self, Rec};
 use crate::seeded::{ok, set_state};
+use crate::serve::{call, client};
 use crate::support::{Store, text};
 use crate::verify::{Bench, FIXTURE_SERVER};
 
@@ -560,4 +562,70 @@ fn verifying_is_unknown_without_an_index() {
     let weather = server(&r, "weather");
     assert_eq!(weather["open_findings"], Value::Null);
     assert_eq!(weather["verifying"], Value::Null);
+}
+
+/// A verifying finding's tool name is as untrusted as a reason's: escaped
+/// in markdown, quoted in serve's text, exact in JSON.
+#[test]
+fn verifying_lines_escape_hostile_names() {
+    let store = hostile_store();
+    let f: Value =
+        serde_json::from_str(&ok(&store, "mcpeval-findings", &["--format", "json"])).unwrap();
+    let id = f["findings"][0]["id"].as_str().unwrap().to_owned();
+    set_state(&store, &id, "verifying");
+
+    let args = ["--days", "2", "--now", NOW];
+    let md = ok(&store, "mcpeval-readiness", &args);
+    assert!(!has_raw_control(&md), "{md:?}");
+    assert!(
+        md.lines()
+            .all(|l| !l.trim_start().starts_with(INJECTED)
+                && !l.trim_start().starts_with("# Heading")),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "\nVerifying, not counted against the verdict:\n\n\
+             - medium finding {id} on get\\u{{1b}}\\[2J\\|\\`x\\`\\n# Heading \\<img src=x \
+             onerror=alert(1)\\>\\u{{85}}: verifying, streak 0/3\n"
+        )),
+        "{md}"
+    );
+
+    let (r, _) = report(&store, &["--days", "2"]);
+    let s = &r["servers"][0];
+    assert_eq!(s["server"], SERVER);
+    assert_eq!(s["verifying"][0]["tool"], TOOL);
+    assert_eq!(
+        s["open_findings"],
+        json!({"high": 0, "medium": 0, "low": 0})
+    );
+    // Its tool failing is still a reason; the finding is not.
+    assert!(
+        s["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !r.as_str().unwrap().contains(&id)),
+        "{s}"
+    );
+
+    let out = client(
+        &store,
+        "auto",
+        json!([call("readiness", json!({"days": 2}))]),
+    );
+    let text = out["calls"][0]["text"].as_str().unwrap();
+    assert!(!has_raw_control(text), "{text:?}");
+    assert!(
+        text.lines().all(|l| !l.trim_start().starts_with(INJECTED)),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "\n  verifying, not counted: medium finding {id} on \
+             \"get\\u001b[2J|`x`\\n# Heading <img src=x onerror=alert(1)>\\u0085\", streak 0/3"
+        )),
+        "{text}"
+    );
 }
