@@ -17,23 +17,28 @@ use crate::verdict::RATE_LIMIT_PERCENT;
     long_about = format!("Report how ready each server is, from recent traffic and open findings.\n\n\
 Per server and tool: the captured calls and failures of each of the last --days UTC days \
 (today included; probe calls never count). A failure is an error or a malformed result; an \
-unanswered call counts as a call only. Per server: the open findings (every state but closed) \
-by severity, and a verdict with its reasons:\n\n  \
+unanswered call counts as a call only. Per server: the open findings (states open and \
+fix-claimed) by severity, and a verdict with its reasons:\n\n  \
 not-ready  an open finding of severity high\n  \
 at-risk    an open finding of severity medium, or a tool that failed more than {RATE_LIMIT_PERCENT}% \
 of its calls on the last day\n  \
 ready      neither\n\n\
+Verifying findings (green so far, not yet closed) are listed apart with their streak and never \
+change the verdict: the first green run attaches a probe, which lifts the severity cap and may \
+make the finding high, and a green run must never make a server look worse. Closed findings \
+are left out.\n\n\
 readiness reads the journals itself and does not need `mcpeval index`: it keeps per-journal \
 daily counts in <MCPEVAL_HOME>/trends.db, a disposable cache validated like the index, by the \
 length and SHA-256 of each journal's bytes read so far. Only the last journal may grow, and only \
 journals sorting after it may appear; anything else (changed or truncated bytes, a removed or \
 earlier journal) rebuilds the cache, said on stderr. A malformed complete line is refused (status \
-4) with its file and line, and trends.db is left as it was. Open findings come from the index \
+4) with its file and line, and trends.db is left as it was. Findings come from the index \
 when one exists (a damaged or incomplete one is status 3, as for `mcpeval findings`); without \
 one, the verdict rests on the failure rates and says so.\n\n\
 The status is 0 whatever the verdicts: they are data. --format json prints one object \
-{{as_of, days, rate_limit, findings, servers: [{{server, verdict, reasons, open_findings, tools: \
-[{{tool, calls, failures, daily: [{{day, calls, failures, failure_rate}}]}}]}}], cache}}."),
+{{as_of, days, rate_limit, findings, servers: [{{server, verdict, reasons, open_findings, \
+verifying: [{{id, tool, severity, streak}}], tools: [{{tool, calls, failures, daily: [{{day, calls, \
+failures, failure_rate}}]}}]}}], cache}}; open_findings and verifying are null without an index."),
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval readiness\n  \

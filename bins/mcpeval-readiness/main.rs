@@ -1,5 +1,6 @@
-//! `mcpeval-readiness`: per server, recent daily failure rates, open
-//! findings by severity and a verdict with its reasons.
+//! `mcpeval-readiness`: per server, recent daily failure rates, the
+//! findings that count (open and fix-claimed) by severity, the verifying
+//! ones apart, and a verdict with its reasons.
 //!
 //! It reads the journals itself through its own cache, `trends.db`, so it
 //! works without `mcpeval index`. It must never trust a cache it has not

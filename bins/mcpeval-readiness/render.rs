@@ -18,8 +18,9 @@ pub fn json(out: &mut impl Write, report: &Report) -> Result<()> {
     Ok(())
 }
 
-/// A section per server: verdict, reasons, findings, then a table of
-/// failures/calls per tool and day.
+/// A section per server: verdict, reasons, counted findings, the
+/// verifying ones apart from the reasons, then a table of failures/calls
+/// per tool and day.
 pub fn markdown(out: &mut impl Write, report: &Report) -> Result<()> {
     writeln!(
         out,
@@ -43,6 +44,12 @@ pub fn markdown(out: &mut impl Write, report: &Report) -> Result<()> {
                 "\nOpen findings: {} high, {} medium, {} low.",
                 o.high, o.medium, o.low
             )?;
+        }
+        if let Some(verifying) = s.verifying.as_ref().filter(|v| !v.is_empty()) {
+            writeln!(out, "\nVerifying, not counted against the verdict:\n")?;
+            for v in verifying {
+                writeln!(out, "- {}", v.sentence(md))?;
+            }
         }
         if s.tools.is_empty() {
             writeln!(out)?;

@@ -1,10 +1,15 @@
 //! From counts and findings to a verdict per server, with its reasons.
 //!
-//! The rule, stated once here and in `--help`: an open high finding makes
-//! a server not-ready; an open medium finding, or a tool failing more than
-//! [`RATE_LIMIT_PERCENT`]% of its calls on the last day, makes it at-risk;
-//! otherwise it is ready.
+//! The rule, stated once here and in `--help`: a finding counts against
+//! its server while it is open or fix-claimed. A counted high finding
+//! makes a server not-ready; a counted medium finding, or a tool failing
+//! more than [`RATE_LIMIT_PERCENT`]% of its calls on the last day, makes
+//! it at-risk; otherwise it is ready. A verifying finding is shown and
+//! never counted: its first green run attaches a probe, which lifts the
+//! severity cap, and a green run must never make a server look worse.
+//! Closed findings are left out.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::ToSpan;
@@ -12,6 +17,7 @@ use serde::{Serialize, Serializer};
 use shared::catalog::Catalog;
 use shared::finding::State;
 use shared::score::Severity;
+use shared::verification::GREENS_TO_CLOSE;
 
 use crate::args::Config;
 use crate::cache::Refresh;
@@ -39,7 +45,8 @@ pub struct Tool {
     pub daily: Vec<Day>,
 }
 
-/// Open findings by severity.
+/// The findings that count against a server (open and fix-claimed), by
+/// severity.
 #[derive(Debug, Default, Serialize)]
 pub struct Open {
     pub high: u64,
@@ -47,8 +54,59 @@ pub struct Open {
     pub low: u64,
 }
 
-/// A server's open findings: counts, and the high and medium ones by id.
-type OpenOf = (Open, Vec<(String, &'static str)>);
+/// A verifying finding: shown beside the verdict, never a reason for it.
+#[derive(Debug, Serialize)]
+pub struct Verifying {
+    pub id: String,
+    pub tool: String,
+    pub severity: Severity,
+    /// Consecutive green runs, of [`GREENS_TO_CLOSE`].
+    pub streak: u32,
+}
+
+impl Verifying {
+    /// The line people read, with the finding id and the tool name passed
+    /// through `name` (a tool name is untrusted text, as in [`Reason`]).
+    pub fn sentence<'a>(&'a self, name: impl Fn(&'a str) -> Cow<'a, str>) -> String {
+        format!(
+            "{} finding {} on {}: verifying, streak {}/{GREENS_TO_CLOSE}",
+            self.severity,
+            name(&self.id),
+            name(&self.tool),
+            self.streak
+        )
+    }
+}
+
+/// What a finding's lifecycle state does to its server's verdict.
+enum Standing {
+    /// Open or fix-claimed: counted, and a reason when high or medium.
+    Counted,
+    /// At least one green run and not yet closed: shown, never counted.
+    Verifying,
+    /// Closed: left out.
+    Ignored,
+}
+
+impl Standing {
+    // No wildcard: a new state must be placed here on purpose.
+    fn of(state: State) -> Standing {
+        match state {
+            State::Open | State::FixClaimed => Standing::Counted,
+            State::Verifying => Standing::Verifying,
+            State::Closed => Standing::Ignored,
+        }
+    }
+}
+
+/// One server's findings, sorted by what they do to its verdict.
+#[derive(Debug, Default)]
+struct Found {
+    open: Open,
+    /// The counted high and medium findings, as reasons.
+    reasons: Vec<Reason>,
+    verifying: Vec<Verifying>,
+}
 
 /// One server's report.
 #[derive(Debug, Serialize)]
@@ -59,6 +117,9 @@ pub struct Server {
     pub reasons: Vec<Reason>,
     /// Null when the store has no index to read findings from.
     pub open_findings: Option<Open>,
+    /// The verifying findings, which never change the verdict; null
+    /// without an index, like `open_findings`.
+    pub verifying: Option<Vec<Verifying>>,
     pub tools: Vec<Tool>,
 }
 
@@ -67,8 +128,12 @@ pub struct Server {
 /// with its medium's escaper, since a tool name is untrusted text.
 #[derive(Debug)]
 pub enum Reason {
-    /// An open high or medium finding.
-    Finding { severity: &'static str, id: String },
+    /// A counted (open or fix-claimed) high or medium finding.
+    Finding {
+        state: State,
+        severity: Severity,
+        id: String,
+    },
     /// A tool failing over the limit on the last day.
     Failing {
         tool: String,
@@ -83,9 +148,13 @@ pub enum Reason {
 
 impl Reason {
     /// The sentence, with the finding id and the tool name passed through `name`.
-    pub fn sentence<'a>(&'a self, name: impl Fn(&'a str) -> std::borrow::Cow<'a, str>) -> String {
+    pub fn sentence<'a>(&'a self, name: impl Fn(&'a str) -> Cow<'a, str>) -> String {
         match self {
-            Reason::Finding { severity, id } => format!("open {severity} finding {}", name(id)),
+            Reason::Finding {
+                state,
+                severity,
+                id,
+            } => format!("{state} {severity} finding {}", name(id)),
             Reason::Failing {
                 tool,
                 failures,
@@ -104,7 +173,7 @@ impl Reason {
 
 impl Serialize for Reason {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.sentence(std::borrow::Cow::Borrowed))
+        serializer.serialize_str(&self.sentence(Cow::Borrowed))
     }
 }
 
@@ -160,22 +229,37 @@ pub fn report(config: &Config, refresh: &Refresh, catalog: Option<&Catalog>) -> 
         e.1 += d.failures;
     }
 
-    let mut open: BTreeMap<String, OpenOf> = BTreeMap::new();
-    if let Some(catalog) = catalog {
-        for f in catalog.findings.iter().filter(|f| f.state != State::Closed) {
-            if !wanted(&f.derived.server) {
-                continue;
+    let mut found: BTreeMap<String, Found> = BTreeMap::new();
+    for f in catalog.iter().flat_map(|c| &c.findings) {
+        if !wanted(&f.derived.server) {
+            continue;
+        }
+        let id = f.derived.id.to_string();
+        match Standing::of(f.state) {
+            Standing::Ignored => {}
+            Standing::Verifying => {
+                let entry = found.entry(f.derived.server.clone()).or_default();
+                entry.verifying.push(Verifying {
+                    id,
+                    tool: f.derived.tool.clone(),
+                    severity: f.severity,
+                    streak: f.streak,
+                });
             }
-            let entry = open.entry(f.derived.server.clone()).or_default();
-            match f.severity {
-                Severity::High => entry.0.high += 1,
-                Severity::Medium => entry.0.medium += 1,
-                Severity::Low => entry.0.low += 1,
-            }
-            if f.severity != Severity::Low {
-                entry
-                    .1
-                    .push((f.derived.id.to_string(), f.severity.as_str()));
+            Standing::Counted => {
+                let entry = found.entry(f.derived.server.clone()).or_default();
+                match f.severity {
+                    Severity::High => entry.open.high += 1,
+                    Severity::Medium => entry.open.medium += 1,
+                    Severity::Low => entry.open.low += 1,
+                }
+                if f.severity != Severity::Low {
+                    entry.reasons.push(Reason::Finding {
+                        state: f.state,
+                        severity: f.severity,
+                        id,
+                    });
+                }
             }
         }
     }
@@ -185,7 +269,7 @@ pub fn report(config: &Config, refresh: &Refresh, catalog: Option<&Catalog>) -> 
     };
 
     let mut names: BTreeSet<String> = counts.keys().map(|(s, _)| s.clone()).collect();
-    names.extend(open.keys().cloned());
+    names.extend(found.keys().cloned());
     let servers = names
         .into_iter()
         .map(|server| {
@@ -213,13 +297,14 @@ pub fn report(config: &Config, refresh: &Refresh, catalog: Option<&Catalog>) -> 
                     }
                 })
                 .collect();
-            let found = open.remove(&server);
-            let (verdict, reasons) = judge(&as_of, &tools, found.as_ref(), findings);
+            let found = found.remove(&server).unwrap_or_default();
+            let (verdict, reasons) = judge(&as_of, &tools, found.reasons, findings);
             Server {
                 server,
                 verdict,
                 reasons,
-                open_findings: catalog.map(|_| found.map(|f| f.0).unwrap_or_default()),
+                open_findings: catalog.map(|_| found.open),
+                verifying: catalog.map(|_| found.verifying),
                 tools,
             }
         })
@@ -240,28 +325,24 @@ pub fn report(config: &Config, refresh: &Refresh, catalog: Option<&Catalog>) -> 
     }
 }
 
-/// The verdict of one server and every reason for it.
+/// The verdict of one server and every reason for it, from its counted
+/// findings (verifying ones never reach here) and its tools' last day.
 fn judge(
     last_day: &str,
     tools: &[Tool],
-    open: Option<&OpenOf>,
+    counted: Vec<Reason>,
     findings: &str,
 ) -> (&'static str, Vec<Reason>) {
-    let mut not_ready = Vec::new();
-    let mut at_risk = Vec::new();
-    if let Some((_, ids)) = open {
-        for (id, severity) in ids {
-            let line = Reason::Finding {
-                severity,
-                id: id.clone(),
-            };
-            if *severity == "high" {
-                not_ready.push(line);
-            } else {
-                at_risk.push(line);
-            }
-        }
-    }
+    let (mut not_ready, mut at_risk): (Vec<Reason>, Vec<Reason>) =
+        counted.into_iter().partition(|r| {
+            matches!(
+                r,
+                Reason::Finding {
+                    severity: Severity::High,
+                    ..
+                }
+            )
+        });
     for t in tools {
         let Some(day) = t.daily.last() else { continue };
         if let Some(rate) = day.failure_rate

@@ -15,7 +15,8 @@ use shared::{Error, Result};
     version,
     about = "Write one self-contained HTML page of readiness, findings and fixes",
     long_about = "Write one self-contained HTML page of readiness, findings and fixes.\n\n\
-Per server: the readiness verdict with its reasons, the open findings by severity, and per tool \
+Per server: the readiness verdict with its reasons, the open findings (open and fix-claimed) by \
+severity, the verifying findings apart (listed with their streak, never counted), and per tool \
 a chart of the daily failure rate over the last --days UTC days with the 5% line the verdict \
 uses. Then the findings table (severity, class, server / tool, score, failures, sessions, state, \
 streak) and per finding its fix hint and its verification history: a timeline of red and green \

@@ -35,6 +35,9 @@ pub struct Server {
     pub verdict: String,
     pub reasons: Vec<String>,
     pub open_findings: Option<Open>,
+    /// Findings verifying a fix: shown, never counted in the verdict. Null
+    /// without an index, and absent from a readiness that predates it.
+    pub verifying: Option<Vec<Verifying>>,
     pub tools: Vec<Tool>,
 }
 
@@ -43,6 +46,14 @@ pub struct Open {
     pub high: u64,
     pub medium: u64,
     pub low: u64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Verifying {
+    pub id: String,
+    pub tool: String,
+    pub severity: String,
+    pub streak: u32,
 }
 
 #[derive(Debug, Deserialize)]

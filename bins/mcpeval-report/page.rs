@@ -18,10 +18,11 @@ pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src da
 /// The complete page.
 pub fn render(evidence: &Evidence) -> String {
     let r = &evidence.readiness;
-    let open = evidence
+    let open = evidence.findings.iter().filter(|f| counted(f)).count();
+    let verifying = evidence
         .findings
         .iter()
-        .filter(|f| f.state != "closed")
+        .filter(|f| f.state == "verifying")
         .count();
     let mut out = String::with_capacity(64 * 1024);
     let _ = write!(
@@ -39,7 +40,7 @@ pub fn render(evidence: &Evidence) -> String {
 <body>
 <header>
 <h1>mcpeval report</h1>
-<p class="lede">{} UTC day{} to {} · {} server{} · {} finding{}, {open} open</p>
+<p class="lede">{} UTC day{} to {} · {} server{} · {} finding{}, {open} open, {verifying} verifying</p>
 </header>
 "#,
         text(&r.as_of),
@@ -73,6 +74,13 @@ This page holds no script and loads nothing.</footer>\n</body>\n</html>\n",
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+/// Whether a finding counts against its server, as readiness counts it:
+/// open or fix-claimed. Verifying findings are shown apart, closed ones
+/// not at all.
+fn counted(f: &Finding) -> bool {
+    f.state == "open" || f.state == "fix-claimed"
 }
 
 fn nav(out: &mut String, evidence: &Evidence) {
@@ -130,7 +138,7 @@ fn server(out: &mut String, i: usize, s: &Server, evidence: &Evidence) {
             let listed: Vec<&Finding> = evidence
                 .findings
                 .iter()
-                .filter(|f| f.server == s.server && f.state != "closed")
+                .filter(|f| f.server == s.server && counted(f))
                 .collect();
             for f in listed {
                 let _ = write!(
@@ -143,6 +151,21 @@ fn server(out: &mut String, i: usize, s: &Server, evidence: &Evidence) {
             out.push_str("</p>\n");
         }
         None => out.push_str("<p class=\"open\">Open findings: unknown (no index).</p>\n"),
+    }
+    if let Some(verifying) = s.verifying.as_ref().filter(|v| !v.is_empty()) {
+        out.push_str(r#"<p class="verifying">Verifying, not counted:"#);
+        for (i, v) in verifying.iter().enumerate() {
+            let _ = write!(
+                out,
+                r##"{} <a href="#{}">{}</a> <span class="sev sev-{sev}">{sev}</span>, streak {}/3"##,
+                if i == 0 { "" } else { " ·" },
+                text(&v.id),
+                text(&v.tool),
+                v.streak,
+                sev = text(&v.severity),
+            );
+        }
+        out.push_str("</p>\n");
     }
     if s.tools.is_empty() {
         out.push_str("<p class=\"empty\">No captured calls in these days.</p>\n");
@@ -298,7 +321,7 @@ a{color:var(--link)}code{font:0.92em ui-monospace,SFMono-Regular,Menlo,monospace
 .name{overflow-wrap:anywhere;font-weight:600}
 nav ul{list-style:none;padding:0;margin:.8em 0;display:flex;flex-wrap:wrap;gap:6px 14px}
 .server,.finding{background:var(--card);border:1px solid var(--border);border-radius:8px;padding:12px 14px;margin:12px 0}
-.reasons{margin:.2em 0 .4em;padding-left:1.2em}.open{margin:.3em 0}
+.reasons{margin:.2em 0 .4em;padding-left:1.2em}.open,.verifying{margin:.3em 0}
 .verdict{display:inline-block;font-size:.8em;font-weight:700;padding:1px 8px;border-radius:10px;border:2px solid}
 .v-ready{color:var(--good)}.v-at-risk{color:var(--warn);border-style:dashed}.v-not-ready{color:var(--bad);border-style:double;border-width:3px}
 .sev{font-weight:600}.sev-high{color:var(--bad)}.sev-high::before{content:"▲ "}.sev-medium{color:var(--warn)}.sev-medium::before{content:"◆ "}.sev-low::before{content:"● "}

@@ -23,6 +23,7 @@ use crate::siblings::{self, Ran};
 
 use shared::id::FindingId;
 use shared::lifecycle::{Kind, State};
+use shared::verification::GREENS_TO_CLOSE;
 
 /// The names a client may give, as the lifecycle spells them.
 fn spelled_list<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> String {
@@ -162,7 +163,7 @@ pub fn definitions() -> Vec<Value> {
         json!({
             "name": "readiness",
             "title": "Readiness",
-            "description": "Runs `mcpeval readiness --format json`: per server, recent daily failure rates per tool, open findings by severity and a verdict (ready, at-risk, not-ready) with its reasons.",
+            "description": "Runs `mcpeval readiness --format json`: per server, recent daily failure rates per tool, open and fix-claimed findings by severity, a verdict (ready, at-risk, not-ready) with its reasons, and the verifying findings, which are shown but never count against the verdict.",
             "inputSchema": {"type": "object", "properties": {
                 "days": {"type": "integer", "minimum": 1, "maximum": 366},
                 "server": {"type": "array", "items": {"type": "string"}}
@@ -586,30 +587,37 @@ fn readiness(config: &Config, args: &Map<String, Value>) -> Result<Value, Failur
     Ok(relayed(&ran, &[0], json!({"report": report}), text))
 }
 
-/// One line per server of a readiness report. The server name is a quoted
-/// literal; the reasons, sentences that may hold a tool name, are shown
-/// with every control character escaped, so nothing starts a line.
+/// One line per server of a readiness report, then one indented line per
+/// verifying finding, which is shown but never a reason. The server and
+/// tool names are quoted literals; the reasons, sentences that may hold a
+/// tool name, are shown with every control character escaped, so nothing
+/// starts a line.
 fn readiness_text(report: &Value) -> String {
-    let lines: Vec<String> = report["servers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| {
-            let reasons: Vec<_> = s["reasons"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(terminal)
-                .collect();
-            format!(
-                "{}: {} ({})",
-                quoted(s["server"].as_str().unwrap_or("")),
-                terminal(s["verdict"].as_str().unwrap_or("")),
-                reasons.join("; ")
-            )
-        })
-        .collect();
+    let mut lines = Vec::new();
+    for s in report["servers"].as_array().into_iter().flatten() {
+        let reasons: Vec<_> = s["reasons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(terminal)
+            .collect();
+        lines.push(format!(
+            "{}: {} ({})",
+            quoted(s["server"].as_str().unwrap_or("")),
+            terminal(s["verdict"].as_str().unwrap_or("")),
+            reasons.join("; ")
+        ));
+        for v in s["verifying"].as_array().into_iter().flatten() {
+            lines.push(format!(
+                "  verifying, not counted: {} finding {} on {}, streak {}/{GREENS_TO_CLOSE}",
+                terminal(v["severity"].as_str().unwrap_or("")),
+                terminal(v["id"].as_str().unwrap_or("")),
+                quoted(v["tool"].as_str().unwrap_or("")),
+                v["streak"].as_u64().unwrap_or(0),
+            ));
+        }
+    }
     if lines.is_empty() {
         "no captured calls in these days and no open findings".to_owned()
     } else {

@@ -1,15 +1,23 @@
 //! `mcpeval-readiness`: daily figures checked by hand on a journal written
-//! here, the verdict rule, and the trends.db cache: validated by bytes,
-//! extended on append, rebuilt on change, never trusted blindly.
+//! here, the verdict rule (which findings count, by lifecycle state, through
+//! real verify runs), and the trends.db cache: validated by bytes, extended
+//! on append, rebuilt on change, never trusted blindly.
 
 use predicates::prelude::*;
 use serde_json::{Value, json};
 
+use crate::names::{INJECTED, SERVER, TOOL, has_raw_control, hostile_store};
 use crate::records::{self, Rec};
 use crate::seeded::{ok, set_state};
+use crate::serve::{call, client};
 use crate::support::{Store, text};
+use crate::verify::{Bench, FIXTURE_SERVER};
 
 const NOW: &str = "2026-11-30T12:00:00Z";
+
+/// The day after the verify bench's journal: no calls on the last day, so
+/// only the findings decide the verdict.
+const AFTER_BENCH: &str = "2026-12-01T12:00:00Z";
 
 fn at(rec: Rec, day: u32, second: u32) -> Rec {
     let mut rec = rec;
@@ -18,7 +26,11 @@ fn at(rec: Rec, day: u32, second: u32) -> Rec {
 }
 
 fn report(store: &Store, extra: &[&str]) -> (Value, String) {
-    let mut args = vec!["--format", "json", "--now", NOW];
+    report_at(store, NOW, extra)
+}
+
+fn report_at(store: &Store, now: &str, extra: &[&str]) -> (Value, String) {
+    let mut args = vec!["--format", "json", "--now", now];
     args.extend_from_slice(extra);
     let out = store
         .bin("mcpeval-readiness")
@@ -426,4 +438,194 @@ fn an_empty_store_is_reported_and_left_uncreated() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("invalid --now \"yesterday\""));
+}
+
+/// The bench's server as readiness reports it after the bench's last day.
+fn bench_server(b: &Bench) -> Value {
+    let (r, _) = report_at(&b.store, AFTER_BENCH, &[]);
+    server(&r, FIXTURE_SERVER).clone()
+}
+
+/// (state, severity, probe_attached) as `mcpeval findings` shows them.
+fn standing(b: &Bench) -> (String, String, bool) {
+    let f = b.finding_json();
+    (
+        f["state"].as_str().unwrap().to_owned(),
+        f["severity"].as_str().unwrap().to_owned(),
+        f["probe_attached"].as_bool().unwrap(),
+    )
+}
+
+fn standing_is(state: &str, severity: &str, probe_attached: bool) -> (String, String, bool) {
+    (state.to_owned(), severity.to_owned(), probe_attached)
+}
+
+/// The first green run attaches a probe, which lifts the severity cap: the
+/// same finding is high from then on. While it is verifying it is shown,
+/// never counted, so the green run cannot turn at-risk into not-ready; a
+/// red run makes it count again (reopened, then fix-claimed), and once
+/// closed it is left out.
+#[test]
+fn a_green_run_never_makes_a_server_look_worse_and_a_red_one_counts_again() {
+    let b = Bench::new();
+    let id = b.finding.clone();
+    let ready = json!(["no open high or medium finding; no captured calls on 2026-12-01"]);
+    let none = json!({"high": 0, "medium": 0, "low": 0});
+
+    // Open, capped at medium without a probe: at-risk.
+    assert_eq!(standing(&b), standing_is("open", "medium", false));
+    let s = bench_server(&b);
+    assert_eq!(s["verdict"], "at-risk");
+    assert_eq!(s["reasons"], json!([format!("open medium finding {id}")]));
+    assert_eq!(
+        s["open_findings"],
+        json!({"high": 0, "medium": 1, "low": 0})
+    );
+
+    // One green run: verifying, a probe attached, high by its score. Not
+    // a reason, not counted; listed as verifying with its streak.
+    b.green();
+    assert_eq!(standing(&b), standing_is("verifying", "high", true));
+    let s = bench_server(&b);
+    assert_eq!(s["verdict"], "ready", "{s}");
+    assert_eq!(s["reasons"], ready);
+    assert_eq!(s["open_findings"], none);
+    assert_eq!(
+        s["verifying"],
+        json!([{"id": id, "tool": "status", "severity": "high", "streak": 1}])
+    );
+    let md = ok(&b.store, "mcpeval-readiness", &["--now", AFTER_BENCH]);
+    assert!(
+        md.contains(&format!(
+            "## {FIXTURE_SERVER}: ready\n\n\
+             - no open high or medium finding; no captured calls on 2026-12-01\n\n\
+             Open findings: 0 high, 0 medium, 0 low.\n\n\
+             Verifying, not counted against the verdict:\n\n\
+             - high finding {id} on status: verifying, streak 1/3\n\n| tool |"
+        )),
+        "{md}"
+    );
+
+    // A second green run: the streak grows, the verdict stays.
+    b.green();
+    let s = bench_server(&b);
+    assert_eq!(s["verdict"], "ready");
+    assert_eq!(s["verifying"][0]["streak"], 2);
+
+    // Red: reopened, so it counts again, now at high.
+    b.red();
+    assert_eq!(standing(&b), standing_is("open", "high", true));
+    let s = bench_server(&b);
+    assert_eq!(s["verdict"], "not-ready");
+    assert_eq!(s["reasons"], json!([format!("open high finding {id}")]));
+    assert_eq!(
+        s["open_findings"],
+        json!({"high": 1, "medium": 0, "low": 0})
+    );
+    assert_eq!(s["verifying"], json!([]));
+
+    // Red again: fix-claimed, which counts as open does.
+    b.red();
+    assert_eq!(standing(&b), standing_is("fix-claimed", "high", true));
+    let s = bench_server(&b);
+    assert_eq!(s["verdict"], "not-ready");
+    assert_eq!(
+        s["reasons"],
+        json!([format!("fix-claimed high finding {id}")])
+    );
+    assert_eq!(
+        s["open_findings"],
+        json!({"high": 1, "medium": 0, "low": 0})
+    );
+
+    // Three greens in a row close it: closed is neither counted nor shown.
+    for _ in 0..3 {
+        b.green();
+    }
+    assert_eq!(standing(&b).0, "closed");
+    let s = bench_server(&b);
+    assert_eq!(s["verdict"], "ready");
+    assert_eq!(s["reasons"], ready);
+    assert_eq!(s["open_findings"], none);
+    assert_eq!(s["verifying"], json!([]));
+    let md = ok(&b.store, "mcpeval-readiness", &["--now", AFTER_BENCH]);
+    assert!(!md.contains("Verifying"), "{md}");
+}
+
+/// Without an index nothing is known of findings: verifying is null, as
+/// open_findings is.
+#[test]
+fn verifying_is_unknown_without_an_index() {
+    let store = Store::new();
+    records::write(&store, 1, &records::lines(&journal()));
+    let (r, _) = report(&store, &[]);
+    let weather = server(&r, "weather");
+    assert_eq!(weather["open_findings"], Value::Null);
+    assert_eq!(weather["verifying"], Value::Null);
+}
+
+/// A verifying finding's tool name is as untrusted as a reason's: escaped
+/// in markdown, quoted in serve's text, exact in JSON.
+#[test]
+fn verifying_lines_escape_hostile_names() {
+    let store = hostile_store();
+    let f: Value =
+        serde_json::from_str(&ok(&store, "mcpeval-findings", &["--format", "json"])).unwrap();
+    let id = f["findings"][0]["id"].as_str().unwrap().to_owned();
+    set_state(&store, &id, "verifying");
+
+    let args = ["--days", "2", "--now", NOW];
+    let md = ok(&store, "mcpeval-readiness", &args);
+    assert!(!has_raw_control(&md), "{md:?}");
+    assert!(
+        md.lines()
+            .all(|l| !l.trim_start().starts_with(INJECTED)
+                && !l.trim_start().starts_with("# Heading")),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "\nVerifying, not counted against the verdict:\n\n\
+             - medium finding {id} on get\\u{{1b}}\\[2J\\|\\`x\\`\\n# Heading \\<img src=x \
+             onerror=alert(1)\\>\\u{{85}}: verifying, streak 0/3\n"
+        )),
+        "{md}"
+    );
+
+    let (r, _) = report(&store, &["--days", "2"]);
+    let s = &r["servers"][0];
+    assert_eq!(s["server"], SERVER);
+    assert_eq!(s["verifying"][0]["tool"], TOOL);
+    assert_eq!(
+        s["open_findings"],
+        json!({"high": 0, "medium": 0, "low": 0})
+    );
+    // Its tool failing is still a reason; the finding is not.
+    assert!(
+        s["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !r.as_str().unwrap().contains(&id)),
+        "{s}"
+    );
+
+    let out = client(
+        &store,
+        "auto",
+        json!([call("readiness", json!({"days": 2}))]),
+    );
+    let text = out["calls"][0]["text"].as_str().unwrap();
+    assert!(!has_raw_control(text), "{text:?}");
+    assert!(
+        text.lines().all(|l| !l.trim_start().starts_with(INJECTED)),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "\n  verifying, not counted: medium finding {id} on \
+             \"get\\u001b[2J|`x`\\n# Heading <img src=x onerror=alert(1)>\\u0085\", streak 0/3"
+        )),
+        "{text}"
+    );
 }

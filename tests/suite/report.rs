@@ -429,6 +429,48 @@ fn the_history_shows_red_and_green_runs_and_the_reopening() {
     assert!(dom.contains("4 runs: 2 red, 2 green; reopened 1 time."));
 }
 
+/// After one green run the finding is verifying (and high, with its probe
+/// attached): the server's card lists it apart, with its streak, never
+/// among the open findings, and shows readiness's verdict, which that run
+/// did not make worse.
+#[test]
+fn a_verifying_finding_is_shown_apart_from_the_open_ones() {
+    let bench = Bench::new();
+    bench.green();
+    let out = bench
+        .store
+        .cmd("mcpeval-report")
+        .args([
+            "--output",
+            "-",
+            "--now",
+            "2026-12-01T12:00:00Z",
+            "--days",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    assert!(
+        page.contains("· 1 finding, 0 open, 1 verifying</p>"),
+        "{page}"
+    );
+    let card = &page[page.find("<section class=\"server\"").unwrap()..];
+    let card = &card[..card.find("</section>").unwrap()];
+    assert!(card.contains("<span class=\"verdict v-ready\">"), "{card}");
+    assert!(
+        card.contains(&format!(
+            r##"<p class="verifying">Verifying, not counted: <a href="#{}">status</a> <span class="sev sev-high">high</span>, streak 1/3</p>"##,
+            bench.finding
+        )),
+        "{card}"
+    );
+    let open = &card[card.find("<p class=\"open\">").unwrap()..];
+    let open = &open[..open.find("</p>").unwrap()];
+    assert!(!open.contains("<a "), "no open finding is linked: {open}");
+}
+
 #[test]
 fn findings_history_is_json_only_and_reads_the_store() {
     let store = Store::new();
