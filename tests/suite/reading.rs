@@ -314,7 +314,8 @@ fn set(store: &Store, id: &str, state: &str, streak: u32, probe: bool) {
     let home = shared::home::Home::at(&store.home());
     let conn = shared::lifecycle::open(&home).unwrap();
     conn.execute(
-        "UPDATE finding_state SET streak = ?2, probe_attached = ?3 WHERE finding_id = ?1",
+        "UPDATE finding_state SET streak = ?2, probe_attached = ?3, witnessed = NULL
+         WHERE finding_id = ?1",
         rusqlite::params![id, streak, probe],
     )
     .unwrap();
@@ -339,17 +340,45 @@ fn the_agent_format_suggests_what_each_state_needs() {
     assert!(open.contains(&format!("   next: {generate}\n")), "{open}");
     assert!(open.contains(&verify), "{open}");
 
-    // Closed by three green runs: nothing to do, and what reopens it.
+    // Closed by three green runs: nothing to do, and what reopens it;
+    // whether the closure was witnessed, or recorded before that was told.
     set(&store, &id, "closed", 3, true);
     let closed = agent_entry(&store, "forecast");
     assert!(closed.contains("state closed]"), "{closed}");
     assert!(
         closed.ends_with(
-            "   closed by three consecutive green verification runs: nothing to do; if the \
-             failure comes back, a red verification run reopens it"
+            "   closed by three consecutive green verification runs (recorded before closures \
+             were told witnessed or not): nothing to do; if the failure comes back, a red \
+             verification run reopens it"
         ),
         "{closed}"
     );
+    for (witnessed, words) in [
+        (
+            1,
+            "witnessed (the same case ran red against the same target before them)",
+        ),
+        (
+            0,
+            "unwitnessed (no red run of the case came first, so nothing shows it can tell the bug from the repair)",
+        ),
+    ] {
+        let home = shared::home::Home::at(&store.home());
+        let conn = shared::lifecycle::open(&home).unwrap();
+        conn.execute(
+            "UPDATE finding_state SET witnessed = ?2 WHERE finding_id = ?1",
+            rusqlite::params![id, witnessed],
+        )
+        .unwrap();
+        let closed = agent_entry(&store, "forecast");
+        assert!(
+            closed.ends_with(&format!(
+                "   closed by three consecutive green verification runs, {words}: nothing to do; \
+                 if the failure comes back, a red verification run reopens it"
+            )),
+            "{closed}"
+        );
+    }
     assert!(!closed.contains("mcpeval generate"), "{closed}");
     assert!(!closed.contains("mcpeval verify"), "{closed}");
 
