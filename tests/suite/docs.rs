@@ -265,7 +265,11 @@ fn the_demo_off_a_terminal_has_no_colour_and_leaves_no_store() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(!out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b));
-    assert!(stdout.contains(r#""state":"closed""#), "{stdout}");
+    // Red on the bug, then three greens on the same command: witnessed.
+    assert!(
+        stdout.contains(r#""state":"closed","streak":3,"witnessed":true"#),
+        "{stdout}"
+    );
     assert!(stderr.contains("\nserver: "), "{stderr}");
     let records = stdout.lines().filter(|l| l.contains("mcpeval.call/1"));
     assert_eq!(records.count(), 2, "{stdout}");
