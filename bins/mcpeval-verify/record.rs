@@ -227,8 +227,13 @@ fn record_one(
     verification::standing(home, &conn, &result.finding)?
         .require(&result.finding, exit::REFUSED)?;
     let known = earns_credit(home, source, result)?;
-    let recorded =
-        verification::record(&mut conn, home.lifecycle_db().as_std_path(), result, policy)?;
+    let recorded = verification::record(
+        &mut conn,
+        home.lifecycle_db().as_std_path(),
+        result,
+        &known.evidence,
+        policy,
+    )?;
     // A finding only the index listed is tracked from now on: keep what it
     // is about beside its state, for when a later index drops it.
     lifecycle::remember(

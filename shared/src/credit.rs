@@ -300,6 +300,34 @@ pub fn check(
     Ok(())
 }
 
+/// Whether a red run with `reason` failed the way the finding's calls
+/// failed, so that it can witness a closure (rule 6): an error finding
+/// by an error (or, for a transient one, a timeout too); a false success
+/// by a result that lacks or contradicts the assertion, or by success
+/// where an error was expected. A red for any other reason (a timeout of
+/// a server that never timed out in the evidence) shows the case can
+/// fail, not that it caught this bug. A malformed result is never red
+/// (it is no evidence), so a malformed finding takes any red run.
+pub fn reproduces(reason: crate::probe_result::Reason, evidence: &Evidence) -> bool {
+    use crate::probe_result::Reason as R;
+    match evidence.kind {
+        Kind::Error => match reason {
+            R::ExpectedOkGotError
+            | R::ErrorCode
+            | R::AttemptFailed
+            | R::RetryableUnreported
+            | R::RetryableNotRecovered
+            | R::NonRetryableNotRepeated => true,
+            R::Timeout => evidence.defect_class == Some(DefectClass::Transient),
+            _ => false,
+        },
+        Kind::FalseSuccess => {
+            matches!(reason, R::MissingPath | R::NotEqual | R::ExpectedErrorGotOk)
+        }
+        _ => reason.verdict() == crate::probe_result::Verdict::Red,
+    }
+}
+
 fn codes_hint(codes: &[i64]) -> String {
     let codes = match codes {
         [] => "no error code".to_owned(),

@@ -24,13 +24,14 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::catalog;
+use crate::credit::{self, Evidence};
 use crate::db;
 use crate::error::{Error, Kind, Result};
 use crate::hash;
 use crate::home::Home;
 use crate::id::FindingId;
 use crate::lifecycle::{self, FindingState, State};
-use crate::probe_result::{ProbeResult, Verdict};
+use crate::probe_result::{ProbeResult, Reason, Verdict};
 
 /// Consecutive green runs under one binding that close a finding.
 pub const GREENS_TO_CLOSE: u32 = 3;
@@ -202,6 +203,7 @@ pub fn record(
     conn: &mut Connection,
     path: &Path,
     result: &ProbeResult,
+    evidence: &Evidence,
     policy: Policy,
 ) -> Result<Recorded> {
     let green = match result.result {
@@ -263,7 +265,7 @@ pub fn record(
         let mut after = advance(&before, green, &result.binding, &result.started_at, &now);
         let mut held_unwitnessed = false;
         if after.state == State::Closed && before.state != State::Closed {
-            let witnessed = witnessed(tx, path, result, after.streak_since.as_deref())?;
+            let witnessed = witnessed(tx, path, result, evidence, after.streak_since.as_deref())?;
             if !witnessed && policy.require_witnessed {
                 after.state = State::Verifying;
                 held_unwitnessed = true;
@@ -379,12 +381,14 @@ fn refuse_older_than_red(tx: &Connection, path: &Path, result: &ProbeResult) -> 
 }
 
 /// Rule 6: whether a red run of `result`'s case definition against its
-/// target started before the streak that `result` completes (which
-/// began at `since`): the bug was reproduced where the fix was then made.
+/// target, red the way the finding fails ([`credit::reproduces`]), started
+/// before the streak that `result` completes (which began at `since`):
+/// the bug was reproduced where the fix was then made.
 fn witnessed(
     tx: &Connection,
     path: &Path,
     result: &ProbeResult,
+    evidence: &Evidence,
     since: Option<&str>,
 ) -> Result<bool> {
     let (Some(definition), Some(target), Some(since)) = (
@@ -397,18 +401,26 @@ fn witnessed(
     let fail = |e| db::sql_error(path, e);
     let mut stmt = tx
         .prepare(
-            "SELECT started_at FROM verifications
+            "SELECT started_at, reason FROM verifications
              WHERE finding_id = ?1 AND result = 'red' AND definition = ?2 AND target = ?3",
         )
         .map_err(fail)?;
     let reds = stmt
         .query_map(params![result.finding, definition, target], |r| {
-            r.get::<_, Option<String>>(0)
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, Option<String>>(1)?,
+            ))
         })
         .map_err(fail)?;
     for red in reds {
-        let at = red.map_err(fail)?.as_deref().and_then(crate::time::parse);
-        if at.is_some_and(|at| at < since) {
+        let (at, reason) = red.map_err(fail)?;
+        let at = at.as_deref().and_then(crate::time::parse);
+        let reproduced = reason
+            .as_deref()
+            .and_then(Reason::parse)
+            .is_some_and(|r| credit::reproduces(r, evidence));
+        if reproduced && at.is_some_and(|at| at < since) {
             return Ok(true);
         }
     }

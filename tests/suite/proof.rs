@@ -51,14 +51,28 @@ fn bench_from(tool: &str, false_success: bool, rec: impl Fn(u64, u64, u64) -> Re
     }
 }
 
-/// Makes the bench's server the buggy one: the same file, other bytes
-/// (its `status` answers "pending" unless told otherwise).
-fn break_server(b: &Bench) {
+/// How the bench's server is broken.
+#[derive(Clone, Copy)]
+enum Bug {
+    /// `status` fails with a tool error, as the finding's calls did.
+    Fails,
+    /// `status` answers "pending": a red run, but not the finding's failure.
+    Pending,
+}
+
+/// Makes the bench's server a buggy one: the same file, other bytes.
+fn break_server(b: &Bench, bug: Bug) {
     let text = std::fs::read_to_string(fixture("probe_server.py")).unwrap();
-    let buggy = text.replace(
-        r#"STATUS = opt("--status", "ready")"#,
-        r#"STATUS = opt("--status", "pending")"#,
-    );
+    let buggy = match bug {
+        Bug::Fails => text.replace(
+            "    if name == \"status\":\n",
+            "    if name == \"status\":\n        return tool_error(rid, False)\n",
+        ),
+        Bug::Pending => text.replace(
+            r#"STATUS = opt("--status", "ready")"#,
+            r#"STATUS = opt("--status", "pending")"#,
+        ),
+    };
     assert_ne!(text, buggy);
     std::fs::write(&b.server, buggy).unwrap();
 }
@@ -69,8 +83,8 @@ fn repair_server(b: &Bench) {
 }
 
 /// A red run against the buggy server, then the server repaired.
-fn red_on_the_bug(b: &Bench) {
-    break_server(b);
+fn red_on_the_bug(b: &Bench, bug: Bug) {
+    break_server(b, bug);
     let run = b.verify(&[]);
     assert_eq!(run.status, 1, "{}{}", run.stdout, run.stderr);
     repair_server(b);
@@ -353,7 +367,7 @@ fn a_green_run_older_than_the_latest_red_earns_nothing() {
 fn a_closure_is_witnessed_when_the_case_ran_red_on_the_same_target_first() {
     let witnessed = |b: &Bench| b.finding_json()["witnessed"].clone();
     let b = Bench::new();
-    red_on_the_bug(&b);
+    red_on_the_bug(&b, Bug::Fails);
     for _ in 0..3 {
         b.green();
     }
@@ -384,6 +398,16 @@ fn a_closure_is_witnessed_when_the_case_ran_red_on_the_same_target_first() {
     }
     assert_eq!(witnessed(&b), json!(false));
 
+    // A red run on the target that fails otherwise than the finding's
+    // calls did (a wrong value, where they failed with an error) shows the
+    // case can fail, not that it caught this bug.
+    let b = Bench::new();
+    red_on_the_bug(&b, Bug::Pending);
+    for _ in 0..3 {
+        b.green();
+    }
+    assert_eq!(witnessed(&b), json!(false));
+
     // require_witnessed: the unwitnessed streak stays at verifying 3/3,
     // says why, and a red run on the target then three greens close it.
     let b = Bench::new();
@@ -409,7 +433,7 @@ fn a_closure_is_witnessed_when_the_case_ran_red_on_the_same_target_first() {
     );
     assert_eq!(b.lifecycle(), ("verifying".to_owned(), 3, 0));
     assert_eq!(witnessed(&b), Value::Null);
-    red_on_the_bug(&b);
+    red_on_the_bug(&b, Bug::Fails);
     for _ in 0..3 {
         b.green();
     }
