@@ -520,7 +520,10 @@ pub fn remembered_evidence(home: &Home, finding_id: &str) -> Result<Option<Evide
     if version < 4 {
         return Ok(None);
     }
-    let row: Option<(Option<String>, Option<String>, Option<String>, Option<f64>)> = conn
+    // kind, defect_class, err_codes, failure_rate, each NULL in rows of
+    // earlier releases.
+    type Row = (Option<String>, Option<String>, Option<String>, Option<f64>);
+    let row: Option<Row> = conn
         .query_row(
             "SELECT kind, defect_class, err_codes, failure_rate FROM finding_state
              WHERE finding_id = ?1",
