@@ -184,7 +184,7 @@ const TABLES: &[(&str, &[&str])] = &[
     ("journals", &[]),
     ("calls", &[]),
     ("life_annotations", &["created_at"]),
-    ("life_finding_state", &["updated_at"]),
+    ("life_finding_state", &["updated_at", "streak_since"]),
     ("life_verifications", &["recorded_at"]),
     ("life_history", &["at"]),
     ("life_imports", &["at"]),
