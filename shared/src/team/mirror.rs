@@ -5,6 +5,9 @@
 //! whole-table copy inside one transaction on each side can never mix two
 //! states. Which side wins is the caller's choice: the database, when a
 //! command starts; the view, when a lifecycle change commits.
+//!
+//! In the database every row carries a MAC of the team salt (a column
+//! `mac` the view's tables do not have; see the module `trust`).
 
 use postgres::Transaction;
 use postgres::binary_copy::BinaryCopyInWriter;
@@ -12,8 +15,10 @@ use postgres::types::{ToSql, Type};
 use rusqlite::types::Value;
 
 use crate::error::Result;
+use crate::salt::Salt;
 use crate::{fault, hash};
 
+use super::trust;
 use super::{column, pg_error};
 
 /// How a column is typed on both sides.
@@ -31,6 +36,15 @@ pub struct Table {
     pub local: &'static str,
     pub remote: &'static str,
     pub columns: &'static [(&'static str, Ty)],
+}
+
+/// One column value as the database holds it: what a row's MAC covers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
 }
 
 use Ty::{Int, Real, Text};
@@ -165,6 +179,58 @@ impl Table {
             .collect::<Vec<_>>()
             .join(", ")
     }
+
+    /// The type of the database's column for `ty`.
+    fn pg_type(ty: Ty) -> Type {
+        match ty {
+            Int => Type::INT8,
+            Real => Type::FLOAT8,
+            Text => Type::TEXT,
+        }
+    }
+}
+
+impl Cell {
+    /// A view's value as the database's column of type `ty` takes it:
+    /// what [`push`] writes and the MAC covers. SQLite keeps what it was
+    /// given; a value of another type (never written by mcpeval) is NULL.
+    fn of(value: &Value, ty: Ty) -> Cell {
+        match (value, ty) {
+            (Value::Integer(i), Int) => Cell::Int(*i),
+            (Value::Integer(i), Real) => Cell::Real(*i as f64),
+            (Value::Real(r), Real) => Cell::Real(*r),
+            (Value::Text(t), Text) => Cell::Text(t.clone()),
+            (Value::Integer(i), Text) => Cell::Text(i.to_string()),
+            _ => Cell::Null,
+        }
+    }
+
+    fn to_sql(&self, ty: Ty) -> Box<dyn ToSql + Sync> {
+        match (self, ty) {
+            (Cell::Int(i), Int) => Box::new(Some(*i)),
+            (Cell::Real(r), Real) => Box::new(Some(*r)),
+            (Cell::Text(t), Text) => Box::new(Some(t.clone())),
+            (_, Int) => Box::new(None::<i64>),
+            (_, Real) => Box::new(None::<f64>),
+            (_, Text) => Box::new(None::<String>),
+        }
+    }
+}
+
+/// The cells of a row read from the database, in `table`'s column order.
+fn cells(row: &postgres::Row, table: &Table, shown: &str) -> Result<Vec<Cell>> {
+    table
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, (_, ty))| {
+            Ok(match ty {
+                Int => column::<Option<i64>>(row, i, shown)?.map_or(Cell::Null, Cell::Int),
+                Real => column::<Option<f64>>(row, i, shown)?.map_or(Cell::Null, Cell::Real),
+                Text => column::<Option<String>>(row, i, shown)?.map_or(Cell::Null, Cell::Text),
+            })
+        })
+        .collect()
 }
 
 /// Replaces the view's rows of `table` by the database's.
@@ -258,58 +324,92 @@ pub fn digest(rows: &[Vec<Value>]) -> [u8; 32] {
     hash::sha256(text.as_bytes())
 }
 
-/// Replaces the database's rows of `table` by `rows` (from the view).
+/// Replaces the database's rows of `table` by `rows` (from the view),
+/// each with its MAC.
 pub fn push(
     pg: &mut Transaction<'_>,
     shown: &str,
+    salt: &Salt,
     table: &Table,
     rows: &[Vec<Value>],
 ) -> Result<()> {
-    fault::team_statement();
-    pg.execute(&format!("DELETE FROM {}", table.remote), &[])
-        .map_err(pg_error(shown))?;
-    let types: Vec<Type> = table
-        .columns
+    let cells: Vec<Vec<Cell>> = rows
         .iter()
-        .map(|(_, ty)| match ty {
-            Int => Type::INT8,
-            Real => Type::FLOAT8,
-            Text => Type::TEXT,
+        .map(|row| {
+            row.iter()
+                .zip(table.columns)
+                .map(|(value, (_, ty))| Cell::of(value, *ty))
+                .collect()
         })
         .collect();
     fault::team_statement();
+    pg.execute(&format!("DELETE FROM {}", table.remote), &[])
+        .map_err(pg_error(shown))?;
+    let mut types: Vec<Type> = table
+        .columns
+        .iter()
+        .map(|(_, ty)| Table::pg_type(*ty))
+        .collect();
+    types.push(Type::TEXT);
+    fault::team_statement();
     let sink = pg
         .copy_in(&format!(
-            "COPY {}({}) FROM STDIN (FORMAT binary)",
+            "COPY {}({}, mac) FROM STDIN (FORMAT binary)",
             table.remote,
             table.names()
         ))
         .map_err(pg_error(shown))?;
     let mut writer = BinaryCopyInWriter::new(sink, &types);
-    for (n, row) in (1..).zip(rows) {
+    for (n, row) in (1..).zip(&cells) {
         fault::team_row(n);
-        let owned: Vec<Box<dyn ToSql + Sync>> = row
+        let mac = trust::sign(salt, table, row);
+        let mut owned: Vec<Box<dyn ToSql + Sync>> = row
             .iter()
             .zip(table.columns)
-            .map(|(value, (_, ty))| -> Box<dyn ToSql + Sync> {
-                match (value, ty) {
-                    (Value::Integer(i), Int) => Box::new(Some(*i)),
-                    (Value::Integer(i), Real) => Box::new(Some(*i as f64)),
-                    (Value::Real(r), Real) => Box::new(Some(*r)),
-                    (Value::Text(t), Text) => Box::new(Some(t.clone())),
-                    (Value::Integer(i), Text) => Box::new(Some(i.to_string())),
-                    (_, Int) => Box::new(None::<i64>),
-                    (_, Real) => Box::new(None::<f64>),
-                    (_, Text) => Box::new(None::<String>),
-                }
-            })
+            .map(|(cell, (_, ty))| cell.to_sql(*ty))
             .collect();
+        owned.push(Box::new(Some(mac)));
         let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
         writer.write(&refs).map_err(pg_error(shown))?;
     }
     fault::team_statement();
     writer.finish().map_err(pg_error(shown))?;
     Ok(())
+}
+
+/// Signs every row of `table` that carries no MAC: once, when this
+/// release first migrates a database whose rows were written before
+/// rows were signed (see the module `schema`).
+pub fn sign_unsigned(
+    pg: &mut Transaction<'_>,
+    shown: &str,
+    salt: &Salt,
+    table: &Table,
+) -> Result<u64> {
+    fault::team_statement();
+    let rows = pg
+        .query(
+            &format!(
+                "SELECT {} FROM {} WHERE mac IS NULL",
+                table.names(),
+                table.remote
+            ),
+            &[],
+        )
+        .map_err(pg_error(shown))?;
+    let key = table.columns[0].0;
+    let update = format!("UPDATE {} SET mac = $1 WHERE {key} = $2", table.remote);
+    for row in &rows {
+        let cells = cells(row, table, shown)?;
+        let mac = trust::sign(salt, table, &cells);
+        fault::team_statement();
+        pg.execute(
+            &update,
+            &[&mac, cells[0].to_sql(table.columns[0].1).as_ref()],
+        )
+        .map_err(pg_error(shown))?;
+    }
+    Ok(rows.len() as u64)
 }
 
 #[cfg(test)]

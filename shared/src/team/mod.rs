@@ -13,12 +13,22 @@
 //! ([`write()`]). So every command reads and writes a team with the rules,
 //! words and statuses it uses on one store, and a team's findings are the
 //! findings one store holding every machine's journals would have.
+//!
+//! The database is shared storage, not a trust root: the team salt is.
+//! Every lifecycle and catalog row in it carries a MAC keyed by the team
+//! salt (the module `trust`), made when a command writes the row back.
+//!
+//! Rows written before this release have no MAC, and SQL has no salt to
+//! make one: the first command of this release that connects with the
+//! team salt signs every one of them once, in the transaction that adds
+//! the MAC column (see the module `schema`), trusting them as they are.
 
 mod database;
 mod mirror;
 mod pull;
 mod schema;
 mod tls;
+mod trust;
 mod upload;
 
 use std::fs;
@@ -45,6 +55,8 @@ pub struct Team {
     client: Client,
     shown: String,
     store_id: String,
+    /// The team salt, keying every row's MAC.
+    salt: Salt,
 }
 
 impl Team {
@@ -69,13 +81,14 @@ impl Team {
         if let Some(recorded) = &recorded {
             check_salt(salt.as_ref(), recorded, &shown, &own)?;
         }
-        schema::migrate(&mut client, &shown)?;
         // The first store of a team brings the team's salt (a store that
-        // has none yet makes it now, as its first capture would).
+        // has none yet makes it now, as its first capture would); the
+        // migration signs the rows of an earlier release with it.
         let salt = match salt {
             Some(salt) => salt,
             None => Salt::load_or_create(&own)?,
         };
+        schema::migrate(&mut client, &shown, &salt)?;
         fault::team_statement();
         client
             .execute(
@@ -99,6 +112,7 @@ impl Team {
             client,
             shown,
             store_id,
+            salt,
         }))
     }
 
@@ -253,14 +267,14 @@ fn write_on<T>(home: &Home, current: bool, work: impl FnOnce(&Home) -> Result<T>
     let mut evidence_changed = false;
     for (old, new) in before.lifecycle.iter().zip(&after.lifecycle) {
         if old.digest != new.digest {
-            mirror::push(&mut tx, &shown, new.table, &new.rows)?;
+            mirror::push(&mut tx, &shown, &team.salt, new.table, &new.rows)?;
             evidence_changed |= new.table.local == "annotations";
         }
     }
     let digests = |s: &Snapshot| s.catalog.iter().map(|m| m.digest).collect::<Vec<_>>();
     if digests(&before) != digests(&after) {
         for new in &after.catalog {
-            mirror::push(&mut tx, &shown, new.table, &new.rows)?;
+            mirror::push(&mut tx, &shown, &team.salt, new.table, &new.rows)?;
         }
         let indexed = pull::indexed_generation(&view)?;
         set_meta(&mut tx, &shown, "promoted_generation", &indexed.to_string())?;
