@@ -20,7 +20,9 @@ fn main() -> ExitCode {
 }
 
 fn run(config: Config) -> Result<()> {
-    let (id, status) = shared::team::write(&config.home, |home| {
+    // An annotation reads no row of the team's: it is added beside them.
+    let scope = shared::team::Scope::Nothing;
+    let (id, status) = shared::team::write(&config.home, scope, |home| {
         let mut conn = lifecycle::open(home)?;
         let id = lifecycle::insert(&mut conn, config.kind, &config.target, &config.note)?;
         Ok((id, target::describe(home, &config.target)))

@@ -24,7 +24,8 @@ fn close(args: Args) -> Result<()> {
     verification::check_reason(&args.reason)
         .map_err(|why| Error::usage("invalid --reason").with_source(why))?;
     let home = args.database.apply(args.home.resolve()?);
-    let changed = shared::team::write(&home, |home| {
+    let scope = shared::team::Scope::Finding(finding.clone());
+    let changed = shared::team::write(&home, scope, |home| {
         let mut conn = lifecycle::open(home)?;
         verification::standing(home, &conn, &finding)?.require(&finding, exit::USAGE)?;
         verification::close(

@@ -33,7 +33,10 @@ pub fn run(args: Args) -> Result<()> {
         }
         (_, text) => text.unwrap_or_default().to_owned(),
     };
-    let home = shared::team::view(&args.database.apply(args.home.resolve()?))?;
+    let home = shared::team::view(
+        &args.database.apply(args.home.resolve()?),
+        shared::team::Scope::All,
+    )?;
     let catalog = catalog::load(&home)?;
     let open: Vec<&catalog::Finding> = catalog
         .findings

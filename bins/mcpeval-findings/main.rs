@@ -33,8 +33,10 @@ fn run(args: Args) -> Result<()> {
     let from = args.from.clone().map(Input::new);
     let home = match &from {
         Some(_) => None,
+        // Every finding, and with --history every finding's lifecycle.
         None => Some(shared::team::view(
             &args.database.apply(args.home.resolve()?),
+            shared::team::Scope::All,
         )?),
     };
     let catalog = match &from {

@@ -99,7 +99,7 @@ impl Args {
                  and pass --confirm-read-only",
             ));
         }
-        let finding = shared::id::parse_flag("--finding", &self.finding)?;
+        let finding: FindingId = shared::id::parse_flag("--finding", &self.finding)?;
         let output = Output::new(self.output);
         if output.path().is_some_and(|p| p.file_name().is_none()) {
             return Err(Error::usage(format!(
@@ -107,7 +107,10 @@ impl Args {
             )));
         }
         Ok(Config {
-            home: shared::team::view(&self.database.apply(self.home.resolve()?))?,
+            home: shared::team::view(
+                &self.database.apply(self.home.resolve()?),
+                shared::team::Scope::Finding(finding.clone()),
+            )?,
             finding,
             expect: self.expect.map(Input::new),
             output,

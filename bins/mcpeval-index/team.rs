@@ -33,7 +33,9 @@ pub fn run(mut team: Team, config: &Config) -> Result<Synced> {
     let upload_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     // The view's annotations come from the team's lifecycle.
-    let view = team.refresh_view(&config.home)?;
+    // Indexing reads no row for itself: a refused one stays out of the view
+    // for the readers to refuse.
+    let view = team.refresh_view(&config.home, &team::Scope::Nothing)?;
     let pulled = team.pull(&view)?;
     let pull_seconds = started.elapsed().as_secs_f64();
     let outcome = refresh::run(&Config {

@@ -30,9 +30,10 @@ pub fn run(config: &Config, manifest: &Manifest) -> Result<u8> {
             config.manifest
         )));
     }
+    let view = run::view(config, &cases)?;
     let mut admitted = Vec::with_capacity(cases.len());
     for case in &cases {
-        admitted.push(run::admit(case, config)?);
+        admitted.push(run::admit(case, config, &view)?);
     }
     let mut runner = Runner::new(config)?;
     let mut results: Vec<ProbeResult> = Vec::with_capacity(cases.len());

@@ -200,6 +200,9 @@ pub enum Format {
 /// What a probe run needs, validated.
 #[derive(Debug)]
 pub struct Config {
+    /// The store. With a team database, what the cases' findings are is
+    /// read from the team view, brought up to date for them once the
+    /// manifest says which they are (see `run::view`).
     pub home: Home,
     pub manifest: Input,
     pub case: Option<String>,
@@ -234,7 +237,7 @@ impl Args {
             None => Server::Command(s.command),
         };
         Ok(Config {
-            home: shared::team::view(&self.database.apply(self.home.resolve()?))?,
+            home: self.database.apply(self.home.resolve()?),
             manifest: Input::new(self.manifest),
             case: self.case,
             all: self.all,

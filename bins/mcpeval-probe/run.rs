@@ -8,12 +8,14 @@ use shared::credit::{self, Claim, Subject};
 use shared::escape;
 use shared::file_arg::Input;
 use shared::finding::Probe;
+use shared::home::Home;
 use shared::journal::Writer;
 use shared::manifest::{Case, Manifest};
 use shared::mcp::StderrTail;
 use shared::probe::{self, Setup};
 use shared::probe_result::{ProbeResult, SCHEMA, StepClaim, Verdict};
 use shared::salt::Salt;
+use shared::team::Scope;
 use shared::{Error, Result};
 
 use crate::PROGRAM;
@@ -28,12 +30,21 @@ pub fn run(config: Config) -> Result<u8> {
         return crate::all::run(&config, &manifest);
     }
     let case = select(&manifest, &config)?;
-    let admitted = admit(case, &config)?;
+    let view = view(&config, &[case])?;
+    let admitted = admit(case, &config, &view)?;
     let mut runner = Runner::new(&config)?;
     let result = runner.run(&manifest, case, admitted)?;
     output::print(&result, config.format)?;
     explain(&result, runner.server_stderr(), config.hint);
     Ok(result.result.exit_status())
+}
+
+/// The store to read what `cases` are about from: with a team database,
+/// the team view, refused (status 3) when a row of their findings is; a
+/// forged row of another finding stops nothing here.
+pub fn view(config: &Config, cases: &[&Case]) -> Result<Home> {
+    let findings = cases.iter().map(|c| c.finding.clone()).collect();
+    shared::team::view(&config.home, Scope::Findings(findings))
 }
 
 /// What a case was admitted with.
@@ -52,12 +63,12 @@ pub struct Admitted {
 /// subject. A finding this store does not know is probed all the same:
 /// the result carries what the rules need, and `verify --record` holds it
 /// to them where the finding is known.
-pub fn admit(case: &Case, config: &Config) -> Result<Admitted> {
+pub fn admit(case: &Case, config: &Config, view: &Home) -> Result<Admitted> {
     const OUTCOME: &str = "nothing was run";
     refuse_placeholders(case, &config.manifest)?;
     let steps = StepClaim::of(case);
-    let known = match credit::subject(&config.home, &case.finding)? {
-        Some(_) => Some(credit::require_known(&config.home, &case.finding, OUTCOME)?),
+    let known = match credit::subject(view, &case.finding)? {
+        Some(_) => Some(credit::require_known(view, &case.finding, OUTCOME)?),
         None => None,
     };
     // An index that lists the finding without its subject (written by

@@ -99,7 +99,10 @@ impl Args {
             })?,
         };
         Ok(Config {
-            home: shared::team::view(&self.database.apply(self.home.resolve()?))?,
+            home: shared::team::view(
+                &self.database.apply(self.home.resolve()?),
+                shared::team::Scope::All,
+            )?,
             days: self.days,
             format: self.format,
             servers: self.server,

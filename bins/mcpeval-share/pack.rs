@@ -39,7 +39,10 @@ struct Envelope {
 
 /// Runs `share`.
 pub fn run(args: Args) -> Result<()> {
-    let home = shared::team::view(&args.database.apply(args.home.resolve()?))?;
+    let home = shared::team::view(
+        &args.database.apply(args.home.resolve()?),
+        shared::team::Scope::All,
+    )?;
     let catalog = shared::catalog::load_if_indexed(&home)?;
     let records = read_journals(&home)?;
 

@@ -25,7 +25,10 @@ fn verify(config: Config) -> shared::Result<u8> {
             let lines = record::read(input)?;
             let policy = policy(&config.home)?;
             let mut pending = output::Pending::default();
-            let status = shared::team::write(&config.home, |home| {
+            // The rows of the findings it records, and no other.
+            let findings = lines.iter().map(|l| l.result.finding.clone()).collect();
+            let scope = shared::team::Scope::Findings(findings);
+            let status = shared::team::write(&config.home, scope, |home| {
                 record::record_all(home, input, &lines, config.format, policy, &mut pending)
             })?;
             pending.emit()?;

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use shared::home::Home;
 use shared::probe_result::ProbeResult;
 use shared::sibling::{self, Ended, Options, Stderr, Stdin};
+use shared::team::Scope;
 use shared::{Error, Result, credit, exit, lifecycle, verification};
 
 use crate::args::{Format, RunConfig};
@@ -27,7 +28,7 @@ const PROBE: &str = "mcpeval-probe";
 /// result's reason, so the probe is asked to leave it out.
 pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     {
-        let view = shared::team::view(home)?;
+        let view = shared::team::view(home, Scope::Finding(config.finding.clone()))?;
         let conn = lifecycle::open(&view)?;
         verification::standing(&view, &conn, &config.finding)?
             .require(&config.finding, exit::USAGE)?;
@@ -92,7 +93,8 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
         )));
     }
     let mut pending = crate::output::Pending::default();
-    let status = shared::team::write(home, |home| {
+    let scope = Scope::Finding(config.finding.clone());
+    let status = shared::team::write(home, scope, |home| {
         record::record(home, PROBE, &result, format, policy, &mut pending)
     })?;
     pending.emit()?;

@@ -384,6 +384,25 @@ fn shape(value: &Value, at: &str) -> Checked<()> {
     }
 }
 
+/// Why `text`, a finding's argument shapes as `index.db` keeps them (a JSON
+/// array), is not what capture writes, by the checks a share file's
+/// `args_shapes` get; `None` when it is. The words hold no untrusted
+/// character raw, and at most 64 of the text's: the team store reads its
+/// database's findings with this.
+pub fn args_shapes_fault(text: &str) -> Option<String> {
+    let Ok(Value::Array(shapes)) = serde_json::from_str::<Value>(text) else {
+        return Some("not a JSON array of argument shapes".to_owned());
+    };
+    let fault = shapes
+        .iter()
+        .enumerate()
+        .find_map(|(n, s)| shape(s, &format!("/{n}")).err())?;
+    let at = terminal(&fault.at);
+    let cut = crate::sanitize::truncate(&at, 64);
+    let more = if cut.len() < at.len() { "…" } else { "" };
+    Some(format!("{cut}{more}: {}", fault.why))
+}
+
 fn from_wire(w: Wire, at: &str) -> Checked<Finding> {
     let here = |field: &str| format!("{at}/{field}");
     let Ok(id) = FindingId::parse(&w.id) else {

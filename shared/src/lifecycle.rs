@@ -520,6 +520,8 @@ pub fn remembered_evidence(home: &Home, finding_id: &str) -> Result<Option<Evide
     if version < 4 {
         return Ok(None);
     }
+    // kind, defect_class, err_codes, failure_rate, each NULL in rows of
+    // earlier releases.
     type Row = (Option<String>, Option<String>, Option<String>, Option<f64>);
     let row: Option<Row> = conn
         .query_row(

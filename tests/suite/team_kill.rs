@@ -177,19 +177,19 @@ fn findings(home: &Path, db: &Database) -> Value {
 }
 
 /// The tables of the `mcpeval` schema and the columns of each that hold
-/// a clock's time (different from run to run).
+/// a clock's time (different from run to run), or a row's MAC over one.
 const TABLES: &[(&str, &[&str])] = &[
     ("meta", &[]),
     ("stores", &["first_seen", "last_upload"]),
     ("journals", &[]),
     ("calls", &[]),
-    ("life_annotations", &["created_at"]),
-    ("life_finding_state", &["updated_at", "streak_since"]),
-    ("life_verifications", &["recorded_at"]),
-    ("life_history", &["at"]),
-    ("life_imports", &["at"]),
+    ("life_annotations", &["created_at", "mac"]),
+    ("life_finding_state", &["updated_at", "streak_since", "mac"]),
+    ("life_verifications", &["recorded_at", "mac"]),
+    ("life_history", &["at", "mac"]),
+    ("life_imports", &["at", "mac"]),
     ("cat_findings", &[]),
-    ("cat_promotion", &["promoted_at", "outdated_at"]),
+    ("cat_promotion", &["promoted_at", "outdated_at", "mac"]),
 ];
 
 /// The evidence an upload changes, and what a lifecycle write changes.

@@ -732,3 +732,445 @@ fn passwords_come_from_the_flag_the_environment_pgpassword_and_pgpass_and_are_ne
         &format!("postgres://{role}@127.0.0.1:{gone}/{}", db.name),
     );
 }
+
+/// Why a row lacking the team salt's MAC is refused.
+const NO_MAC: &str =
+    "does not carry a valid MAC of the team salt: it was not written by a store of this team";
+
+/// What `name` prints on stderr when it stops at `row` of `table`, for
+/// `why` (status 3).
+fn refusal(team: &Team, name: &str, row: &str, table: &str, why: &str) -> String {
+    let hint = if table.starts_with("mcpeval.cat_") {
+        "run `mcpeval promote`, which recomputes the team's findings and replaces this row"
+    } else {
+        "restore the row as a store of the team wrote it (from a backup of the database), or \
+         delete it; only mcpeval, with the team salt, writes the team's lifecycle"
+    };
+    format!(
+        "{name}: error: team database {}: row {row} of {table} {why}; nothing was written\n  hint: {hint}\n",
+        shown(&team.db)
+    )
+}
+
+#[test]
+fn a_state_forged_in_the_database_is_refused_and_never_shown_as_closed() {
+    let team = Team::new();
+    let result = signed_result(&team);
+    let state = |team: &Team| {
+        team.db.psql(&format!(
+            "SELECT state, streak FROM mcpeval.life_finding_state WHERE finding_id = '{}'",
+            team.finding
+        ))
+    };
+    assert_eq!(state(&team), "open|0\n");
+    // Someone who can write the database, but has no salt.
+    team.db.psql(&format!(
+        "UPDATE mcpeval.life_finding_state SET state = 'closed', streak = 3 WHERE finding_id = '{}'",
+        team.finding
+    ));
+    let row = format!("finding_id=\"{}\"", team.finding);
+    let table = "mcpeval.life_finding_state";
+    for format in ["agent", "json", "md"] {
+        let (status, stdout, stderr) = run(
+            &team.stores[1],
+            Some(&team.db),
+            "mcpeval-findings",
+            &["--format", format],
+        );
+        assert_eq!(
+            (status, stdout.as_str(), stderr.as_str()),
+            (
+                3,
+                "",
+                refusal(&team, "mcpeval-findings", &row, table, NO_MAC).as_str()
+            ),
+            "{format}"
+        );
+    }
+    // Every command that reads the finding stops at it, and changes
+    // nothing; indexing and annotating read no row of it, and go on.
+    let before = dump(&team.db);
+    let store = &team.stores[1];
+    for (name, args) in every_command(&team, store, &result) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (status, stdout, stderr) = run(store, Some(&team.db), name, &args);
+        assert!(!stdout.contains("consecutive green"), "{name}: {stdout}");
+        match name {
+            "mcpeval-index" | "mcpeval-annotate" => assert_eq!(status, 0, "{name}: {stderr}"),
+            "mcpeval-report" => {
+                assert_eq!(status, 3, "{name}: {stderr}");
+                assert!(
+                    stderr.contains(&format!("row {row} of {table} {NO_MAC}")),
+                    "{stderr}"
+                );
+            }
+            _ => assert_eq!(
+                (status, stdout.as_str(), stderr.as_str()),
+                (3, "", refusal(&team, name, &row, table, NO_MAC).as_str()),
+                "{name} {args:?}"
+            ),
+        }
+    }
+    let after = dump(&team.db);
+    let annotation_only = |dump: &str| {
+        dump.lines()
+            .filter(|l| {
+                !l.starts_with("mcpeval.life_annotations|")
+                    && !l.starts_with("mcpeval.meta|")
+                    && !l.starts_with("generation|")
+                    && !l.starts_with("changed_at|")
+                    && !l.starts_with("mcpeval.stores|")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(annotation_only(&after), annotation_only(&before));
+    // The forged row is still there, as it was written.
+    assert_eq!(state(&team), "closed|3\n");
+
+    // Restored as the team wrote it (its MAC never changed), it reads
+    // again.
+    team.db.psql(&format!(
+        "UPDATE mcpeval.life_finding_state SET state = 'open', streak = 0 WHERE finding_id = '{}'",
+        team.finding
+    ));
+    ok(&team.stores[1], Some(&team.db), "mcpeval-index", &[]);
+    ok(
+        &team.stores[1],
+        Some(&team.db),
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", AS_OF],
+    );
+    team.everywhere("open", 0, 0);
+}
+
+#[test]
+fn a_forged_run_or_finding_row_is_refused_alike() {
+    let team = Team::new();
+    let findings = |format: &str| {
+        run(
+            &team.stores[2],
+            Some(&team.db),
+            "mcpeval-findings",
+            &["--format", format],
+        )
+    };
+    let refused = |row: &str, table: &str, why: &str| {
+        for format in ["agent", "json"] {
+            let (status, stdout, stderr) = findings(format);
+            assert_eq!(
+                (status, stdout.as_str(), stderr.as_str()),
+                (
+                    3,
+                    "",
+                    refusal(&team, "mcpeval-findings", row, table, why).as_str()
+                ),
+                "{format}"
+            );
+            assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+        }
+    };
+
+    // A green run nobody ran.
+    team.db.psql(&format!(
+        "INSERT INTO mcpeval.life_verifications(id, run_id, finding_id, case_id, result,
+             started_at, finished_at, recorded_at, legacy)
+         VALUES (7, '6f1c2a3b-4d5e-4f60-8a7b-0000000000aa', '{}', 'status', 'green',
+             '2026-11-30T07:00:00Z', '2026-11-30T07:00:01Z', '2026-11-30T07:00:02Z', 0)",
+        team.finding
+    ));
+    refused("id=7", "mcpeval.life_verifications", NO_MAC);
+    team.db
+        .psql("DELETE FROM mcpeval.life_verifications WHERE id = 7");
+    team.everywhere("open", 0, 0);
+
+    // A finding whose tool name would clear an agent's terminal, or whose
+    // argument shapes carry a value.
+    let row = format!("id=\"{}\"", team.finding);
+    let finding = |set: &str| {
+        team.db.psql(&format!(
+            "UPDATE mcpeval.cat_findings SET {set} WHERE id = '{}'",
+            team.finding
+        ))
+    };
+    finding("tool = E'get\\x1b[2Jstatus'");
+    refused(
+        &row,
+        "mcpeval.cat_findings",
+        "holds a tool name capture never writes, \"get\\u001b[2Jstatus\" (the name holds the \
+         control or bidirectional character U+001B at byte 3)",
+    );
+    finding("tool = 'status', args_shapes = '[{\"city\": \"Paris\"}]'");
+    refused(
+        &row,
+        "mcpeval.cat_findings",
+        "holds argument shapes capture never writes (/0/city: a shape holds JSON type names \
+         (string, integer, number, boolean, null, object, array), never a value)",
+    );
+    // Names and shapes as capture writes them, but not the team's.
+    finding("args_shapes = '[]'");
+    refused(&row, "mcpeval.cat_findings", NO_MAC);
+    // promote recomputes the team's findings, and the row with them.
+    ok(
+        &team.stores[0],
+        Some(&team.db),
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", AS_OF],
+    );
+    team.everywhere("open", 0, 0);
+}
+
+#[test]
+fn a_forged_row_of_one_finding_stops_nothing_that_reads_another() {
+    let team = Team::new();
+    // Rows about finding G, which no store of the team wrote: its state
+    // closed, a green run and a history line, on the ids the team's own
+    // next run and history line would take; and an annotation on the id
+    // the next annotation would take.
+    let g = "finding-0123456789abcdef";
+    assert_ne!(team.finding, g);
+    let bad = "ab".repeat(32);
+    team.db.psql(&format!(
+        "INSERT INTO mcpeval.life_finding_state(finding_id, state, streak, probe_attached,
+             reopened, updated_at, server, tool, mac)
+         VALUES ('{g}', 'closed', 3, 1, 0, '2026-11-30T07:00:00Z', 'probe-fixture', 'status', '{bad}');
+         INSERT INTO mcpeval.life_verifications(id, run_id, finding_id, case_id, result,
+             recorded_at, legacy, mac)
+         SELECT coalesce(max(id), 0) + 1, '6f1c2a3b-4d5e-4f60-8a7b-0000000000aa', '{g}',
+             'status', 'green', '2026-11-30T07:00:00Z', 0, '{bad}'
+         FROM mcpeval.life_verifications;
+         INSERT INTO mcpeval.life_history(id, finding_id, at, event, from_state, to_state, mac)
+         SELECT coalesce(max(id), 0) + 1, '{g}', '2026-11-30T07:00:00Z', 'closed', 'open',
+             'closed', '{bad}'
+         FROM mcpeval.life_history;
+         INSERT INTO mcpeval.life_annotations(id, created_at, kind, note, event_id, mac)
+         SELECT coalesce(max(id), 0) + 1, '2026-11-30T07:00:00Z', 'other', 'forged', '{}', '{bad}'
+         FROM mcpeval.life_annotations",
+        records::event(102)
+    ));
+    let forged = || {
+        team.db.psql(&format!(
+            "SELECT 'state', finding_id, state, mac FROM mcpeval.life_finding_state WHERE finding_id = '{g}'
+             UNION ALL SELECT 'run', id::text, result, mac FROM mcpeval.life_verifications WHERE finding_id = '{g}'
+             UNION ALL SELECT 'history', id::text, event, mac FROM mcpeval.life_history WHERE finding_id = '{g}'
+             UNION ALL SELECT 'note', id::text, note, mac FROM mcpeval.life_annotations WHERE note = 'forged'
+             ORDER BY 1"
+        ))
+    };
+    let before = forged();
+    assert_eq!(before.lines().count(), 4, "{before}");
+
+    // What reads every finding stops at the first of them.
+    let (status, stdout, stderr) = run(
+        &team.stores[1],
+        Some(&team.db),
+        "mcpeval-findings",
+        &["--format", "json"],
+    );
+    assert_eq!(
+        (status, stdout.as_str(), stderr.as_str()),
+        (
+            3,
+            "",
+            refusal(
+                &team,
+                "mcpeval-findings",
+                "id=1",
+                "mcpeval.life_annotations",
+                &format!("{NO_MAC} (and 3 more rows of the team database this command reads)"),
+            )
+            .as_str()
+        )
+    );
+
+    // What reads F alone goes on: a run, a probed result recorded on
+    // another store, an annotation, a closing by hand.
+    let on_a = team.verify(0, &[]);
+    team.expect(&on_a, 0, "green", "verifying", 1);
+    let result = signed_result(&team);
+    let recorded = ok(
+        &team.stores[1],
+        Some(&team.db),
+        "mcpeval-verify",
+        &["--record", result.to_str().unwrap()],
+    );
+    assert!(
+        recorded.contains("result=green state=verifying streak=2/3"),
+        "{recorded}"
+    );
+    // The annotation's id, as printed, is past the forged one's.
+    let annotation = ok(
+        &team.stores[2],
+        Some(&team.db),
+        "mcpeval-annotate",
+        &[
+            "--event-id",
+            &records::event(101),
+            "--kind",
+            "other",
+            "--note",
+            "seen",
+        ],
+    );
+    let stored = team
+        .db
+        .psql("SELECT id FROM mcpeval.life_annotations WHERE note = 'seen'");
+    assert_eq!((annotation.as_str(), stored.as_str()), ("2\n", "2\n"));
+    ok(
+        &team.stores[2],
+        Some(&team.db),
+        "mcpeval-close",
+        &["--finding", &team.finding, "--reason", "accepted"],
+    );
+    // The forged rows are still there, each with the MAC it came with.
+    assert_eq!(forged(), before);
+
+    // Deleted, as the hint says, the team reads F's runs and its closing.
+    team.db.psql(&format!(
+        "DELETE FROM mcpeval.life_finding_state WHERE finding_id = '{g}';
+         DELETE FROM mcpeval.life_verifications WHERE finding_id = '{g}';
+         DELETE FROM mcpeval.life_history WHERE finding_id = '{g}';
+         DELETE FROM mcpeval.life_annotations WHERE note = 'forged'"
+    ));
+    // (The annotation is evidence: the findings are promoted again first.)
+    ok(&team.stores[0], Some(&team.db), "mcpeval-index", &[]);
+    ok(
+        &team.stores[0],
+        Some(&team.db),
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", AS_OF],
+    );
+    let results: Vec<String> = team.runs().into_iter().map(|(_, r)| r).collect();
+    assert_eq!(results, ["green", "green"]);
+    for k in 0..3 {
+        assert_eq!(team.lifecycle(k).0, "closed", "store {k}");
+    }
+    assert_eq!(
+        team.db
+            .psql("SELECT count(*) FROM mcpeval.life_annotations")
+            .trim(),
+        "1"
+    );
+}
+
+/// The mirrored tables of the team database.
+const MIRRORED: [&str; 7] = [
+    "life_annotations",
+    "life_finding_state",
+    "life_verifications",
+    "life_history",
+    "life_imports",
+    "cat_findings",
+    "cat_promotion",
+];
+
+#[test]
+fn rows_from_before_row_macs_are_signed_once_then_held_to_them() {
+    let team = Team::new();
+    // A run and an annotation, so every table of the lifecycle has rows.
+    let on_a = team.verify(0, &[]);
+    team.expect(&on_a, 0, "green", "verifying", 1);
+    ok(
+        &team.stores[2],
+        Some(&team.db),
+        "mcpeval-annotate",
+        &[
+            "--event-id",
+            &records::event(101),
+            "--kind",
+            "other",
+            "--note",
+            "seen",
+        ],
+    );
+    ok(&team.stores[0], Some(&team.db), "mcpeval-index", &[]);
+    ok(
+        &team.stores[0],
+        Some(&team.db),
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", AS_OF],
+    );
+    let read = || {
+        ok(
+            &team.stores[1],
+            Some(&team.db),
+            "mcpeval-findings",
+            &["--format", "json"],
+        )
+    };
+    let history = team.history(1);
+    let expected = read();
+    let unsigned = || {
+        MIRRORED
+            .iter()
+            .map(|t| {
+                team.db
+                    .psql(&format!(
+                        "SELECT count(*) FILTER (WHERE mac IS NULL), count(*) FROM mcpeval.{t}"
+                    ))
+                    .trim()
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    let counts = unsigned();
+    for (table, count) in MIRRORED.iter().zip(&counts) {
+        let (nulls, rows) = count.split_once('|').unwrap();
+        assert_eq!(nulls, "0", "{table}");
+        // (A team view imports nothing: its index.db never had evidence.)
+        if *table != "life_imports" {
+            assert_ne!(rows, "0", "{table} has no rows to sign");
+        }
+    }
+
+    // The database as the release before rows were signed left it.
+    for table in MIRRORED {
+        team.db
+            .psql(&format!("ALTER TABLE mcpeval.{table} DROP COLUMN mac"));
+    }
+    team.db
+        .psql("UPDATE mcpeval.meta SET value = '2' WHERE key = 'schema_version'");
+    // The first command of this release signs every row, trusting it,
+    // and reads them as before.
+    assert_eq!(read(), expected);
+    assert_eq!(unsigned(), counts);
+    assert_eq!(team.history(1), history);
+    assert_eq!(
+        team.db
+            .psql("SELECT value FROM mcpeval.meta WHERE key = 'schema_version'")
+            .trim(),
+        "3"
+    );
+
+    // Once: a row that loses its MAC later is refused, not signed again.
+    team.db.psql(&format!(
+        "UPDATE mcpeval.life_finding_state SET mac = NULL WHERE finding_id = '{}'",
+        team.finding
+    ));
+    let (status, stdout, stderr) = run(
+        &team.stores[1],
+        Some(&team.db),
+        "mcpeval-findings",
+        &["--format", "json"],
+    );
+    assert_eq!(
+        (status, stdout.as_str(), stderr.as_str()),
+        (
+            3,
+            "",
+            refusal(
+                &team,
+                "mcpeval-findings",
+                &format!("finding_id=\"{}\"", team.finding),
+                "mcpeval.life_finding_state",
+                NO_MAC
+            )
+            .as_str()
+        )
+    );
+    let nulls = team.db.psql(&format!(
+        "SELECT count(*) FROM mcpeval.life_finding_state WHERE mac IS NULL AND finding_id = '{}'",
+        team.finding
+    ));
+    assert_eq!(nulls.trim(), "1");
+}

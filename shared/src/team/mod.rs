@@ -13,12 +13,32 @@
 //! ([`write()`]). So every command reads and writes a team with the rules,
 //! words and statuses it uses on one store, and a team's findings are the
 //! findings one store holding every machine's journals would have.
+//!
+//! The database is shared storage, not a trust root: the team salt is.
+//! Every lifecycle and catalog row in it carries a MAC keyed by the team
+//! salt, and a view takes only the rows that show a valid one and hold
+//! names and argument shapes capture could have written (the module
+//! `trust`); so whoever can write the database but has no salt cannot
+//! close a finding, record a run or put words in front of an agent. A row
+//! that fails is refused: left out of the view, and written back as it
+//! was, never signed (only a promote, which recomputes the findings,
+//! replaces the catalog's). It stops only the commands that read it: each
+//! says what it reads ([`Scope`]), and is refused (status 3, naming the
+//! table and the row) when that takes in a refused row.
+//!
+//! Rows written before this release have no MAC, and SQL has no salt to
+//! make one: the first command of this release that connects with the
+//! team salt signs every one of them once, in the transaction that adds
+//! the MAC column (see the module `schema`), trusting them as they are.
+//! After that a row without a MAC is refused like one with a wrong MAC.
 
 mod database;
 mod mirror;
 mod pull;
 mod schema;
+mod scope;
 mod tls;
+mod trust;
 mod upload;
 
 use std::fs;
@@ -27,6 +47,7 @@ use postgres::{Client, IsolationLevel, Transaction};
 
 pub use database::{DATABASE_ENV, Database};
 pub use pull::{Pulled, mark_indexed};
+pub use scope::Scope;
 pub use upload::Uploaded;
 
 use crate::error::{Error, Result};
@@ -45,6 +66,8 @@ pub struct Team {
     client: Client,
     shown: String,
     store_id: String,
+    /// The team salt, keying every row's MAC.
+    salt: Salt,
 }
 
 impl Team {
@@ -69,13 +92,14 @@ impl Team {
         if let Some(recorded) = &recorded {
             check_salt(salt.as_ref(), recorded, &shown, &own)?;
         }
-        schema::migrate(&mut client, &shown)?;
         // The first store of a team brings the team's salt (a store that
-        // has none yet makes it now, as its first capture would).
+        // has none yet makes it now, as its first capture would); the
+        // migration signs the rows of an earlier release with it.
         let salt = match salt {
             Some(salt) => salt,
             None => Salt::load_or_create(&own)?,
         };
+        schema::migrate(&mut client, &shown, &salt)?;
         fault::team_statement();
         client
             .execute(
@@ -99,6 +123,7 @@ impl Team {
             client,
             shown,
             store_id,
+            salt,
         }))
     }
 
@@ -124,18 +149,21 @@ impl Team {
     }
 
     /// Copies the team's lifecycle and findings into this machine's team
-    /// view and returns it (see [`view`]).
-    pub fn refresh_view(&mut self, home: &Home) -> Result<Home> {
+    /// view and returns it (see [`view`]); refuses (status 3) when a row
+    /// that `scope` reads is refused.
+    pub fn refresh_view(&mut self, home: &Home, scope: &Scope) -> Result<Home> {
         let view = home.team_view();
         view.ensure()?;
         let lock = view_lock(&view)?;
         let _held = lock.exclusive()?;
         let shown = self.shown.clone();
+        let salt = self.salt.clone();
         fault::team_statement();
         let mut tx = self.snapshot()?;
-        pull_shared(&mut tx, &shown, &view)?;
+        let refused = pull_shared(&mut tx, &shown, &salt, &view)?;
         fault::team_statement();
         tx.commit().map_err(pg_error(&shown))?;
+        scope.check(&refused, &shown)?;
         Ok(view)
     }
 
@@ -164,10 +192,11 @@ pub fn check(home: &Home) -> Result<()> {
 
 /// The store to read: the store itself, or, with a team database, this
 /// machine's team view with the team's lifecycle and findings as the
-/// database holds them now.
-pub fn view(home: &Home) -> Result<Home> {
+/// database holds them now. A command that reads a row the view refused
+/// (`scope` says which it reads) is refused with it (status 3).
+pub fn view(home: &Home, scope: Scope) -> Result<Home> {
     match Team::open(home)? {
-        Some(mut team) => team.refresh_view(home),
+        Some(mut team) => team.refresh_view(home, &scope),
         None => Ok(home.clone()),
     }
 }
@@ -198,21 +227,32 @@ pub fn require_witnessed(home: &Home) -> Result<bool> {
 /// Runs `work`, a change of the lifecycle or of the findings, on the store
 /// or, with a team database, on the team view inside one serializable
 /// transaction holding the team's lifecycle lock: the view is brought up
-/// to date first, and what `work` changed is written back before the
-/// commit. A failure anywhere leaves the database as it was.
-pub fn write<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
-    write_on(home, false, work)
+/// to date first (refused, status 3, when a row that `scope` reads is
+/// refused), and what `work` changed is written back before the commit,
+/// with the refused rows as they were. A failure anywhere leaves the
+/// database as it was.
+pub fn write<T>(home: &Home, scope: Scope, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
+    write_on(home, &scope, false, work)
 }
 
-/// [`write()`] for `promote`: refuses (status 3, nothing written) when this
-/// machine's view was indexed from older evidence than the database holds
-/// now, since promoting it would replace the team's findings with those
-/// of calls the team has moved past.
+/// [`write()`] for `promote`, which reads the whole lifecycle
+/// ([`Scope::Lifecycle`]) and replaces the findings, refused rows of them
+/// included. It refuses (status 3, nothing written) when this machine's
+/// view was indexed from older evidence than the database holds now,
+/// since promoting it would replace the team's findings with those of
+/// calls the team has moved past.
 pub fn promote<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
-    write_on(home, true, work)
+    write_on(home, &Scope::Lifecycle, true, work)
 }
 
-fn write_on<T>(home: &Home, current: bool, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
+/// `promoting`: the view must be current, and `work` recomputes the
+/// catalog, so the catalog's refused rows are not kept.
+fn write_on<T>(
+    home: &Home,
+    scope: &Scope,
+    promoting: bool,
+    work: impl FnOnce(&Home) -> Result<T>,
+) -> Result<T> {
     let Some(mut team) = Team::open(home)? else {
         return work(home);
     };
@@ -236,8 +276,9 @@ fn write_on<T>(home: &Home, current: bool, work: impl FnOnce(&Home) -> Result<T>
         .isolation_level(IsolationLevel::Serializable)
         .start()
         .map_err(pg_error(&shown))?;
-    pull_shared(&mut tx, &shown, &view)?;
-    if current {
+    let refused = pull_shared(&mut tx, &shown, &team.salt, &view)?;
+    scope.check(&refused, &shown)?;
+    if promoting {
         let generation = generation(&mut tx, &shown)?;
         if pull::indexed_generation(&view)? < generation {
             return Err(Error::unavailable(format!(
@@ -253,14 +294,17 @@ fn write_on<T>(home: &Home, current: bool, work: impl FnOnce(&Home) -> Result<T>
     let mut evidence_changed = false;
     for (old, new) in before.lifecycle.iter().zip(&after.lifecycle) {
         if old.digest != new.digest {
-            mirror::push(&mut tx, &shown, new.table, &new.rows)?;
+            mirror::push(&mut tx, &shown, &team.salt, new.table, &new.rows, &refused)?;
             evidence_changed |= new.table.local == "annotations";
         }
     }
     let digests = |s: &Snapshot| s.catalog.iter().map(|m| m.digest).collect::<Vec<_>>();
     if digests(&before) != digests(&after) {
+        // A promote's findings replace the catalog, refused rows and all:
+        // it is how they are repaired.
+        let kept: &[trust::Refused] = if promoting { &[] } else { &refused };
         for new in &after.catalog {
-            mirror::push(&mut tx, &shown, new.table, &new.rows)?;
+            mirror::push(&mut tx, &shown, &team.salt, new.table, &new.rows, kept)?;
         }
         let indexed = pull::indexed_generation(&view)?;
         set_meta(&mut tx, &shown, "promoted_generation", &indexed.to_string())?;
@@ -318,15 +362,33 @@ impl Snapshot {
     }
 }
 
-/// Copies the lifecycle and the findings from the database into the view;
-/// findings promoted from calls the database has since moved past are
-/// marked out of date, as `index` marks a store's.
-fn pull_shared(tx: &mut Transaction<'_>, shown: &str, view: &Home) -> Result<()> {
+/// Copies the lifecycle and the findings from the database into the view,
+/// and returns the rows it refused (see [`mirror::pull`]); findings
+/// promoted from calls the database has since moved past are marked out
+/// of date, as `index` marks a store's.
+///
+/// A refused row never enters the view, so no command, whatever its
+/// scope, can read or show what it holds, even one that reads the view
+/// while another command's pull is refusing rows it does not read.
+fn pull_shared(
+    tx: &mut Transaction<'_>,
+    shown: &str,
+    salt: &Salt,
+    view: &Home,
+) -> Result<Vec<trust::Refused>> {
+    let mut refused = Vec::new();
     let life_path = view.lifecycle_db();
     let mut life = lifecycle::open(view)?;
     db::write(&mut life, |local| {
         for table in mirror::LIFECYCLE {
-            mirror::pull(tx, shown, local, life_path.as_std_path(), table)?;
+            refused.extend(mirror::pull(
+                tx,
+                shown,
+                salt,
+                local,
+                life_path.as_std_path(),
+                table,
+            )?);
         }
         Ok(())
     })?;
@@ -337,7 +399,14 @@ fn pull_shared(tx: &mut Transaction<'_>, shown: &str, view: &Home) -> Result<()>
     let mut index = db::open(index_path.as_std_path(), &index_db::SCHEMA)?;
     db::write(&mut index, |local| {
         for table in mirror::CATALOG {
-            mirror::pull(tx, shown, local, index_path.as_std_path(), table)?;
+            refused.extend(mirror::pull(
+                tx,
+                shown,
+                salt,
+                local,
+                index_path.as_std_path(),
+                table,
+            )?);
         }
         if promoted != generation {
             let at = changed_at.unwrap_or_else(crate::time::now_rfc3339);
@@ -349,7 +418,8 @@ fn pull_shared(tx: &mut Transaction<'_>, shown: &str, view: &Home) -> Result<()>
                 .map_err(|e| db::sql_error(&index_path, e))?;
         }
         Ok(())
-    })
+    })?;
+    Ok(refused)
 }
 
 /// `team/.lock`: one command at a time brings this machine's view up to

@@ -6,11 +6,15 @@ use postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
 use crate::fault;
+use crate::salt::Salt;
 
-use super::{LOCK_SCHEMA, pg_error};
+use super::{LOCK_LIFECYCLE, LOCK_SCHEMA, mirror, pg_error};
 
 /// The migrations, in order; append new steps, never edit a released one.
-pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+
+/// The first version whose mirrored rows carry a MAC.
+const SIGNED: i64 = 3;
 
 /// Everything lives in the schema `mcpeval`:
 ///
@@ -27,7 +31,8 @@ pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
 ///   `started_at`) and keyed for distribution by `dist_key`, a digest of
 ///   (server, tool).
 /// - `life_*`: the lifecycle (`lifecycle.db`'s tables) and `cat_*`: the
-///   findings of the last promote (`index.db`'s `findings`, `promotion`).
+///   findings of the last promote (`index.db`'s `findings`, `promotion`);
+///   from [`MIGRATION_3`] on, each row with its MAC.
 const MIGRATION_1: &str = "
 CREATE TABLE mcpeval.stores(
     store_id    text PRIMARY KEY,
@@ -117,6 +122,19 @@ ALTER TABLE mcpeval.life_finding_state
 ALTER TABLE mcpeval.life_verifications ADD COLUMN definition text, ADD COLUMN target text;
 ";
 
+/// Every mirrored row's MAC, keyed by the team salt (see `trust`). SQL has
+/// no salt: [`migrate`] signs the rows already there in the same
+/// transaction.
+const MIGRATION_3: &str = "
+ALTER TABLE mcpeval.life_annotations ADD COLUMN mac text;
+ALTER TABLE mcpeval.life_finding_state ADD COLUMN mac text;
+ALTER TABLE mcpeval.life_verifications ADD COLUMN mac text;
+ALTER TABLE mcpeval.life_history ADD COLUMN mac text;
+ALTER TABLE mcpeval.life_imports ADD COLUMN mac text;
+ALTER TABLE mcpeval.cat_findings ADD COLUMN mac text;
+ALTER TABLE mcpeval.cat_promotion ADD COLUMN mac text;
+";
+
 /// The schema version this binary writes.
 pub fn version() -> i64 {
     MIGRATIONS.len() as i64
@@ -167,7 +185,16 @@ pub fn check_not_newer(version: i64, shown: &str) -> Result<()> {
 
 /// Brings the database to this binary's schema version. Concurrent first
 /// connections wait for each other on an advisory lock.
-pub fn migrate(client: &mut Client, shown: &str) -> Result<()> {
+///
+/// The step that gives rows their MAC also signs, with `salt` (the
+/// team's: [`super::Team::open`] checked it against the database first),
+/// every row already there, trusting them as they are: no release before
+/// it could tell a forged row from the team's. It does so in the
+/// migration's own transaction, under the lifecycle lock as well, so no
+/// one ever sees the new schema with rows unsigned, and only this step
+/// signs a row that carries no MAC: a writer of rows cannot ask for it
+/// again (a version set back to before it fails at adding the column).
+pub fn migrate(client: &mut Client, shown: &str, salt: &Salt) -> Result<()> {
     if current(client, shown)? == version() {
         return Ok(());
     }
@@ -187,6 +214,14 @@ pub fn migrate(client: &mut Client, shown: &str) -> Result<()> {
     for step in &MIGRATIONS[from as usize..] {
         fault::team_statement();
         tx.batch_execute(step).map_err(pg_error(shown))?;
+    }
+    if (1..SIGNED).contains(&from) {
+        fault::team_statement();
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_LIFECYCLE])
+            .map_err(pg_error(shown))?;
+        for table in mirror::LIFECYCLE.iter().chain(mirror::CATALOG) {
+            mirror::sign_unsigned(&mut tx, shown, salt, table)?;
+        }
     }
     fault::team_statement();
     tx.execute(
