@@ -1174,3 +1174,34 @@ fn rows_from_before_row_macs_are_signed_once_then_held_to_them() {
     ));
     assert_eq!(nulls.trim(), "1");
 }
+
+/// The team's settings may ask for witnessed closures (the row
+/// `require_witnessed` of `mcpeval.meta`): then three greens on any store
+/// leave the finding verifying for all, as `require_witnessed` in one
+/// store's config.json does on its own.
+#[test]
+fn the_teams_require_witnessed_keeps_an_unwitnessed_streak_verifying_everywhere() {
+    let team = Team::new();
+    team.db.psql(
+        "INSERT INTO mcpeval.meta(key, value) VALUES ('require_witnessed', 'true')
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    );
+    for k in 0..3 {
+        let out = team.verify(k, &[]);
+        team.expect(&out, 0, "green", "verifying", k as u32 + 1);
+        assert_eq!(
+            out.2.contains("stays verifying: require_witnessed is set"),
+            k == 2,
+            "{}",
+            out.2
+        );
+    }
+    team.everywhere("verifying", 3, 0);
+    // Without the setting, the next green closes it, unwitnessed.
+    team.db
+        .psql("UPDATE mcpeval.meta SET value = 'false' WHERE key = 'require_witnessed'");
+    let out = team.verify(1, &[]);
+    team.expect(&out, 0, "green", "closed", 3);
+    let f = &findings_of(&team.stores[2], &team.db)[0];
+    assert_eq!(f["witnessed"], json!(false), "{f}");
+}
