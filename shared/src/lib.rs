@@ -163,6 +163,13 @@ pub const HOME_ENV: &str = "MCPEVAL_HOME";
 /// overrides it, and it overrides `database_url` in `config.json`.
 pub const DATABASE_ENV: &str = "MCPEVAL_DATABASE_URL";
 
+/// Environment variable in which `mcpeval-verify` hands `mcpeval-probe`
+/// the Streamable HTTP endpoint (URL and header values, which may hold
+/// tokens), so that they never appear on a command line, where every user
+/// of the machine can read them. The probe takes it out of its own
+/// environment when it starts, and no server it starts inherits it.
+pub const ENDPOINT_ENV: &str = "MCPEVAL_PROBE_ENDPOINT";
+
 /// Environment variable the `mcpeval` front sets to its own path before it
 /// runs a subcommand, so a plugin can call back into the suite.
 pub const FRONT_ENV: &str = "MCPEVAL";
