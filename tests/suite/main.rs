@@ -35,6 +35,7 @@ mod rebuild;
 mod records;
 mod report;
 mod salt;
+mod secrets;
 mod seeded;
 mod serve;
 mod share;
