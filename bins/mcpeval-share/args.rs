@@ -16,9 +16,10 @@ The file is one JSON object, schema mcpeval.share/1: created_at; servers; findin
 `mcpeval findings --format json` prints them; evidence, per server and tool the captured calls, \
 successes, errors, unknown outcomes, failure rate, sessions, first and last call and error-code \
 counts; and journals, the journal records of the chosen servers, re-serialized from their checked \
-fields (argument shapes, salted ids and codes: never a value). Session tokens and template ids \
-are re-keyed with a random key made for that one file and then forgotten: the calls of a session \
-still group together, but nothing in the file links them to the store or to another share. \
+fields (argument shapes, salted ids and codes: never a value). Session tokens, template ids and \
+event ids are re-keyed with a random key made for that one file and then forgotten: the calls of a \
+session still group together and each call keeps an id of its own (a UUID, as in a journal), but \
+nothing in the file links them to the store or to another share. \
 Server, tool and argument names are cleaned as capture cleans them (control and bidirectional \
 characters become ?, at most 128 bytes). The receiver reads it with \
 `mcpeval findings --from FILE`, in a store of their own or none.\n\n\

@@ -118,6 +118,9 @@ pub fn run(args: Args) -> Result<()> {
             if let Some(s) = n.session.as_mut() {
                 *s = key.session(s);
             }
+            if let Some(id) = n.event_id.as_mut() {
+                *id = key.event(id);
+            }
         }
         notes
     });

@@ -3,8 +3,8 @@
 //!
 //! An envelope carries the sanitized findings exactly as `findings --format
 //! json` prints them, per-tool aggregates, and the sanitized journal
-//! records of the chosen servers, with session tokens and template ids
-//! re-keyed for that one file. It never carries lifecycle.db rows, the
+//! records of the chosen servers, with session tokens, template ids and
+//! event ids re-keyed for that one file. It never carries lifecycle.db rows, the
 //! salt, or annotation notes (notes only when the sender asked for them).
 //!
 //! Reading one is strict, because the file may come from anyone: every
@@ -90,7 +90,7 @@ pub struct Note {
     pub kind: String,
     /// When it was recorded, RFC 3339.
     pub created_at: String,
-    /// The call's event id, for current records.
+    /// The call's event id (re-keyed like the records'), for current records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_id: Option<String>,
     /// The call's session token (re-keyed like the records'), for legacy records.
