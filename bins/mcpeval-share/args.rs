@@ -31,8 +31,10 @@ shared records are taken. Review them.\n\n\
 neither is a usage error. The file is written to a temporary file beside FILE (mode 0600) and \
 renamed into place, so FILE is never half-written; --output - writes it to standard output, and a FILE \
 that is not a regular file (a FIFO, a device, a symbolic link such as /dev/stdout) is written in place. Without an index the envelope carries no \
-findings (said on stderr); a damaged or incomplete index is status 3; a malformed journal line is \
-status 4, naming its file and line, and nothing is written.",
+findings (said on stderr); a damaged or incomplete index is status 3; a malformed journal line, or \
+one over 64 KiB (measured as it is read, never held), is status 4, naming its file and line, and \
+nothing is written. A name in journals/ that is not a regular file (a FIFO, a device) is skipped \
+with a warning on stderr, never opened.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval share --output weather.share.json --server weather\n  \
