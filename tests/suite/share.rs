@@ -253,6 +253,29 @@ fn a_file_that_is_not_an_envelope_is_refused() {
 }
 
 #[test]
+fn a_field_given_twice_refuses_the_file() {
+    let seeded = seeded();
+    let (_, _, bytes) = share(&seeded, &[]);
+    // A second "findings" array after the first: a reader that let the
+    // later copy win would render findings the checks never saw together.
+    let text = String::from_utf8(bytes).unwrap();
+    let doubled = text.replacen("\"findings\":", "\"findings\":[],\"findings\":", 1);
+    let store = Store::new();
+    let file = store.scratch().join("twice.json");
+    std::fs::write(&file, doubled).unwrap();
+    store
+        .bin("mcpeval-findings")
+        .args(["--from", file.to_str().unwrap()])
+        .assert()
+        .code(4)
+        .stdout("")
+        .stderr(predicate::str::starts_with(format!(
+            "mcpeval-findings: error: {}: /findings: the field is given twice",
+            file.display()
+        )));
+}
+
+#[test]
 fn without_an_index_the_envelope_has_records_but_no_findings() {
     let store = Store::new();
     crate::records::write(
