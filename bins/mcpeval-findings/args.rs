@@ -30,7 +30,10 @@ file is untrusted input and is checked whole: known fields only, ids of their ex
 enums, numbers in range, and server, tool and argument names as capture writes them (no \
 control or bidirectional character, at most 128 bytes; such a name is refused, not cleaned). \
 Any item that breaks the contract refuses the file (status 4), naming the file and the JSON \
-Pointer of the value at fault, e.g. /findings/3/server.\n\n\
+Pointer of the value at fault, e.g. /findings/3/server. It is read as a stream, one item at a \
+time: an envelope over 256 MiB, or one item (a finding, a record, a server name, any other \
+field's value) over 1 MiB, is refused (status 4) as soon as that much was read, and is never \
+held.\n\n\
 Every format escapes names for its medium: markdown text and code spans, a quoted literal in \
 the agent format (so a name never starts a line), JSON with every control and bidirectional \
 character escaped.\n\n\

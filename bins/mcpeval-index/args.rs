@@ -26,7 +26,10 @@ says why. A last line without its newline is left for the next run.\n\n\
 A complete line that is not a valid record, or an event id seen before with \
 different content, rejects the whole run: index.db is left exactly as it was \
 and the error names the file and line (exit status 4). A repeated event id \
-with identical content is an exact copy of the call and is indexed once.\n\n\
+with identical content is an exact copy of the call and is indexed once. A line over 64 KiB is \
+refused the same way, measured as it is read and never held. A name in journals/ that is not a \
+regular file (a FIFO, a device, a directory) is skipped with a warning on stderr, never opened, \
+as readiness and share skip it.\n\n\
 Failure windows are computed per session and server over capture calls \
 only: probe calls never open, extend or close a window.\n\n\
 Prints one summary line on stderr: `indexed N calls (M new) from K journals \

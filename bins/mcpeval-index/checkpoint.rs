@@ -26,6 +26,7 @@ use sha2::Digest;
 use shared::checkpoint::{self, Mark};
 use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
+use shared::journal;
 
 use crate::lines::Lines;
 use crate::schema;
@@ -220,7 +221,7 @@ impl Prefix {
     /// Hashes the first `length` bytes at `path`: when they match, the
     /// file positioned after them and the hash state there.
     fn hash(&self, path: &Path, lines: &mut Lines) -> Result<Option<(File, Hasher)>> {
-        let mut file = match File::open(path) {
+        let mut file = match journal::open(path) {
             Ok(file) => file,
             Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
             Err(err) => {
@@ -346,7 +347,7 @@ pub fn plan(
     })
 }
 
-/// Opens a journal for reading.
+/// Opens a journal for reading (never blocking; see `journal::open`).
 pub fn open(path: &Path) -> Result<File> {
-    File::open(path).context(format_args!("cannot open {}", path.display()))
+    journal::open(path).context(format_args!("cannot open {}", path.display()))
 }

@@ -13,7 +13,6 @@
 //! longer match, the run starts over once more, this time hashing it
 //! before reading anything.
 
-use std::fs::File;
 use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -274,7 +273,7 @@ impl Pending {
             return None;
         }
         let path = dir.join(&last.name);
-        let mut file = File::open(&path).ok()?;
+        let mut file = journal::open(&path).ok()?;
         let meta = file.metadata().ok()?;
         if meta.len() <= last.size {
             return None;

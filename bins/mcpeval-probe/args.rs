@@ -28,7 +28,11 @@ version, garbage, an exit, or silence) the server is started afresh for the lega
 (2025-11-25), since a legacy server is in an undefined state after an unknown request. Each \
 handshake request waits --handshake-timeout (default 10000 ms, server start-up included), so a \
 server that ignores server/discover costs that long once per run. \
-Server requests (ping, roots/list) are answered. The server's stderr is not shown unless \
+Server requests (ping, roots/list) are answered. The server gets your environment without the \
+suite's own variables (MCPEVAL and MCPEVAL_*: the store, the team database's URL, an endpoint \
+verify passed on) and without libpq's (PG*: PGPASSWORD, PGPASSFILE, ...), so the code under \
+test never learns the team database's password; a server that needs one of those gets it from \
+a wrapper script of its own. The server's stderr is not shown unless \
 --server-stderr is given, except its last 20 lines when the handshake fails; at the end its stdin is closed, then SIGTERM and SIGKILL follow, 2 s apart.\n\n\
 Streamable HTTP (--url URL, with --header \"Name: value\" for each extra request header, such as \
 Authorization): every message is a POST; an answer may be one JSON body or an event stream that \
@@ -44,7 +48,12 @@ an event id, is resumed with a GET carrying Last-Event-ID after the wait its ret
 when it set none); five resumed streams in a row without a message end the case (stream-ended). \
 Credentials in the URL are refused; header values, the URL's path and query \
 are never printed, journaled or stored: messages show the origin (scheme://host:port) and header \
-names only. https is checked against the system's trusted roots (SSL_CERT_FILE and SSL_CERT_DIR \
+names only. A command line is readable by every user of the machine, so keep secret headers in \
+a file: --header-file FILE reads one \"Name: value\" a line (blank lines and lines starting \
+with # are ignored), and refuses (status 4) a file that is not a regular file or that its \
+group or others may read or write (chmod 600 FILE). mcpeval verify hands the endpoint (URL and \
+every header) to mcpeval-probe in the environment variable MCPEVAL_PROBE_ENDPOINT, never as \
+arguments; the probe takes it out of its environment as it starts. https is checked against the system's trusted roots (SSL_CERT_FILE and SSL_CERT_DIR \
 name others).\n\n\
 Probes. instruction-fidelity: one call, judged against the case's expect (default outcome ok). \
 degradation: N calls, green when none fails (an error or a timeout). error-honesty: N calls; every \
@@ -127,11 +136,13 @@ mcpeval probe --manifest m.json --case flaky-search --format text -- python3 ser
 mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval verify --record -\n  \
 mcpeval probe --manifest m.json --all --format junit -- my-server > mcpeval-junit.xml\n  \
 mcpeval probe --manifest m.json --case literal-status --url http://127.0.0.1:3001/mcp \\\n      \
---header \"Authorization: Bearer $MCP_TOKEN\"\n\n\
+--header-file mcp.headers\n\n\
 Manifests are limited to 1 MiB. Timeouts are per call (timeout_ms, default 10000);\n\
 an expired call is cancelled (notifications/cancelled; over 2026-07-28 HTTP by closing\n\
 its response stream) and is red with reason timeout."
-    )
+    ),
+    // verify passes an endpoint in the environment, never as arguments.
+    mut_arg("command", |a| a.required_unless_present_any(["url", "endpoint_from_env"])),
 )]
 pub struct Args {
     #[command(flatten)]
@@ -175,6 +186,12 @@ pub struct Args {
     /// caller (mcpeval-verify) that prints it itself, from the result's reason
     #[arg(long, hide = true)]
     pub no_hint: bool,
+
+    /// Reach the endpoint that MCPEVAL_PROBE_ENDPOINT holds (URL and
+    /// headers): how mcpeval-verify passes one without putting its
+    /// secrets on a command line
+    #[arg(long, hide = true, conflicts_with_all = ["url", "command"])]
+    pub endpoint_from_env: bool,
 }
 
 /// The server a run reaches.
@@ -218,7 +235,10 @@ pub struct Config {
 }
 
 impl Args {
-    pub fn into_config(self) -> Result<Config> {
+    /// The checked configuration; `passed` is what [`shared::ENDPOINT_ENV`]
+    /// held when the program started (it is taken out of the environment
+    /// then, before any thread or server starts).
+    pub fn into_config(self, passed: Option<String>) -> Result<Config> {
         let finding = match &self.finding {
             Some(id) => Some(shared::id::parse_flag("--finding", id)?),
             None => None,
@@ -229,8 +249,17 @@ impl Args {
             ));
         }
         let s = self.server;
-        let server = match &s.url {
-            Some(url) => Server::Endpoint(Endpoint::parse(url, &s.headers)?),
+        let server = match s.endpoint()? {
+            Some(endpoint) => Server::Endpoint(endpoint),
+            None if self.endpoint_from_env => {
+                let text = passed.ok_or_else(|| {
+                    Error::usage(format!(
+                        "{} is not set (or not text), so there is no endpoint to reach; use --url",
+                        shared::ENDPOINT_ENV
+                    ))
+                })?;
+                Server::Endpoint(Endpoint::from_env(&text)?)
+            }
             None if s.command.first().is_none_or(|p| p.is_empty()) => {
                 return Err(Error::usage("missing the server command after --"));
             }

@@ -20,5 +20,17 @@ use crate::args::Args;
 const PROGRAM: &str = "mcpeval-probe";
 
 fn main() -> ExitCode {
-    shared::cli::main_status(|args: Args| run::run(args.into_config()?))
+    let passed = take_endpoint();
+    shared::cli::main_status(|args: Args| run::run(args.into_config(passed)?))
+}
+
+/// Takes [`shared::ENDPOINT_ENV`] out of this process's environment: what
+/// verify passed is read once, and no server, sibling or later read of the
+/// environment sees it again.
+fn take_endpoint() -> Option<String> {
+    let value = std::env::var_os(shared::ENDPOINT_ENV)?;
+    // SAFETY: called first thing in `main`, before this program starts any
+    // thread, so nothing reads the environment while it changes.
+    unsafe { std::env::remove_var(shared::ENDPOINT_ENV) };
+    value.into_string().ok()
 }

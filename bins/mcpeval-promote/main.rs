@@ -129,6 +129,7 @@ fn catch_up(home: &Home) -> Result<()> {
     let options = Options {
         dir: None,
         stderr: Stderr::Capture,
+        env: &[],
     };
     let out = sibling::run(
         &program,

@@ -31,8 +31,10 @@ readiness reads the journals itself and does not need `mcpeval index`: it keeps 
 daily counts in <MCPEVAL_HOME>/trends.db, a disposable cache validated like the index, by the \
 length and SHA-256 of each journal's bytes read so far. Only the last journal may grow, and only \
 journals sorting after it may appear; anything else (changed or truncated bytes, a removed or \
-earlier journal) rebuilds the cache, said on stderr. A malformed complete line is refused (status \
-4) with its file and line, and trends.db is left as it was. Findings come from the index \
+earlier journal) rebuilds the cache, said on stderr. A malformed complete line, or one over 64 \
+KiB (measured as it is read, never held), is refused (status 4) with its file and line, and \
+trends.db is left as it was. A name in journals/ that is not a regular file (a FIFO, a device) is \
+skipped with a warning on stderr, never opened. Findings come from the index \
 when one exists (a damaged or incomplete one is status 3, as for `mcpeval findings`); without \
 one, the verdict rests on the failure rates and says so.\n\n\
 The status is 0 whatever the verdicts: they are data. --format json prints one object \

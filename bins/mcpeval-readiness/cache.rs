@@ -21,8 +21,10 @@ use shared::db::{self, Schema, sql_error};
 use shared::error::{Error, IoContext, Result};
 use shared::hash::Hasher;
 use shared::home::Home;
+use shared::journal;
+use shared::lines::Line;
 use shared::lock::LockFile;
-use shared::record::{Origin, Outcome, Record, Unknown};
+use shared::record::{MAX_LINE, Origin, Outcome, Record, Unknown};
 
 /// The migrations of `trends.db`; append new steps, never edit one.
 pub const SCHEMA: Schema = Schema {
@@ -228,7 +230,7 @@ fn read_journal(
     refresh: &mut Refresh,
 ) -> Result<()> {
     let (offset, first_line) = start.map_or((0, 0), |c| (c.length, c.lines));
-    let mut f = File::open(file).context(format_args!("cannot open {}", file.display()))?;
+    let mut f = journal::open(file).context(format_args!("cannot open {}", file.display()))?;
     let size = f
         .metadata()
         .context(format_args!("cannot stat {}", file.display()))?
@@ -238,21 +240,32 @@ fn read_journal(
     }
     f.seek(SeekFrom::Start(offset))
         .context(format_args!("cannot read {}", file.display()))?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)
-        .context(format_args!("cannot read {}", file.display()))?;
-    let (complete, lines) = shared::record::complete_lines(&bytes);
-    hasher.update(&bytes[..complete]);
-
+    // Line by line, each held only up to the record limit: a huge line is
+    // measured and refused, never read into memory.
+    let mut lines = journal::lines(&mut f);
     let mut counts: BTreeMap<(String, String, String), (u64, u64)> = BTreeMap::new();
     let mut number = first_line;
-    for line in lines {
+    while let Some(line) = lines
+        .next_line()
+        .context(format_args!("cannot read {}", file.display()))?
+    {
         number += 1;
-        let record = Record::parse(line).map_err(|why| {
+        let rejected = |why: &dyn std::fmt::Display| {
             Error::rejected(format!("{}:{number}: {why}", file.display())).with_hint(
                 "trends.db was left unchanged; repair that line (or move the journal out of journals/), then run `mcpeval readiness` again",
             )
-        })?;
+        };
+        let line = match line {
+            Line::Complete(line) => line,
+            Line::Oversized(len) => {
+                return Err(rejected(&format_args!(
+                    "oversized record: the line is {len} bytes, over the limit of {MAX_LINE}"
+                )));
+            }
+        };
+        hasher.update(line);
+        hasher.update(b"\n");
+        let record = Record::parse(line).map_err(|why| rejected(&why))?;
         if record.origin() != Origin::Capture {
             continue;
         }
@@ -273,7 +286,8 @@ fn read_journal(
         entry.1 += u64::from(failed);
         refresh.calls_added += 1;
     }
-    refresh.bytes_read += complete as u64;
+    let complete = lines.consumed();
+    refresh.bytes_read += complete;
 
     let fail = |e| sql_error(db, e);
     let mut upsert = tx
@@ -294,7 +308,7 @@ fn read_journal(
             lines = excluded.lines, size = excluded.size",
         params![
             name,
-            offset + complete as u64,
+            offset + complete,
             hasher.finalize().as_slice(),
             number,
             size

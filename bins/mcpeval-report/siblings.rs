@@ -32,6 +32,7 @@ pub fn json<T: DeserializeOwned>(sub: &str, home: &Path, args: &[&str]) -> Resul
     let options = Options {
         dir: None,
         stderr: Stderr::Capture,
+        env: &[],
     };
     let out = sibling::run(&program, home, args.iter().copied(), options)
         .map_err(|e| Error::io(format_args!("cannot run {}", program.display()), e))?;

@@ -61,7 +61,10 @@ Annotations: readOnlyHint is set only on list_findings, get_finding and readines
 destructiveHint on generate_manifest, verify_finding and annotate_call; openWorldHint on \
 verify_finding, which starts a server. Reading is not fenced: the manifest verify_finding \
 names may be any file you can read, and what comes back is verify's verdict or its error.\n\n\
-The server ends when its stdin closes.",
+Requests are JSON-RPC lines of at most 4 MiB (a generate_manifest call with the largest \
+expect a manifest may hold fits well within it); a longer line is read through and dropped, \
+never held, and answered with an Invalid Request error (id null), and serve goes on with the \
+next line. The server ends when its stdin closes.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval serve --allow-command 'python3 server.py'\n  \

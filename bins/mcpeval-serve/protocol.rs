@@ -5,14 +5,25 @@
 //! only in a few result fields, and the tests drive it with the official
 //! Python SDK in both eras, which is what holds the wire format honest.
 //! Requests are answered in order; notifications get no answer; a line
-//! that is not JSON gets a parse error, never an echo of its bytes.
+//! that is not JSON gets a parse error, never an echo of its bytes. A line
+//! over [`MAX_REQUEST`] gets an invalid-request error after it was read
+//! through in bounded chunks: its bytes are never held.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 
 use crate::args::Config;
 use crate::tools;
 use serde_json::{Map, Value, json};
 use shared::Result;
+use shared::lines::{BoundedLines, Line};
+
+/// The longest request line read (4 MiB). The largest request a client
+/// has reason to send is a `generate_manifest` call whose `expect` is as
+/// large as a manifest may be (1 MiB), escaped once more inside the
+/// JSON-RPC message; 4 MiB holds that with room to spare and is the
+/// bound capture observes messages to. Anything longer is refused unread,
+/// so what one line costs serve stays a few MiB.
+pub const MAX_REQUEST: usize = 4 * 1024 * 1024;
 
 /// The modern revision (server/discover, protocol data in `_meta`).
 pub const MODERN: &str = "2026-07-28";
@@ -40,27 +51,41 @@ verify_finding starts only the server commands the user allowed when starting se
 /// Serves on stdin/stdout until stdin closes.
 pub fn serve(config: &Config) -> Result<()> {
     let stdin = std::io::stdin();
-    let mut input = stdin.lock();
+    let mut input = BoundedLines::new(stdin.lock(), MAX_REQUEST).with_last_line();
     let mut out = std::io::stdout().lock();
-    let mut line = Vec::new();
     loop {
-        line.clear();
-        match input.read_until(b'\n', &mut line) {
-            Ok(0) => return Ok(()),
-            Ok(_) => {}
+        let line = match input.next_line() {
+            Ok(None) => return Ok(()),
+            Ok(Some(line)) => line,
             Err(err) => return Err(shared::Error::io("cannot read stdin", err)),
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let reply = match serde_json::from_slice::<Value>(&line) {
-            Ok(message) => handle(config, &message),
-            Err(_) => Some(error(
-                Value::Null,
-                PARSE_ERROR,
-                "Parse error: the line is not JSON",
-                None,
-            )),
+        };
+        let reply = match line {
+            Line::Complete(line) if line.iter().all(u8::is_ascii_whitespace) => continue,
+            Line::Complete(line) => match serde_json::from_slice::<Value>(line) {
+                Ok(message) => handle(config, &message),
+                Err(_) => Some(error(
+                    Value::Null,
+                    PARSE_ERROR,
+                    "Parse error: the line is not JSON",
+                    None,
+                )),
+            },
+            Line::Oversized(len) => {
+                shared::cli::warn(
+                    crate::PROGRAM,
+                    format_args!(
+                        "refused a request line of {len} bytes, over the limit of {MAX_REQUEST} (4 MiB); it was not read"
+                    ),
+                );
+                Some(error(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    &format!(
+                        "Invalid Request: the line is {len} bytes, over the limit of {MAX_REQUEST} bytes (4 MiB); it was not read"
+                    ),
+                    None,
+                ))
+            }
         };
         if let Some(reply) = reply {
             let mut bytes = serde_json::to_vec(&reply).map_err(std::io::Error::from)?;

@@ -38,6 +38,7 @@ pub fn run(sub: &str, home: &Path, dir: &Path, args: &[OsString]) -> Result<Ran>
     let options = Options {
         dir: Some(dir),
         stderr: Stderr::Capture,
+        env: &[],
     };
     let out = sibling::run(&program, home, args.iter().cloned(), options)
         .map_err(|e| Error::new(Kind::Io, format!("cannot run {}: {e}", program.display())))?;

@@ -16,9 +16,10 @@ The file is one JSON object, schema mcpeval.share/1: created_at; servers; findin
 `mcpeval findings --format json` prints them; evidence, per server and tool the captured calls, \
 successes, errors, unknown outcomes, failure rate, sessions, first and last call and error-code \
 counts; and journals, the journal records of the chosen servers, re-serialized from their checked \
-fields (argument shapes, salted ids and codes: never a value). Session tokens and template ids \
-are re-keyed with a random key made for that one file and then forgotten: the calls of a session \
-still group together, but nothing in the file links them to the store or to another share. \
+fields (argument shapes, salted ids and codes: never a value). Session tokens, template ids and \
+event ids are re-keyed with a random key made for that one file and then forgotten: the calls of a \
+session still group together and each call keeps an id of its own (a UUID, as in a journal), but \
+nothing in the file links them to the store or to another share. \
 Server, tool and argument names are cleaned as capture cleans them (control and bidirectional \
 characters become ?, at most 128 bytes). The receiver reads it with \
 `mcpeval findings --from FILE`, in a store of their own or none.\n\n\
@@ -30,8 +31,10 @@ shared records are taken. Review them.\n\n\
 neither is a usage error. The file is written to a temporary file beside FILE (mode 0600) and \
 renamed into place, so FILE is never half-written; --output - writes it to standard output, and a FILE \
 that is not a regular file (a FIFO, a device, a symbolic link such as /dev/stdout) is written in place. Without an index the envelope carries no \
-findings (said on stderr); a damaged or incomplete index is status 3; a malformed journal line is \
-status 4, naming its file and line, and nothing is written.",
+findings (said on stderr); a damaged or incomplete index is status 3; a malformed journal line, or \
+one over 64 KiB (measured as it is read, never held), is status 4, naming its file and line, and \
+nothing is written. A name in journals/ that is not a regular file (a FIFO, a device) is skipped \
+with a warning on stderr, never opened.",
     after_help = shared::cli::footer(
         "Examples:\n  \
 mcpeval share --output weather.share.json --server weather\n  \

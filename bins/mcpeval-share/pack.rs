@@ -16,7 +16,9 @@ use shared::error::{Error, IoContext, Result};
 use shared::escape::{quoted, terminal};
 use shared::file_arg::Output;
 use shared::home::Home;
-use shared::record::Record;
+use shared::journal;
+use shared::lines::Line;
+use shared::record::{MAX_LINE, Record};
 
 use crate::PROGRAM;
 use crate::args::Args;
@@ -121,6 +123,9 @@ pub fn run(args: Args) -> Result<()> {
             if let Some(s) = n.session.as_mut() {
                 *s = key.session(s);
             }
+            if let Some(id) = n.event_id.as_mut() {
+                *id = key.event(id);
+            }
         }
         notes
     });
@@ -172,13 +177,29 @@ fn read_journals(home: &Home) -> Result<Vec<Record>> {
     Ok(out)
 }
 
+/// The complete lines of one journal, each held only up to the record
+/// limit: a longer one is measured and refuses the run, never read whole.
 fn read_journal(path: &Path, out: &mut Vec<Record>) -> Result<()> {
-    let bytes = std::fs::read(path).context(format_args!("cannot read {}", path.display()))?;
-    for (n, line) in shared::record::complete_lines(&bytes).1.enumerate() {
-        let record = Record::parse(line).map_err(|why| {
-            Error::rejected(format!("{}:{}: {why}", path.display(), n + 1))
+    let file = journal::open(path).context(format_args!("cannot open {}", path.display()))?;
+    let mut lines = journal::lines(file);
+    let mut n = 0u64;
+    while let Some(line) = lines
+        .next_line()
+        .context(format_args!("cannot read {}", path.display()))?
+    {
+        n += 1;
+        let rejected = |why: &dyn std::fmt::Display| {
+            Error::rejected(format!("{}:{n}: {why}", path.display()))
                 .with_hint("nothing was written; repair that line (or move the journal out of journals/) and share again")
-        })?;
+        };
+        let record = match line {
+            Line::Complete(line) => Record::parse(line).map_err(|why| rejected(&why))?,
+            Line::Oversized(len) => {
+                return Err(rejected(&format_args!(
+                    "oversized record: the line is {len} bytes, over the limit of {MAX_LINE}"
+                )));
+            }
+        };
         out.push(record);
     }
     Ok(())

@@ -1,13 +1,15 @@
 //! The store's salted tokens, re-keyed for one share file.
 //!
 //! Session tokens and template ids are salted hashes made with the store's
-//! salt, so the same call carries the same token in the store, in every
-//! journal and in every share. A share file must not: each one gets a
-//! random key of its own, drawn when it is written and never kept, and
-//! every session token and template id in it is replaced by a hash under
-//! that key. Calls of one session (and errors of one template) still share
-//! one token within the file, but nothing in it can be matched to the
-//! store or to another share.
+//! salt, and event ids are random ids kept verbatim in the journals, so the
+//! same call carries the same tokens in the store, in every journal and in
+//! every share. A share file must not: each one gets a random key of its
+//! own, drawn when it is written and never kept, and every session token,
+//! template id and event id in it is replaced by a hash under that key.
+//! Calls of one session (and errors of one template) still share one token
+//! within the file, and distinct calls keep distinct event ids (a note
+//! still names its call), but nothing in it can be matched to the store or
+//! to another share.
 
 use std::borrow::Cow;
 
@@ -40,13 +42,31 @@ impl Rekey {
         format!("t-{}", self.0.id16(&[b"template", id.as_bytes()]))
     }
 
-    /// `record` as the file carries it: session and template re-keyed,
+    /// The file's event id for the store's event id `id`: a UUID in the v4
+    /// form, as every event id is, made of the keyed hash of `id` (its
+    /// lower-case spelling, so one call has one id however it was
+    /// written). 122 bits of the hash survive the version and variant
+    /// bits: distinct calls keep distinct ids.
+    pub fn event(&self, id: &str) -> String {
+        let digest = self
+            .0
+            .digest(&[b"event", id.to_ascii_lowercase().as_bytes()]);
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        uuid::Builder::from_random_bytes(bytes)
+            .into_uuid()
+            .hyphenated()
+            .to_string()
+    }
+
+    /// `record` as the file carries it: session, template and event id re-keyed,
     /// server and tool names cleaned as capture cleans them (a journal of
     /// an earlier release may hold any text), so that a reader's checks
     /// accept what `share` writes.
     pub fn record(&self, record: &mut Record) {
         match record {
             Record::V1(c) => {
+                c.identity.event_id = self.event(&c.identity.event_id).into();
                 c.identity.session = self.session(&c.identity.session).into();
                 if let Some(t) = c.error.as_mut().and_then(|e| e.template_id.as_mut()) {
                     *t = self.template(t).into();

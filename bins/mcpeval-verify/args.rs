@@ -19,9 +19,14 @@ use shared::{Error, Result};
     about = "Probe a claimed fix and move the finding towards closed: three green runs in a row close it",
     long_about = "Probe a claimed fix and move the finding towards closed: three green runs in a row close it.\n\n\
 With --finding, --case, --manifest and a server command after -- (or --url URL, with --header \
-\"Name: value\" for each extra request header, for a server that speaks Streamable HTTP), it runs \
-the case by executing mcpeval-probe (found beside this executable, else on PATH) with the same \
-arguments, then records the signed result exactly as --record does. Header values and the URL's \
+\"Name: value\" or --header-file FILE for extra request headers, for a server that speaks \
+Streamable HTTP), it runs the case by executing mcpeval-probe (found beside this executable, else \
+on PATH) with the same arguments, then records the signed result exactly as --record does. The \
+URL and header values reach mcpeval-probe in its environment (MCPEVAL_PROBE_ENDPOINT), never on \
+its command line, which every user of the machine may read; keep secret headers off this \
+command's own command line with --header-file (a regular file only its owner may read or \
+write, else status 4). A server the probe starts gets your environment without the MCPEVAL* \
+and PG* variables (see mcpeval-probe --help). Header values and the URL's \
 path and query are never printed or stored; lifecycle.db keeps only the binding's fingerprint. Every refusal of mcpeval-probe (no such case, a case of \
 another finding, placeholders left to fill, a case that breaks a proof rule: see mcpeval-probe \
 --help) happens before the server starts and records nothing; a server whose name is not the \
@@ -75,7 +80,7 @@ mcpeval verify --finding finding-0123456789abcdef --case literal-status \\\n    
 --manifest mcp-eval.manifest.json -- my-server --flag\n  \
 mcpeval verify --finding finding-0123456789abcdef --case literal-status \\\n      \
 --manifest mcp-eval.manifest.json --url http://127.0.0.1:3001/mcp \\\n      \
---header \"Authorization: Bearer $MCP_TOKEN\"\n  \
+--header-file mcp.headers\n  \
 mcpeval probe --manifest m.json --case literal-status -- my-server | mcpeval verify --record -\n  \
 mcpeval probe --manifest m.json --all -- my-server | mcpeval verify --record -\n  \
 mcpeval verify --record result.json --format json | jq .state\n\n\
@@ -99,6 +104,9 @@ does not verify, a conflicting run id, a server that is not the finding's server
         .conflicts_with("record")),
     mut_arg("headers", |a| a
         .help("Passed to mcpeval-probe: an extra request header for --url, as \"Name: value\" (repeatable); its value is never shown or stored")
+        .conflicts_with("record")),
+    mut_arg("header_files", |a| a
+        .help("Passed to mcpeval-probe: extra request headers for --url from FILE, one \"Name: value\" a line (# comments and blank lines ignored; repeatable); refused unless only its owner may read it. Keeps secrets off the command line")
         .conflicts_with("record")),
     mut_arg("command", |a| a
         .required_unless_present_any(["record", "url"])
@@ -170,7 +178,8 @@ pub struct Config {
 /// Run a case, or record a result.
 #[derive(Debug)]
 pub enum Mode {
-    Run(RunConfig),
+    /// Boxed: the endpoint makes it far larger than a file to record.
+    Run(Box<RunConfig>),
     Record(Input),
 }
 
@@ -182,6 +191,9 @@ pub struct RunConfig {
     pub manifest: Input,
     /// The server flags as given (checked), passed on to mcpeval-probe.
     pub probe: ServerArgs,
+    /// The endpoint of `--url`, its headers read: handed to mcpeval-probe
+    /// in its environment, never as arguments.
+    pub endpoint: Option<Endpoint>,
 }
 
 impl Args {
@@ -200,22 +212,20 @@ impl Args {
                 let finding = self.finding.ok_or_else(|| missing("--finding"))?;
                 let finding = shared::id::parse_flag("--finding", &finding)?;
                 let probe = self.server;
-                match &probe.url {
-                    // Refused here, with this program's name, before the
-                    // finding is looked up or a probe starts; passed on
-                    // unchanged, so the probe binds exactly what was given.
-                    Some(url) => drop(Endpoint::parse(url, &probe.headers)?),
-                    None if probe.command.first().is_none_or(|p| p.is_empty()) => {
-                        return Err(Error::usage("missing the server command after --"));
-                    }
-                    None => {}
+                // Refused here, with this program's name, before the
+                // finding is looked up or a probe starts; passed on
+                // unchanged, so the probe binds exactly what was given.
+                let endpoint = probe.endpoint()?;
+                if endpoint.is_none() && probe.command.first().is_none_or(|p| p.is_empty()) {
+                    return Err(Error::usage("missing the server command after --"));
                 }
-                Mode::Run(RunConfig {
+                Mode::Run(Box::new(RunConfig {
                     finding,
                     case: self.case.ok_or_else(|| missing("--case"))?,
                     manifest: manifest.ok_or_else(|| missing("--manifest"))?,
                     probe,
-                })
+                    endpoint,
+                }))
             }
         };
         Ok(Config {

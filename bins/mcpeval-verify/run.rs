@@ -38,9 +38,17 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     }
     let policy = crate::policy(home)?;
     let program = probe_program()?;
+    // The endpoint's URL and header values go through the environment:
+    // a command line is readable by every user of the machine. (Standard
+    // input may be taken by `--manifest -`.)
+    let passed = config
+        .endpoint
+        .as_ref()
+        .map(|e| (shared::ENDPOINT_ENV, e.to_env()));
     let options = Options {
         dir: None,
         stderr: Stderr::Relay,
+        env: passed.as_slice(),
     };
     // `--manifest -`: the probe reads the manifest from our stdin.
     let stdin = if config.manifest.is_stdin() {

@@ -9,9 +9,11 @@ junit\t'JUnit XML for CI test reporters (with --all only)'"
 complete -c mcpeval-probe -l handshake-timeout -d 'How long each handshake request (server/discover, initialize) waits, start-up included' -r
 complete -c mcpeval-probe -l url -d 'Reach the server at this Streamable HTTP endpoint instead of starting a command' -r
 complete -c mcpeval-probe -l header -d 'An extra request header for --url, as "Name: value" (repeatable); its value is never shown or stored' -r
+complete -c mcpeval-probe -l header-file -d 'Extra request headers for --url from FILE, one "Name: value" a line (# comments and blank lines ignored; repeatable); refused unless only its owner may read it. Keeps secrets off the command line' -r -F
 complete -c mcpeval-probe -l all -d 'Run every case of the manifest, one after another, each against a fresh server'
 complete -c mcpeval-probe -l require-oracle -d 'Require the false-success oracle even when the index does not class the finding so'
 complete -c mcpeval-probe -l server-stderr -d 'Pass the server\'s stderr through (it may contain raw values)'
 complete -c mcpeval-probe -l no-hint -d 'Leave the hint of a red or transport-error result off stderr: for a caller (mcpeval-verify) that prints it itself, from the result\'s reason'
+complete -c mcpeval-probe -l endpoint-from-env -d 'Reach the endpoint that MCPEVAL_PROBE_ENDPOINT holds (URL and headers): how mcpeval-verify passes one without putting its secrets on a command line'
 complete -c mcpeval-probe -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpeval-probe -s V -l version -d 'Print version'

@@ -9,6 +9,7 @@ json\t'One JSON object for scripts'"
 complete -c mcpeval-verify -l handshake-timeout -d 'Passed to mcpeval-probe: how long each handshake request waits, start-up included' -r
 complete -c mcpeval-verify -l url -d 'Passed to mcpeval-probe: reach the server at this Streamable HTTP endpoint instead of starting a command' -r
 complete -c mcpeval-verify -l header -d 'Passed to mcpeval-probe: an extra request header for --url, as "Name: value" (repeatable); its value is never shown or stored' -r
+complete -c mcpeval-verify -l header-file -d 'Passed to mcpeval-probe: extra request headers for --url from FILE, one "Name: value" a line (# comments and blank lines ignored; repeatable); refused unless only its owner may read it. Keeps secrets off the command line' -r -F
 complete -c mcpeval-verify -l server-stderr -d 'Passed to mcpeval-probe: let the server\'s stderr through (it may contain raw values)'
 complete -c mcpeval-verify -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpeval-verify -s V -l version -d 'Print version'

@@ -134,7 +134,8 @@ fn plan_with(
     let mut verified = Vec::with_capacity(marks.len());
     for (i, mark) in marks.iter().enumerate() {
         let path = dir.join(mark.name);
-        let mut file = File::open(&path).context(format_args!("cannot open {}", path.display()))?;
+        let mut file =
+            crate::journal::open(&path).context(format_args!("cannot open {}", path.display()))?;
         let meta = file
             .metadata()
             .context(format_args!("cannot stat {}", path.display()))?;

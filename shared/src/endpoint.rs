@@ -10,6 +10,7 @@
 //! format the text it was given into a message.
 
 use std::fmt;
+use std::path::Path;
 
 use http::header::{HeaderName, HeaderValue};
 use http::uri::{Scheme, Uri};
@@ -67,6 +68,51 @@ impl Endpoint {
             uri,
             headers: parsed,
         })
+    }
+
+    /// The same endpoint with the headers of each `--header-file` added
+    /// after those of `--header` (see [`read_header_file`]).
+    pub fn with_header_files(mut self, files: &[impl AsRef<Path>]) -> Result<Endpoint> {
+        for file in files {
+            self.headers.extend(read_header_file(file.as_ref())?);
+        }
+        Ok(self)
+    }
+
+    /// The whole configuration, URL and header values included, as the
+    /// text `mcpeval-verify` hands `mcpeval-probe` in
+    /// [`crate::ENDPOINT_ENV`]: never an argument, which every user of the
+    /// machine may read. A JSON object, `{"url": …, "headers": ["name:
+    /// value", …]}`, that [`Endpoint::from_env`] reads back into an equal
+    /// endpoint (and so an equal credit binding).
+    pub fn to_env(&self) -> String {
+        let headers: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                // Values were checked to be visible ASCII when parsed.
+                format!("{name}: {}", value.to_str().unwrap_or_default())
+            })
+            .collect();
+        serde_json::json!({"url": self.text, "headers": headers}).to_string()
+    }
+
+    /// Reads what [`Endpoint::to_env`] wrote, with the checks of
+    /// [`Endpoint::parse`]. Errors are usage errors that show no value.
+    pub fn from_env(text: &str) -> Result<Endpoint> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Passed {
+            url: String,
+            headers: Vec<String>,
+        }
+        let passed: Passed = serde_json::from_str(text).map_err(|_| {
+            Error::usage(format!(
+                "{} does not hold an endpoint as mcpeval-verify writes it",
+                crate::ENDPOINT_ENV
+            ))
+        })?;
+        Endpoint::parse(&passed.url, &passed.headers)
     }
 
     /// The URI every request goes to.
@@ -145,38 +191,152 @@ fn parse_url(text: &str) -> Result<Uri> {
     Ok(uri)
 }
 
+/// What is wrong with one header's text, in words that never hold its
+/// value (the name, once it is known to be a header name, may be shown).
+enum Fault {
+    NoColon,
+    BadName,
+    Reserved(HeaderName),
+    BadValue(HeaderName),
+}
+
+impl Fault {
+    /// The fault as a sentence; `form` says how a header is written.
+    fn describe(&self, form: &str) -> String {
+        match self {
+            Fault::NoColon => format!("it has no colon; {form}"),
+            Fault::BadName => format!(
+                "the text before the colon is not a header name \
+                 (letters, digits and !#$%&'*+-.^_`|~, no spaces); {form}"
+            ),
+            Fault::Reserved(_) => "the probe sets this header itself; leave it out".to_owned(),
+            Fault::BadValue(_) => "its value holds a control or non-ASCII character; \
+                 header values are visible ASCII, spaces and tabs"
+                .to_owned(),
+        }
+    }
+
+    /// The header's name, once the text had one.
+    fn name(&self) -> Option<&HeaderName> {
+        match self {
+            Fault::Reserved(name) | Fault::BadValue(name) => Some(name),
+            Fault::NoColon | Fault::BadName => None,
+        }
+    }
+}
+
 /// One `--header NAME: VALUE`; `n` counts from 1 for messages that cannot
 /// show the name.
 fn parse_header(arg: &str, n: usize) -> Result<(HeaderName, HeaderValue)> {
-    let form = "write it as \"Name: value\"";
-    let Some((name, value)) = arg.split_once(':') else {
-        return Err(Error::usage(format!(
-            "invalid --header (number {n}): it has no colon; {form}"
-        )));
-    };
-    let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
-        return Err(Error::usage(format!(
-            "invalid --header (number {n}): the text before the colon is not a header name \
-             (letters, digits and !#$%&'*+-.^_`|~, no spaces); {form}"
-        )));
-    };
+    header(arg).map_err(|fault| {
+        let which = match fault.name() {
+            Some(name) => name.to_string(),
+            None => format!("(number {n})"),
+        };
+        Error::usage(format!(
+            "invalid --header {which}: {}",
+            fault.describe("write it as \"Name: value\"")
+        ))
+    })
+}
+
+/// `Name: value`, the value trimmed of spaces and tabs and marked
+/// sensitive.
+fn header(text: &str) -> std::result::Result<(HeaderName, HeaderValue), Fault> {
+    let (name, value) = text.split_once(':').ok_or(Fault::NoColon)?;
+    let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| Fault::BadName)?;
     if RESERVED.contains(&name.as_str()) {
-        return Err(Error::usage(format!(
-            "invalid --header {name}: the probe sets this header itself; leave it out"
-        )));
+        return Err(Fault::Reserved(name));
     }
     let value = value.trim_matches([' ', '\t']);
     let visible = value
         .bytes()
         .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic());
     let (true, Ok(mut value)) = (visible, HeaderValue::from_str(value)) else {
-        return Err(Error::usage(format!(
-            "invalid --header {name}: its value holds a control or non-ASCII character; \
-             header values are visible ASCII, spaces and tabs"
-        )));
+        return Err(Fault::BadValue(name));
     };
     value.set_sensitive(true);
     Ok((name, value))
+}
+
+/// A header file is refused past this size (64 KiB): it holds a few
+/// headers, and is read whole.
+pub const MAX_HEADER_FILE: u64 = 64 * 1024;
+
+/// The headers of a `--header-file`: one `Name: value` a line, blank
+/// lines and lines starting with `#` ignored. Refused (status 4, naming
+/// the file) unless it is a regular file that only its owner may read or
+/// write: it holds secrets, and one readable by others has leaked them
+/// already. It is opened without blocking, so a FIFO put in its place is
+/// refused, not waited on. Messages name the file, the line and at most
+/// the header's name, never a value.
+pub fn read_header_file(path: &Path) -> Result<Vec<(HeaderName, HeaderValue)>> {
+    use std::io::Read;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|err| match err.kind() {
+            std::io::ErrorKind::NotFound => {
+                Error::rejected(format!("--header-file {shown}: no such file"))
+            }
+            _ => Error::rejected(format!("--header-file {shown}: cannot open it: {err}")),
+        })?;
+    // The handle's own metadata: what was opened is what is judged.
+    let meta = file
+        .metadata()
+        .map_err(|err| Error::rejected(format!("--header-file {shown}: cannot stat it: {err}")))?;
+    if !meta.is_file() {
+        return Err(
+            Error::rejected(format!("--header-file {shown} is not a regular file"))
+                .with_hint("write the headers into a file of their own, mode 0600"),
+        );
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(Error::rejected(format!(
+            "--header-file {shown} may be read or written by other users (mode {mode:04o}); \
+             it holds secrets, so it was not read"
+        ))
+        .with_hint(format!(
+            "run `chmod 600 {shown}` (and replace the secrets if others may have read them)"
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_HEADER_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| Error::rejected(format!("--header-file {shown}: cannot read it: {err}")))?;
+    if bytes.len() as u64 > MAX_HEADER_FILE {
+        return Err(Error::rejected(format!(
+            "--header-file {shown} is over {MAX_HEADER_FILE} bytes; it holds headers, one a line"
+        )));
+    }
+    let mut headers = Vec::new();
+    for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let fault =
+            |why: String| Error::rejected(format!("--header-file {shown}:{}: {why}", n + 1));
+        let Ok(line) = std::str::from_utf8(line) else {
+            return Err(fault("the line is not UTF-8 text".to_owned()));
+        };
+        let text = line.trim_matches([' ', '\t']);
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        headers.push(header(text).map_err(|f| {
+            let which = f
+                .name()
+                .map(|n| format!("header {n}: "))
+                .unwrap_or_default();
+            fault(format!(
+                "{which}{}",
+                f.describe("write one \"Name: value\" a line")
+            ))
+        })?);
+    }
+    Ok(headers)
 }
 
 #[cfg(test)]

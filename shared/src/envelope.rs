@@ -3,8 +3,8 @@
 //!
 //! An envelope carries the sanitized findings exactly as `findings --format
 //! json` prints them, per-tool aggregates, and the sanitized journal
-//! records of the chosen servers, with session tokens and template ids
-//! re-keyed for that one file. It never carries lifecycle.db rows, the
+//! records of the chosen servers, with session tokens, template ids and
+//! event ids re-keyed for that one file. It never carries lifecycle.db rows, the
 //! salt, or annotation notes (notes only when the sender asked for them).
 //!
 //! Reading one is strict, because the file may come from anyone: every
@@ -18,8 +18,12 @@
 //! the file and the JSON Pointer of the value at fault; nothing foreign is
 //! ever rendered as if it were a finding.
 
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{BufReader, Read};
 
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -36,7 +40,8 @@ use crate::score::Severity;
 /// The schema tag of share envelopes.
 pub const SCHEMA: &str = "mcpeval.share/1";
 
-/// Envelopes larger than this (256 MiB) are refused unread.
+/// Envelopes larger than this (256 MiB) are refused: a regular file
+/// unread, a pipe once that much was read.
 pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The top-level fields of an envelope; `notes` is the one optional one.
@@ -90,7 +95,7 @@ pub struct Note {
     pub kind: String,
     /// When it was recorded, RFC 3339.
     pub created_at: String,
-    /// The call's event id, for current records.
+    /// The call's event id (re-keyed like the records'), for current records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_id: Option<String>,
     /// The call's session token (re-keyed like the records'), for legacy records.
@@ -161,41 +166,60 @@ type Checked<T> = std::result::Result<T, Fault>;
 /// file that is not an `mcpeval.share/1` envelope or holds any value that
 /// breaks the contract; the message names the file and the JSON Pointer of
 /// the value (e.g. `/findings/3/server`).
+///
+/// The envelope is read as a stream, one item (a finding, a record, …) at
+/// a time, each checked and dropped before the next is read: what it costs
+/// is the findings kept and one item, never the file. An envelope over
+/// [`MAX_BYTES`], or an item over [`MAX_ITEM`], is refused as soon as the
+/// bytes read show it, without reading on.
 pub fn read_findings(input: &Input) -> Result<Vec<Finding>> {
-    let too_big = |len: u64| {
-        Error::rejected(format!(
-            "{input} is {len} bytes; share envelopes are limited to 256 MiB"
-        ))
-    };
-    let parsed = match input.path() {
+    let reader: Box<dyn Read> = match input.path() {
         Some(path) => {
             let file = std::fs::File::open(path).map_err(|e| {
                 Error::io(format_args!("cannot open the share envelope {input}"), e)
             })?;
             let len = file.metadata().map(|m| m.len()).unwrap_or(0);
             if len > MAX_BYTES {
-                return Err(too_big(len));
-            }
-            serde_json::from_reader(std::io::BufReader::new(file))
-        }
-        None => {
-            // A pipe has no length to look at first: read at most one
-            // byte past the limit.
-            let bytes = input.read_limited(MAX_BYTES)?;
-            if bytes.len() as u64 > MAX_BYTES {
                 return Err(Error::rejected(format!(
-                    "{input}: more than 256 MiB; share envelopes are limited to 256 MiB"
+                    "{input} is {len} bytes; share envelopes are limited to 256 MiB"
                 )));
             }
-            serde_json::from_slice(&bytes)
+            Box::new(file)
         }
+        None => Box::new(std::io::stdin()),
     };
-    let value: Value = parsed.map_err(|e| {
+    let meter = Meter::default();
+    let metered = Metered {
+        inner: reader,
+        meter: &meter,
+    };
+    let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(CHUNK, metered));
+    let mut top = Top::new(&meter);
+    // Until it shows itself an object, the whole envelope is one item.
+    meter.begin(String::new());
+    let read = de.deserialize_any(&mut top).and_then(|()| de.end());
+    read.map_err(|e| {
+        if let Some(trip) = meter.tripped.take() {
+            return match trip {
+                Trip::Envelope => Error::rejected(format!(
+                    "{input}: more than 256 MiB; share envelopes are limited to 256 MiB"
+                )),
+                Trip::Item(at) => Error::rejected(format!(
+                    "{input}: {}: more than 1 MiB in one item; no item `mcpeval share` writes comes near that, so it was not read on",
+                    terminal(if at.is_empty() { "/" } else { &at })
+                ))
+                .with_hint(BAD_FILE),
+            };
+        }
         if e.is_io() {
             return Error::io(
                 format_args!("cannot read {input}"),
                 std::io::Error::other(e.to_string()),
             );
+        }
+        if e.is_data() {
+            // The one type error: an envelope that is not an object.
+            return rejected(input, Fault::new("", "the envelope is not a JSON object"));
         }
         Error::rejected(format!(
             "{input}: not valid JSON: {}",
@@ -203,64 +227,310 @@ pub fn read_findings(input: &Input) -> Result<Vec<Finding>> {
         ))
         .with_hint("the file is not an mcpeval share envelope; create one with `mcpeval share`")
     })?;
-    check(&value).map_err(|fault| {
-        let at = if fault.at.is_empty() { "/" } else { &fault.at };
-        Error::rejected(format!("{input}: {}: {}", terminal(at), fault.why)).with_hint(
-            "the file was not written by `mcpeval share`, or was changed since; nothing in it was rendered; ask its sender for a fresh one",
-        )
-    })
+    top.verdict().map_err(|fault| rejected(input, fault))
 }
 
-/// Checks every part of the envelope and returns its findings.
-fn check(value: &Value) -> Checked<Vec<Finding>> {
-    let top = value
-        .as_object()
-        .ok_or_else(|| Fault::new("", "the envelope is not a JSON object"))?;
-    match top.get("schema") {
-        Some(Value::String(s)) if s == SCHEMA => {}
-        Some(other) => {
+/// An item of an envelope (one finding, record, piece of evidence, note
+/// or server name, and any other top-level value) is refused past this
+/// size, 1 MiB. The largest `share` writes is a finding: five argument
+/// shapes of at most a record each (64 KiB) and its error codes, well
+/// under 1 MiB; anything larger was not written by `share`, and reading it
+/// on would only hold more of it.
+pub const MAX_ITEM: u64 = 1024 * 1024;
+
+/// Bytes asked of the input at once.
+const CHUNK: usize = 64 * 1024;
+
+/// What a refusal of the file's content advises.
+const BAD_FILE: &str = "the file was not written by `mcpeval share`, or was changed since; nothing in it was rendered; ask its sender for a fresh one";
+
+fn rejected(input: &Input, fault: Fault) -> Error {
+    let at = if fault.at.is_empty() { "/" } else { &fault.at };
+    Error::rejected(format!("{input}: {}: {}", terminal(at), fault.why)).with_hint(BAD_FILE)
+}
+
+/// Which bound the input broke.
+#[derive(Debug)]
+enum Trip {
+    Envelope,
+    /// The item at this pointer.
+    Item(String),
+}
+
+/// Counts the bytes read, and the bytes read since the current item began.
+#[derive(Debug, Default)]
+struct Meter {
+    read: Cell<u64>,
+    /// The current item's pointer and the count when it began.
+    item: RefCell<Option<(String, u64)>>,
+    tripped: RefCell<Option<Trip>>,
+}
+
+impl Meter {
+    /// Starts the item at `at`. Reads run ahead of the parser by at most
+    /// one chunk, so an item is refused a chunk late at worst.
+    fn begin(&self, at: String) {
+        *self.item.borrow_mut() = Some((at, self.read.get()));
+    }
+
+    fn end(&self) {
+        *self.item.borrow_mut() = None;
+    }
+
+    /// `read` within the item at `at`.
+    fn within<T>(&self, at: String, read: impl FnOnce() -> T) -> T {
+        self.begin(at);
+        let value = read();
+        self.end();
+        value
+    }
+}
+
+/// The input, failing a read once it passes a bound (the parser then
+/// stops with an I/O error; the meter says which bound).
+struct Metered<'m> {
+    inner: Box<dyn Read>,
+    meter: &'m Meter,
+}
+
+impl Read for Metered<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let read = self.meter.read.get() + n as u64;
+        self.meter.read.set(read);
+        let trip = if read > MAX_BYTES {
+            Some(Trip::Envelope)
+        } else {
+            match &*self.meter.item.borrow() {
+                Some((at, began)) if read - began > MAX_ITEM => Some(Trip::Item(at.clone())),
+                _ => None,
+            }
+        };
+        if let Some(trip) = trip {
+            *self.meter.tripped.borrow_mut() = Some(trip);
+            return Err(std::io::Error::other("over the envelope's bounds"));
+        }
+        Ok(n)
+    }
+}
+
+/// The arrays of an envelope, in the order their faults are reported.
+const LISTS: [&str; 5] = ["servers", "findings", "evidence", "journals", "notes"];
+
+/// What reading the envelope's top-level object found: the small fields
+/// whole, of each array whether it was there and its first fault, and the
+/// findings. Faults are kept, not returned at once, so that the one
+/// reported is the one a whole-file check would report first.
+struct Top<'m> {
+    meter: &'m Meter,
+    schema: Option<Value>,
+    created_at: Option<Value>,
+    /// The first unknown field, in the order of names.
+    unknown: Option<String>,
+    /// A field given twice.
+    repeated: Option<String>,
+    /// Each array that was there, with its first fault.
+    lists: BTreeMap<&'static str, Option<Fault>>,
+    findings: Vec<Finding>,
+}
+
+impl<'m> Top<'m> {
+    fn new(meter: &'m Meter) -> Top<'m> {
+        Top {
+            meter,
+            schema: None,
+            created_at: None,
+            unknown: None,
+            repeated: None,
+            lists: BTreeMap::new(),
+            findings: Vec::new(),
+        }
+    }
+
+    /// Checks item `n` of array `list` unless the array has a fault already.
+    fn item(&mut self, list: &'static str, n: usize, item: &Value) {
+        if self.lists.get(list).is_some_and(Option::is_some) {
+            return;
+        }
+        let at = format!("/{list}/{n}");
+        let checked = match list {
+            "servers" => item
+                .as_str()
+                .ok_or_else(|| Fault::new(&at, "not a string"))
+                .and_then(|server| name(server, &at)),
+            "findings" => parse(item, &at)
+                .and_then(|wire| from_wire(wire, &at))
+                .map(|finding| self.findings.push(finding)),
+            "evidence" => parse(item, &at).and_then(|t| evidence(t, &at)),
+            "journals" => record(item, &at),
+            _ => parse(item, &at).and_then(|n| note(n, &at)),
+        };
+        if let Err(fault) = checked {
+            self.lists.insert(list, Some(fault));
+        }
+    }
+
+    /// The findings, or the first fault in the order of the contract:
+    /// the schema, an unknown or repeated field, `created_at`, then each
+    /// array in turn.
+    fn verdict(mut self) -> Checked<Vec<Finding>> {
+        match &self.schema {
+            Some(Value::String(s)) if s == SCHEMA => {}
+            Some(other) => {
+                return Err(Fault::new(
+                    "/schema",
+                    format!(
+                        "schema is {}, expected \"{SCHEMA}\" (written by another program, or by a release this one cannot read)",
+                        escape::to_json(&cut(other)).unwrap_or_default()
+                    ),
+                ));
+            }
+            None => return Err(Fault::new("/schema", "missing")),
+        }
+        if let Some(key) = &self.unknown {
             return Err(Fault::new(
-                "/schema",
-                format!(
-                    "schema is {}, expected \"{SCHEMA}\" (written by another program, or by a release this one cannot read)",
-                    escape::to_json(&cut(other)).unwrap_or_default()
-                ),
+                pointer("", key),
+                format!("unknown field; an envelope holds {}", FIELDS.join(", ")),
             ));
         }
-        None => return Err(Fault::new("/schema", "missing")),
+        if let Some(key) = &self.repeated {
+            return Err(Fault::new(pointer("", key), "the field is given twice"));
+        }
+        match &self.created_at {
+            Some(value) => time(value, "/created_at")?,
+            None => return Err(Fault::new("/created_at", "missing")),
+        }
+        for list in LISTS {
+            match self.lists.remove(list) {
+                Some(Some(fault)) => return Err(fault),
+                Some(None) => {}
+                None if list == "notes" => {}
+                None => return Err(Fault::new(format!("/{list}"), "missing")),
+            }
+        }
+        Ok(self.findings)
     }
-    if let Some(key) = top.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(Fault::new(
-            pointer("", key),
-            format!("unknown field; an envelope holds {}", FIELDS.join(", ")),
-        ));
+}
+
+impl<'de> Visitor<'de> for &mut Top<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an envelope object")
     }
-    let field = |key: &str| -> Checked<&Value> {
-        top.get(key)
-            .ok_or_else(|| Fault::new(format!("/{key}"), "missing"))
-    };
-    time(field("created_at")?, "/created_at")?;
-    for (at, server) in items(field("servers")?, "/servers")? {
-        let server = server
-            .as_str()
-            .ok_or_else(|| Fault::new(&at, "not a string"))?;
-        name(server, &at)?;
-    }
-    let findings = items(field("findings")?, "/findings")?
-        .map(|(at, item)| from_wire(parse(item, &at)?, &at))
-        .collect::<Checked<Vec<Finding>>>()?;
-    for (at, item) in items(field("evidence")?, "/evidence")? {
-        evidence(parse(item, &at)?, &at)?;
-    }
-    for (at, item) in items(field("journals")?, "/journals")? {
-        record(item, &at)?;
-    }
-    if let Some(notes) = top.get("notes") {
-        for (at, item) in items(notes, "/notes")? {
-            note(parse(item, &at)?, &at)?;
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        self.meter.end();
+        loop {
+            let key = self
+                .meter
+                .within(String::new(), || map.next_key::<String>())?;
+            let Some(key) = key else {
+                return Ok(());
+            };
+            let at = pointer("", &key);
+            let known = FIELDS.iter().find(|f| **f == key);
+            let again = match known {
+                Some(&"schema") => self.schema.is_some(),
+                Some(&"created_at") => self.created_at.is_some(),
+                Some(list) => self.lists.contains_key(list),
+                None => false,
+            };
+            if again && self.repeated.is_none() {
+                self.repeated = Some(key.clone());
+            }
+            match known {
+                Some(&"schema") => self.schema = Some(self.meter.within(at, || map.next_value())?),
+                Some(&"created_at") => {
+                    self.created_at = Some(self.meter.within(at, || map.next_value())?);
+                }
+                Some(list) => map.next_value_seed(List { top: self, list })?,
+                None => {
+                    if self.unknown.as_ref().is_none_or(|u| key < *u) {
+                        self.unknown = Some(key);
+                    }
+                    self.meter.within(at, || map.next_value::<IgnoredAny>())?;
+                }
+            }
         }
     }
-    Ok(findings)
+}
+
+/// One array field of the envelope, read an item at a time.
+struct List<'a, 'm> {
+    top: &'a mut Top<'m>,
+    list: &'static str,
+}
+
+impl List<'_, '_> {
+    /// The value is there and is not an array.
+    fn not_an_array<E>(self) -> std::result::Result<(), E> {
+        self.top.meter.end();
+        let fault = Fault::new(format!("/{}", self.list), "not an array");
+        self.top.lists.insert(self.list, Some(fault));
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for List<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        // Until it shows itself an array, the whole value is one item.
+        self.top.meter.begin(format!("/{}", self.list));
+        self.top.lists.entry(self.list).or_insert(None);
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for List<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array")
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> std::result::Result<(), S::Error> {
+        let (top, list) = (self.top, self.list);
+        top.meter.end();
+        for n in 0.. {
+            let at = format!("/{list}/{n}");
+            let Some(item) = top.meter.within(at, || seq.next_element::<Value>())? else {
+                break;
+            };
+            top.item(list, n, &item);
+        }
+        Ok(())
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> std::result::Result<(), M::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        self.not_an_array()
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<(), E> {
+        self.not_an_array()
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<(), E> {
+        self.not_an_array()
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<(), E> {
+        self.not_an_array()
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<(), E> {
+        self.not_an_array()
+    }
+
+    fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+        self.not_an_array()
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<(), E> {
+        self.not_an_array()
+    }
 }
 
 /// A long value cut for a message.
@@ -278,20 +548,6 @@ fn cut(value: &Value) -> Value {
 /// The pointer of `key` inside the value at `at` (RFC 6901 escapes).
 fn pointer(at: &str, key: &str) -> String {
     format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"))
-}
-
-/// The items of the array at `at`, each with its pointer.
-fn items<'a>(
-    value: &'a Value,
-    at: &'a str,
-) -> Checked<impl Iterator<Item = (String, &'a Value)> + 'a> {
-    let list = value
-        .as_array()
-        .ok_or_else(|| Fault::new(at, "not an array"))?;
-    Ok(list
-        .iter()
-        .enumerate()
-        .map(move |(n, v)| (format!("{at}/{n}"), v)))
 }
 
 /// Deserializes the item at `at`; a fault points into it where serde

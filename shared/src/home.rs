@@ -47,13 +47,20 @@ fn check_private(dir: &Path, meta: &fs::Metadata) -> Result<()> {
     Ok(())
 }
 
-/// The running program's name, for the warning line.
+/// Writes `program: warning: message` to stderr, as `cli::warn` does,
+/// for the running program.
+#[cfg(feature = "store")]
+pub(crate) fn warning(message: std::fmt::Arguments<'_>) {
+    warn(&program(), message);
+}
+
 /// Writes `program: warning: message` to stderr, as `cli::warn` does.
 fn warn(program: &str, message: std::fmt::Arguments<'_>) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{program}: warning: {message}");
 }
 
+/// The running program's name, for the warning line.
 fn program() -> String {
     std::env::args_os()
         .next()

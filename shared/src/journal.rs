@@ -2,19 +2,24 @@
 //! appended.
 //!
 //! A journal is `journals/YYYYMMDDTHHMMSS.fffZ-<8 hex>.jsonl`, so the byte
-//! order of names is creation order. Each record is one line written with
+//! order of names is creation order. Every reader of journals lists them
+//! with [`files`], opens them with [`open`] and reads their lines with
+//! [`lines`], so all of them share one set of bounds: a name that is not a
+//! regular file (a FIFO would block a reader forever) is skipped with a
+//! warning, and a line over [`MAX_LINE`] is measured, never held. Each record is one line written with
 //! one `write` on an `O_APPEND` file under a shared lock on `journals/.lock`,
 //! so concurrent writers never interleave and the index never sees a torn
 //! line it would take for complete. A writer rotates to a new file when its
 //! file passes [`ROTATE_BYTES`] or the UTC day changes, so old files freeze.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, ErrorKind, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 use crate::home::Home;
+use crate::lines::BoundedLines;
 use crate::lock::LockFile;
 use crate::record::{Call, MAX_LINE};
 use crate::time;
@@ -43,7 +48,10 @@ pub fn is_journal_name(name: &str) -> bool {
 }
 
 /// The journal files under `dir`, in byte order of their names. Other files
-/// (the lock, editor backups) are not journals and are skipped.
+/// (the lock, editor backups) are not journals and are skipped, and so,
+/// with a warning on stderr naming it, is a journal's name that is not a
+/// regular file (a FIFO, a device, a directory; a symbolic link counts as
+/// what it points to). Looking needs no open, so nothing here can block.
 pub fn files(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -58,12 +66,75 @@ pub fn files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut names = Vec::new();
     for entry in entries {
         let entry = entry.context(format_args!("cannot list {}", dir.display()))?;
-        if let Some(name) = entry.file_name().to_str().filter(|n| is_journal_name(n)) {
-            names.push(name.to_owned());
+        let file_name = entry.file_name();
+        let Some(name) = file_name.to_str().filter(|n| is_journal_name(n)) else {
+            continue;
+        };
+        match fs::metadata(entry.path()) {
+            Ok(meta) if meta.is_file() => names.push(name.to_owned()),
+            Ok(meta) => crate::home::warning(format_args!(
+                "skipped {}: it is {}, not a regular file; move it out of journals/",
+                entry.path().display(),
+                kind(&meta)
+            )),
+            // Removed since it was listed: it is no journal any more.
+            Err(err) if err.kind() == ErrorKind::NotFound => {}
+            Err(err) => crate::home::warning(format_args!(
+                "skipped {}: cannot look at it: {err}",
+                entry.path().display()
+            )),
         }
     }
     names.sort_unstable();
     Ok(names.into_iter().map(|n| dir.join(n)).collect())
+}
+
+/// What a file that is not a regular file is, for a message.
+fn kind(meta: &Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "something else"
+    }
+}
+
+/// Opens a journal for reading, without ever blocking: `O_NONBLOCK` makes
+/// opening a FIFO return at once, and the opened handle's own metadata is
+/// what is checked, so a regular file swapped for something else after
+/// [`files`] listed it is an error (`InvalidInput`), not a hang. (On a
+/// regular file `O_NONBLOCK` changes nothing.)
+pub fn open(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file; move it out of journals/",
+                kind(&meta)
+            ),
+        ));
+    }
+    Ok(file)
+}
+
+/// The lines of a journal, each at most [`MAX_LINE`] bytes held; a longer
+/// one comes as its length alone ([`crate::lines::Line::Oversized`]), and
+/// an unfinished last line is left for a later read.
+pub fn lines<R: io::Read>(reader: R) -> BoundedLines<R> {
+    BoundedLines::new(reader, MAX_LINE)
 }
 
 /// Tool and server names are cut to this many bytes in a record that would

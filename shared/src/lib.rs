@@ -28,7 +28,8 @@
 //! - [`manifest`]: the probe manifest a server's maintainer writes.
 //! - [`home`]: the store and the paths inside it; [`config`]: its
 //!   `config.json`.
-//! - [`file_arg`]: file arguments where `-` is standard input or output.
+//! - [`file_arg`]: file arguments where `-` is standard input or output;
+//!   [`lines`]: newline-delimited input read with a bound on each line.
 //! - [`exit`]: the exit statuses every binary shares; [`error`]: the error
 //!   type that carries one; [`escape`] and [`canonical`]: printing untrusted
 //!   text safely and canonical JSON; [`score`], [`time`].
@@ -53,9 +54,13 @@
 //! Journals are `MCPEVAL_HOME/journals/*.jsonl` ([`home::Home::journals`]);
 //! the byte order of their names is creation order, a finished file is never
 //! rewritten, and each line is one record. Read a file line by line and give
-//! each line to [`record::Record::parse`]. Records hold shapes and salted
-//! ids only, never raw argument values or raw error text. Open journals for
-//! reading only; the capture appends under `journals/.lock`.
+//! each line to [`record::Record::parse`]; read it with
+//! [`lines::BoundedLines`] and a limit of [`record::MAX_LINE`], as the
+//! suite's readers do, so a huge line is measured rather than held. Skip a
+//! name that is not a regular file (a FIFO would block the open). Records
+//! hold shapes and salted ids only, never raw argument values or raw error
+//! text. Open journals for reading only; the capture appends under
+//! `journals/.lock`.
 //!
 //! # Reading findings
 //!
@@ -125,6 +130,7 @@ pub mod index_db;
 pub mod journal;
 #[cfg(feature = "store")]
 pub mod lifecycle;
+pub mod lines;
 #[cfg(feature = "store")]
 pub mod lock;
 pub mod manifest;
@@ -162,6 +168,13 @@ pub const HOME_ENV: &str = "MCPEVAL_HOME";
 /// Environment variable naming the team database (SPEC §11); `--database`
 /// overrides it, and it overrides `database_url` in `config.json`.
 pub const DATABASE_ENV: &str = "MCPEVAL_DATABASE_URL";
+
+/// Environment variable in which `mcpeval-verify` hands `mcpeval-probe`
+/// the Streamable HTTP endpoint (URL and header values, which may hold
+/// tokens), so that they never appear on a command line, where every user
+/// of the machine can read them. The probe takes it out of its own
+/// environment when it starts, and no server it starts inherits it.
+pub const ENDPOINT_ENV: &str = "MCPEVAL_PROBE_ENDPOINT";
 
 /// Environment variable the `mcpeval` front sets to its own path before it
 /// runs a subcommand, so a plugin can call back into the suite.

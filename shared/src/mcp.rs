@@ -77,6 +77,18 @@ pub const STDERR_LINES: usize = 20;
 /// A kept stderr line is cut to this many bytes.
 pub const STDERR_LINE_BYTES: usize = 1024;
 
+/// Whether the environment variable `name` is kept from a server the
+/// probe starts. The server is the code under test, not a part of the
+/// suite: it gets the user's environment without the suite's own
+/// variables (`MCPEVAL`, `MCPEVAL_*`: the store, the team database's URL
+/// with any password in it, an endpoint verify passed on) and without
+/// libpq's (`PG*`: `PGPASSWORD`, `PGPASSFILE`, …), which hold or point at
+/// the team database's password.
+pub fn withheld(name: &std::ffi::OsStr) -> bool {
+    let name = name.as_encoded_bytes();
+    name == b"MCPEVAL" || name.starts_with(b"MCPEVAL_") || name.starts_with(b"PG")
+}
+
 /// How to start the server.
 #[derive(Debug, Clone)]
 pub struct Launch {
@@ -381,6 +393,11 @@ impl Client {
                 Stdio::piped()
             })
             .process_group(0);
+        for (name, _) in std::env::vars_os() {
+            if withheld(&name) {
+                cmd.env_remove(name);
+            }
+        }
         let mut child = cmd.spawn().map_err(|err| {
             Broken::Start(format!(
                 "cannot start {}: {err}",

@@ -6,11 +6,22 @@
 //! probe's arguments, so a flag added here reaches both and is passed on.
 //! Rules one binary alone has (verify's `--record` excludes them all) are
 //! added by that binary.
+//!
+//! The endpoint of `--url` is never passed on as an argument: its URL and
+//! header values may hold tokens, and a process's arguments are readable
+//! by every user of the machine. Verify parses it ([`ServerArgs::endpoint`])
+//! and hands it over in [`crate::ENDPOINT_ENV`]; the probe is told so by
+//! [`ENDPOINT_FLAG`].
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
-/// `--handshake-timeout`, `--server-stderr`, `--url`, `--header` and the
-/// server command after `--`.
+/// The probe's hidden flag that says the endpoint is in
+/// [`crate::ENDPOINT_ENV`], as `mcpeval-verify` passes it.
+pub const ENDPOINT_FLAG: &str = "--endpoint-from-env";
+
+/// `--handshake-timeout`, `--server-stderr`, `--url`, `--header`,
+/// `--header-file` and the server command after `--`.
 #[derive(Clone, clap::Args)]
 pub struct ServerArgs {
     /// How long each handshake request (server/discover, initialize) waits, start-up included
@@ -34,6 +45,15 @@ pub struct ServerArgs {
     )]
     pub headers: Vec<String>,
 
+    /// Extra request headers for --url from FILE, one "Name: value" a line (# comments and blank lines ignored; repeatable); refused unless only its owner may read it. Keeps secrets off the command line
+    #[arg(
+        long = "header-file",
+        value_name = "FILE",
+        requires = "url",
+        conflicts_with = "command"
+    )]
+    pub header_files: Vec<PathBuf>,
+
     /// The server command and its arguments, after `--`
     #[arg(
         last = true,
@@ -52,6 +72,7 @@ impl std::fmt::Debug for ServerArgs {
             .field("server_stderr", &self.server_stderr)
             .field("url", &self.url.as_ref().map(|_| "…"))
             .field("headers", &self.headers.len())
+            .field("header_files", &self.header_files)
             .field("command", &self.command)
             .finish()
     }
@@ -59,7 +80,10 @@ impl std::fmt::Debug for ServerArgs {
 
 impl ServerArgs {
     /// The flags as `mcpeval-probe` takes them, the server command last
-    /// (after `--`); header values and the URL are passed on as given.
+    /// (after `--`). With `--url`, [`ENDPOINT_FLAG`] stands for the URL
+    /// and every header: the caller hands the probe the
+    /// [`crate::endpoint::Endpoint`] of [`ServerArgs::endpoint`] in
+    /// [`crate::ENDPOINT_ENV`].
     pub fn to_probe_argv(&self) -> Vec<OsString> {
         let mut argv: Vec<OsString> = vec![
             "--handshake-timeout".into(),
@@ -69,20 +93,25 @@ impl ServerArgs {
             argv.push("--server-stderr".into());
         }
         match &self.url {
-            Some(url) => {
-                argv.push("--url".into());
-                argv.push(url.into());
-                for header in &self.headers {
-                    argv.push("--header".into());
-                    argv.push(header.into());
-                }
-            }
+            Some(_) => argv.push(ENDPOINT_FLAG.into()),
             None => {
                 argv.push("--".into());
                 argv.extend(self.command.iter().cloned());
             }
         }
         argv
+    }
+
+    /// The endpoint of `--url`, `--header` and `--header-file`, checked
+    /// (each header file read), or `None` for a server command.
+    #[cfg(feature = "store")]
+    pub fn endpoint(&self) -> crate::Result<Option<crate::endpoint::Endpoint>> {
+        let Some(url) = &self.url else {
+            return Ok(None);
+        };
+        crate::endpoint::Endpoint::parse(url, &self.headers)?
+            .with_header_files(&self.header_files)
+            .map(Some)
     }
 }
 
@@ -91,29 +120,37 @@ mod tests {
     use super::*;
     use clap::Parser;
 
+    /// The flags as probe declares them: [`ServerArgs`] and the hidden
+    /// flag that stands for the endpoint.
     #[derive(Debug, Parser)]
+    #[command(mut_arg("command", |a| a.required_unless_present_any(["url", "from_env"])))]
     struct Probe {
         #[command(flatten)]
         server: ServerArgs,
+        #[arg(long = "endpoint-from-env", conflicts_with_all = ["url", "command"])]
+        from_env: bool,
     }
 
-    fn round_trip(argv: &[&str]) -> Vec<OsString> {
+    fn passed_on(argv: &[&str]) -> Vec<OsString> {
         let parsed = Probe::try_parse_from(std::iter::once("probe").chain(argv.iter().copied()))
             .unwrap()
             .server;
         let again = parsed.to_probe_argv();
         let reparsed =
             Probe::try_parse_from(std::iter::once(OsString::from("probe")).chain(again.clone()))
-                .unwrap()
-                .server;
-        assert_eq!(reparsed.to_probe_argv(), again);
+                .unwrap();
+        // The probe takes what it was given; an endpoint, from elsewhere.
+        assert_eq!(reparsed.from_env, parsed.url.is_some());
+        if !reparsed.from_env {
+            assert_eq!(reparsed.server.to_probe_argv(), again);
+        }
         again
     }
 
     #[test]
     fn what_is_parsed_is_passed_on_as_probe_takes_it() {
         assert_eq!(
-            round_trip(&["--server-stderr", "--", "srv", "--flag", "--"]),
+            passed_on(&["--server-stderr", "--", "srv", "--flag", "--"]),
             [
                 "--handshake-timeout",
                 "10000",
@@ -124,29 +161,25 @@ mod tests {
                 "--"
             ]
         );
-        assert_eq!(
-            round_trip(&[
-                "--url",
-                "http://127.0.0.1:1/mcp",
-                "--header",
-                "A: b",
-                "--header=C: d",
-                "--handshake-timeout",
-                "5"
-            ]),
-            [
-                "--handshake-timeout",
-                "5",
-                "--url",
-                "http://127.0.0.1:1/mcp",
-                "--header",
-                "A: b",
-                "--header",
-                "C: d"
-            ]
-        );
         assert!(Probe::try_parse_from(["probe", "--handshake-timeout", "0", "--", "s"]).is_err());
         assert!(Probe::try_parse_from(["probe", "--header", "A: b", "--", "s"]).is_err());
+        assert!(Probe::try_parse_from(["probe", "--header-file", "f", "--", "s"]).is_err());
         assert!(Probe::try_parse_from(["probe"]).is_err());
+    }
+
+    #[test]
+    fn an_endpoint_is_passed_on_by_a_flag_that_holds_none_of_it() {
+        let argv = passed_on(&[
+            "--url",
+            "http://127.0.0.1:1/mcp?key=tok-Quokka-991",
+            "--header",
+            "A: tok-Quokka-991",
+            "--header=C: d",
+            "--header-file",
+            "secret-headers",
+            "--handshake-timeout",
+            "5",
+        ]);
+        assert_eq!(argv, ["--handshake-timeout", "5", ENDPOINT_FLAG]);
     }
 }

@@ -318,6 +318,9 @@ pub struct Options<'a> {
     /// Its working directory; ours when `None`.
     pub dir: Option<&'a Path>,
     pub stderr: Stderr,
+    /// Variables set for it alone: how a value that must stay off every
+    /// command line (a token) reaches a sibling.
+    pub env: &'a [(&'a str, String)],
 }
 
 /// What a sibling reads on its stdin.
@@ -368,6 +371,9 @@ where
         .unchecked();
     if let Some(url) = DATABASE.get() {
         expression = expression.env(crate::DATABASE_ENV, url);
+    }
+    for (name, value) in options.env {
+        expression = expression.env(name, value);
     }
     if stdin == Stdin::Null {
         expression = expression.stdin_null();

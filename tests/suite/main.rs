@@ -1,6 +1,7 @@
 //! The one integration-test crate: every binary, tested as users see it.
 
 mod annotate;
+mod bounds;
 mod capture;
 mod capture_http;
 mod close;
@@ -35,6 +36,7 @@ mod rebuild;
 mod records;
 mod report;
 mod salt;
+mod secrets;
 mod seeded;
 mod serve;
 mod share;

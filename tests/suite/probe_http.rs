@@ -101,7 +101,7 @@ impl Fixture {
     }
 
     /// Waits (boundedly) for an event entry such as `{"event": "closed"}`.
-    fn wait_for_event(&self, event: &str) -> bool {
+    pub fn wait_for_event(&self, event: &str) -> bool {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             if self.entries().iter().any(|e| e["event"] == event) {

@@ -141,7 +141,13 @@ fn notes_travel_only_when_asked_and_are_shown_first() {
         "{stderr}"
     );
     assert_eq!(env["notes"][0]["note"], NOTE);
-    assert_eq!(env["notes"][0]["event_id"], event(2));
+    // The note names its call by the call's event id in the file, re-keyed
+    // like the record's: call 2 is the file's second record.
+    assert_eq!(
+        env["notes"][0]["event_id"],
+        env["journals"][1]["identity"]["event_id"]
+    );
+    assert_ne!(env["notes"][0]["event_id"], event(2));
     // The note's call is weather's: sharing maps alone takes no note.
     let (maps, stderr, _) = share(&store, &["--include-notes", "--server", "maps"]);
     assert_eq!(maps["notes"], json!([]));
@@ -247,6 +253,29 @@ fn a_file_that_is_not_an_envelope_is_refused() {
 }
 
 #[test]
+fn a_field_given_twice_refuses_the_file() {
+    let seeded = seeded();
+    let (_, _, bytes) = share(&seeded, &[]);
+    // A second "findings" array after the first: a reader that let the
+    // later copy win would render findings the checks never saw together.
+    let text = String::from_utf8(bytes).unwrap();
+    let doubled = text.replacen("\"findings\":", "\"findings\":[],\"findings\":", 1);
+    let store = Store::new();
+    let file = store.scratch().join("twice.json");
+    std::fs::write(&file, doubled).unwrap();
+    store
+        .bin("mcpeval-findings")
+        .args(["--from", file.to_str().unwrap()])
+        .assert()
+        .code(4)
+        .stdout("")
+        .stderr(predicate::str::starts_with(format!(
+            "mcpeval-findings: error: {}: /findings: the field is given twice",
+            file.display()
+        )));
+}
+
+#[test]
 fn without_an_index_the_envelope_has_records_but_no_findings() {
     let store = Store::new();
     crate::records::write(
@@ -304,25 +333,65 @@ fn each_share_rekeys_sessions_and_templates_for_itself() {
     }
     assert!(s1.is_disjoint(&s2) && t1.is_disjoint(&t2), "{s1:?} {s2:?}");
     // Within one file, the calls of one store session carry one token:
-    // event n was seeded in session (n - 1) / 4 + 1 for weather.
-    let by_event: std::collections::BTreeMap<String, String> = first["journals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["identity"]["event_id"].as_str().unwrap().to_owned(),
-                r["identity"]["session"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    assert_eq!(by_event[&event(1)], by_event[&event(4)]);
-    assert_eq!(by_event[&event(5)], by_event[&event(8)]);
-    assert_ne!(by_event[&event(1)], by_event[&event(5)]);
+    // the file's records are in journal order, and record n (from 1) was
+    // seeded in session (n - 1) / 4 + 1 for weather.
+    let session_of = |n: usize| first["journals"][n - 1]["identity"]["session"].clone();
+    assert_eq!(session_of(1), session_of(4));
+    assert_eq!(session_of(5), session_of(8));
+    assert_ne!(session_of(1), session_of(5));
     // The receiver still reads the file.
     let other = Store::new();
     let read = crate::names::read_back(&other, &first);
     assert!(read.status.success(), "{}", text(&read.stderr));
+}
+
+/// The event ids of an envelope's records, in order.
+fn event_ids(env: &Value) -> Vec<String> {
+    env["journals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["identity"]["event_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn each_share_rekeys_event_ids_so_no_two_shares_or_the_store_have_one_in_common() {
+    let store = seeded();
+    let (first, _, first_bytes) = share(&store, &[]);
+    let (second, _, _) = share(&store, &[]);
+    let (a, b) = (event_ids(&first), event_ids(&second));
+    assert_eq!(a.len(), 12);
+    for ids in [&a, &b] {
+        // One id per call, each a UUID in the v4 form, as capture writes.
+        assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), ids.len());
+        for id in ids {
+            let uuid = uuid::Uuid::parse_str(id).unwrap();
+            assert_eq!(uuid.get_version_num(), 4, "{id}");
+            assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122, "{id}");
+            assert_eq!(&uuid.hyphenated().to_string(), id);
+        }
+    }
+    let common: Vec<_> = a.iter().filter(|id| b.contains(id)).collect();
+    assert!(common.is_empty(), "two shares have {common:?} in common");
+    // None is found in the store's journals, nor any of the store's in
+    // the file.
+    let journals: Vec<u8> = store
+        .journals()
+        .iter()
+        .flat_map(|j| std::fs::read(j).unwrap())
+        .collect();
+    for id in a.iter().chain(&b) {
+        assert!(!has(&journals, id), "{id} is the store's");
+    }
+    for n in 1..=12 {
+        assert!(!has(&first_bytes, &event(n)), "store event {n} leaked");
+    }
+    // The receiver still reads both.
+    for env in [&first, &second] {
+        let read = crate::names::read_back(&Store::new(), env);
+        assert!(read.status.success(), "{}", text(&read.stderr));
+    }
 }
 
 /// What is tampered with, how, and the start of the message it gets.

@@ -327,3 +327,136 @@ pub fn wait_for_port(port: u16, what: &str) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// How a child run by [`measure`] ended, what it wrote, and the most
+/// memory it ever held.
+pub struct Measured {
+    /// Its exit status, or 128 + the signal that ended it.
+    pub status: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Its peak resident set size in bytes.
+    pub peak: u64,
+}
+
+/// Runs `cmd` (a command of [`Store::cmd`]: a cleared environment plus
+/// what it sets) with stdout and stderr captured and stdin fed by `feed`
+/// (in a thread of its own; closed when `feed` returns) or null, and
+/// measures its peak resident memory. It runs under
+/// `tests/fixtures/peak_rss.py`, which forks it from a small process and
+/// reaps it with `wait4`: spawned from this test process directly, its
+/// figure would start from this process's own high-water mark. A child
+/// still running after `limit` is killed and the test fails: a hang is a
+/// failure, never a stuck suite.
+pub fn measure(
+    cmd: Command,
+    feed: Option<Box<dyn FnOnce(std::process::ChildStdin) + Send>>,
+    limit: std::time::Duration,
+) -> Measured {
+    use std::io::Read;
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let mut wrapped = Command::new("python3");
+    wrapped
+        .env_clear()
+        .arg(fixture("peak_rss.py"))
+        .arg(report.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (name, value) in cmd.get_envs() {
+        match value {
+            Some(value) => wrapped.env(name, value),
+            None => wrapped.env_remove(name),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
+        .stdin(if feed.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = Guard(wrapped.spawn().unwrap());
+    let read = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = read(Box::new(child.0.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.0.stderr.take().unwrap()));
+    if let (Some(feed), Some(stdin)) = (feed, child.0.stdin.take()) {
+        std::thread::spawn(move || feed(stdin));
+    }
+    // The pipes close when the command and its children are done.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send((stdout.join().unwrap(), stderr.join().unwrap()));
+    });
+    let Ok((stdout, stderr)) = rx.recv_timeout(limit) else {
+        // The guard kills the wrapper; the command is its child.
+        for pid in children_of(child.0.id()) {
+            // SAFETY: a signal to a process this test started.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
+        panic!("{cmd:?} did not finish within {limit:?}");
+    };
+    let status = child.0.wait().unwrap();
+    let peak = std::fs::read_to_string(report.path())
+        .unwrap_or_else(|_| panic!("{cmd:?}: no peak reported ({status})"));
+    Measured {
+        status: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+        peak: peak.trim().parse().unwrap(),
+    }
+}
+
+/// Every process of the machine whose command line holds `needle`, as
+/// (pid, command line with NULs shown as spaces). A process that ends
+/// while it is looked at is skipped.
+pub fn command_lines_with(needle: &str) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if contains(&cmdline, needle) {
+            found.push((pid, text(&cmdline).replace('\0', " ")));
+        }
+    }
+    found
+}
+
+/// The processes whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …: comm may hold spaces and parentheses.
+        let parent = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if parent == Some(pid) {
+            found.push(child);
+        }
+    }
+    found
+}

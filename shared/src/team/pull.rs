@@ -153,12 +153,19 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
     };
     for (name, (store, epoch, lines)) in &wanted {
         let path = dir.join(name);
-        let old = state.journals.get(name).filter(|e| &e.store_id == store);
+        // Only a regular file is kept or appended to: anything else under
+        // that name (a FIFO would block the open) is replaced whole.
+        let regular = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+        let old = state
+            .journals
+            .get(name)
+            .filter(|e| &e.store_id == store && regular);
         let entry = match old {
             Some(e) if e.epoch == *epoch && e.lines == *lines => continue,
             Some(e) if e.epoch == *epoch && e.lines < *lines => {
                 let file = OpenOptions::new()
                     .write(true)
+                    .custom_flags(libc::O_NONBLOCK)
                     .open(&path)
                     .map_err(|e| Error::io(format_args!("cannot open {path}"), e))?;
                 file.set_len(e.bytes)
@@ -186,6 +193,7 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
                     .create(true)
                     .truncate(true)
                     .mode(0o600)
+                    .custom_flags(libc::O_NONBLOCK)
                     .open(&tmp)
                     .map_err(|e| Error::io(format_args!("cannot create {tmp}"), e))?;
                 let mut file = BufWriter::new(file);

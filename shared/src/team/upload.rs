@@ -10,7 +10,6 @@
 //! runs of different stores, which touch different rows, run side by side.
 
 use std::collections::{BTreeSet, HashMap};
-use std::fs::File;
 use std::io::Read;
 
 use postgres::binary_copy::BinaryCopyInWriter;
@@ -265,7 +264,7 @@ fn local_journals(
 /// database's digest: then its calls there are a prefix of ours.
 fn prefix_holds(own: &Home, name: &str, theirs: &Checkpoint) -> Result<bool> {
     let path = own.journals().join(name);
-    let Ok(file) = File::open(&path) else {
+    let Ok(file) = crate::journal::open(path.as_std_path()) else {
         return Ok(false);
     };
     let mut hasher = Sha256::new();
