@@ -1,6 +1,7 @@
 //! Capture against a hostile server and a client sending data as argument
 //! keys: what reaches the journal, the index and the findings is shapes
-//! with folded keys, clean names and 32-bit codes only.
+//! with folded keys, clean names, and error codes only of the JSON-RPC
+//! range or small ones.
 
 use assert_cmd::prelude::*;
 use serde_json::{Map, Value, json};
@@ -198,4 +199,48 @@ fn the_server_flag_and_names_are_cut_and_cleaned() {
     // 127 bytes and a two-byte character: cut before it, at 127 bytes.
     assert_eq!(records[0]["tool"], "t".repeat(127));
     assert_eq!(records[0]["advertised"], false);
+}
+
+#[test]
+fn error_codes_are_kept_only_in_the_json_rpc_and_small_ranges() {
+    let store = Store::new();
+    let mut c = start(&store, &[]);
+    handshake(&mut c);
+    // Each edge of both kept ranges, the first number past it, and an
+    // account number, through each place a code is read from.
+    let codes: [(i64, bool); 10] = [
+        (987654321, false),
+        (-32769, false),
+        (-32768, true),
+        (-32000, true),
+        (-31999, false),
+        (-10000, false),
+        (-9999, true),
+        (0, true),
+        (9999, true),
+        (10000, false),
+    ];
+    let vias = ["rpc", "tool", "sdk"];
+    let mut id = 2;
+    for via in vias {
+        for (code, _) in codes {
+            let answer = c.call(id, "coded", json!({"code": code, "via": via}));
+            // The client still gets the server's code, byte for byte.
+            assert!(answer.to_string().contains(&code.to_string()), "{answer}");
+            id += 1;
+        }
+    }
+    c.finish().assert().success();
+
+    let records = store.records();
+    assert_eq!(records.len(), vias.len() * codes.len(), "{records:#?}");
+    for (r, (via, (code, kept))) in records.iter().zip(
+        vias.iter()
+            .flat_map(|via| codes.iter().map(move |c| (via, *c))),
+    ) {
+        assert_eq!(r["outcome"], "error", "{r}");
+        let want = if kept { json!(code) } else { Value::Null };
+        assert_eq!(r["error"]["code"], want, "{via} {code}: {r}");
+    }
+    assert_absent(&journal_bytes(&store), &["987654321"], "the journal");
 }
