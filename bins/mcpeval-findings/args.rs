@@ -32,7 +32,8 @@ control, bidirectional or invisible character such as a zero-width joiner or a U
 character, at most 128 bytes; such a name is refused, not cleaned). \
 Any item that breaks the contract refuses the file (status 4), naming the file and the JSON \
 Pointer of the value at fault, e.g. /findings/3/server.\n\n\
-Every format escapes names for its medium: markdown text and code spans, a quoted literal in \
+Every format escapes names for its medium: in markdown a name is always a code span (in \
+headings and table cells too), so no link, mention, issue reference or HTML comes of it; a quoted literal in \
 the agent format (so a name never starts a line), JSON with every control, bidirectional and \
 invisible character escaped.\n\n\
 In the agent format each finding ends with the next step its lifecycle state needs: an open \
