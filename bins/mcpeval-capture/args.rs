@@ -36,7 +36,8 @@ reverse proxy: point the client at http://ADDR with the upstream's path (a \
 request for / itself goes to the upstream URL). Requests of every method, their \
 headers (less hop-by-hop ones; Host names the upstream), bodies and status \
 codes pass through unchanged, and SSE streams are relayed event by event. On a \
-loopback --listen address, a request whose Host is not localhost, 127.0.0.0/8 or \
+loopback --listen address (127.0.0.0/8, [::1], or 127.0.0.0/8 mapped into IPv6 \
+as [::ffff:127.0.0.1]), a request whose Host is not localhost, 127.0.0.0/8 or \
 [::1] (any port), or whose Origin is a web page on another host, gets 403 with a \
 JSON-RPC error and goes no further: a web page cannot reach the upstream \
 through capture by DNS rebinding. What capture holds is bounded: a message \

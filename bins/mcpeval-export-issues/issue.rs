@@ -2,9 +2,11 @@
 //!
 //! It prints only what `shared::catalog::Finding` holds, so it is as
 //! sanitized as `findings`: shapes, never values. Names (and any text read
-//! from the index) are untrusted and go through `shared::escape`: code
-//! spans that no backtick closes, table cells that no pipe splits, JSON
-//! with every control and bidirectional character escaped.
+//! from the index) are untrusted and go through `shared::escape`: a name is
+//! only ever a code span that no backtick closes (so no link, autolink,
+//! mention, issue reference or HTML can come of it), table cells are split
+//! by no pipe, and JSON has every control, bidirectional and invisible
+//! character escaped.
 
 use std::fmt::Write;
 

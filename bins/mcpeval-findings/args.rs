@@ -28,15 +28,21 @@ status 3, so a script never takes a stale store for one without failures.\n\n\
 any format, with a store of their own or none at all; the store is not opened. The \
 file is untrusted input and is checked whole: known fields only, ids of their exact form, \
 enums, numbers in range, and server, tool and argument names as capture writes them (no \
-control or bidirectional character, at most 128 bytes; such a name is refused, not cleaned). \
+control, bidirectional or invisible character such as a zero-width joiner or a Unicode tag \
+character, at most 128 bytes; such a name is refused, not cleaned). \
 Any item that breaks the contract refuses the file (status 4), naming the file and the JSON \
 Pointer of the value at fault, e.g. /findings/3/server. It is read as a stream, one item at a \
 time: an envelope over 256 MiB, or one item (a finding, a record, a server name, any other \
 field's value) over 1 MiB, is refused (status 4) as soon as that much was read, and is never \
-held.\n\n\
-Every format escapes names for its medium: markdown text and code spans, a quoted literal in \
-the agent format (so a name never starts a line), JSON with every control and bidirectional \
-character escaped.\n\n\
+held.
+
+\
+Every format escapes names for its medium: in markdown a name is always a code span (in \
+headings and table cells too), so no link, mention, issue reference or HTML comes of it; a quoted literal in \
+the agent format (so a name never starts a line), JSON with every control, bidirectional and \
+invisible character escaped.
+
+\
 In the agent format each finding ends with the next step its lifecycle state needs: an open \
 finding never verified gets the generate and verify commands; fix-claimed, reopened and \
 verifying ones get verify again (with the green runs still needed to close); a closed one \

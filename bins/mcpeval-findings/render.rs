@@ -2,10 +2,12 @@
 //! none may print anything `shared::catalog::Finding` does not hold.
 //!
 //! Names and any other text read from the store or a share file are
-//! untrusted: each goes through `shared::escape` for its medium (markdown
-//! text or code span; a quoted literal in the agent format, so a name can
-//! never start a line there), and JSON is written with every control and
-//! bidirectional character escaped.
+//! untrusted: each goes through `shared::escape` for its medium (in
+//! markdown a name is always a code span, in headings and table cells too,
+//! so no link, autolink, mention, issue reference or HTML can come of it;
+//! a quoted literal in the agent format, so a name can never start a line
+//! there), and JSON is written with every control, bidirectional and
+//! invisible character escaped.
 
 use std::io::Write;
 
@@ -62,8 +64,8 @@ pub fn markdown(
             d.score,
             code_cell(&d.id),
             d.defect_class,
-            md(&d.server),
-            md(&d.tool),
+            code_cell(&d.server),
+            code_cell(&d.tool),
             d.failures,
             d.calls,
             d.sessions,
@@ -77,8 +79,8 @@ pub fn markdown(
             "\n## {}: {} in {} / {}\n",
             code_span(&d.id),
             d.defect_class,
-            md(&d.server),
-            md(&d.tool)
+            code_span(&d.server),
+            code_span(&d.tool)
         )?;
         writeln!(out, "- **Fix hint:** {}", d.fix_hint)?;
         writeln!(

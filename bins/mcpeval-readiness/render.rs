@@ -1,13 +1,15 @@
 //! The report for people (markdown) and for scripts (one JSON object).
 //!
-//! Server and tool names are untrusted: markdown gets them through
-//! `shared::escape::markdown`, JSON with every control and bidirectional
-//! character escaped.
+//! Server and tool names are untrusted: in markdown each is a code span
+//! (`shared::escape::code_span`, a table cell's `|` escaped too), so no
+//! link, autolink, mention, issue reference or HTML can come of one; JSON
+//! has every control, bidirectional and invisible character escaped.
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use shared::Result;
-use shared::escape::{self, markdown as md};
+use shared::escape::{self, code_cell, code_span};
 
 use crate::verdict::Report;
 
@@ -33,10 +35,12 @@ pub fn markdown(out: &mut impl Write, report: &Report) -> Result<()> {
         writeln!(out, "No captured calls in these days and no open findings.")?;
         return Ok(());
     }
+    // Every name (and finding id) in a sentence is a code span.
+    let name = |text: &str| Cow::Owned(code_span(text));
     for s in &report.servers {
-        writeln!(out, "## {}: {}\n", md(&s.server), s.verdict)?;
+        writeln!(out, "## {}: {}\n", code_span(&s.server), s.verdict)?;
         for reason in &s.reasons {
-            writeln!(out, "- {}", reason.sentence(md))?;
+            writeln!(out, "- {}", reason.sentence(name))?;
         }
         if let Some(o) = &s.open_findings {
             writeln!(
@@ -48,7 +52,7 @@ pub fn markdown(out: &mut impl Write, report: &Report) -> Result<()> {
         if let Some(verifying) = s.verifying.as_ref().filter(|v| !v.is_empty()) {
             writeln!(out, "\nVerifying, not counted against the verdict:\n")?;
             for v in verifying {
-                writeln!(out, "- {}", v.sentence(md))?;
+                writeln!(out, "- {}", v.sentence(name))?;
             }
         }
         if s.tools.is_empty() {
@@ -65,7 +69,7 @@ pub fn markdown(out: &mut impl Write, report: &Report) -> Result<()> {
         }
         writeln!(out)?;
         for t in &s.tools {
-            write!(out, "| {} |", md(&t.tool))?;
+            write!(out, "| {} |", code_cell(&t.tool))?;
             for d in &t.daily {
                 if d.calls == 0 {
                     write!(out, " - |")?;

@@ -20,8 +20,8 @@ fields (argument shapes, salted ids and codes: never a value). Session tokens, t
 event ids are re-keyed with a random key made for that one file and then forgotten: the calls of a \
 session still group together and each call keeps an id of its own (a UUID, as in a journal), but \
 nothing in the file links them to the store or to another share. \
-Server, tool and argument names are cleaned as capture cleans them (control and bidirectional \
-characters become ?, at most 128 bytes). The receiver reads it with \
+Server, tool and argument names are cleaned as capture cleans them (control, bidirectional and \
+invisible characters become ?, at most 128 bytes). The receiver reads it with \
 `mcpeval findings --from FILE`, in a store of their own or none.\n\n\
 Never included: lifecycle.db rows, the .salt, annotation notes. Notes are the store's one prose \
 channel and are not redacted, so they travel only with --include-notes, and then every note that \

@@ -10,8 +10,8 @@
 //! Reading one is strict, because the file may come from anyone: every
 //! part is checked (known fields only, ids of their exact form, enums,
 //! numbers in range, time stamps), and every server, tool and argument key
-//! must be a name capture could have written, with no control or
-//! bidirectional character and at most 128 bytes. A name breaking that
+//! must be a name capture could have written, with no control,
+//! bidirectional or invisible character and at most 128 bytes. A name breaking that
 //! rule is refused rather than cleaned: `share` writes names cleaned, so
 //! such a name means the file was made or edited by hand, and the reader
 //! should know. The first fault rejects the whole file (status 4), naming

@@ -772,6 +772,16 @@ impl RawExpect {
                 "only allowed with outcome \"error\"",
             ));
         }
+        if let Some(code) = self.error_code.filter(|&c| !crate::record::is_kept_code(c)) {
+            return Err(Rejection::at(
+                field("error_code"),
+                format!(
+                    "{code} is not a code a record keeps (capture and probe keep -32768 to \
+                     -32000 and -9999 to 9999, and record any other code as none), so no run \
+                     could match it; expect a code in those ranges, or any error"
+                ),
+            ));
+        }
 
         let mut required_result_fields = self.required_result_fields.unwrap_or_default();
         for (i, key) in required_result_fields.iter().enumerate() {
@@ -1084,6 +1094,25 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(ok.cases[0].steps[0].expect.error_code, Some(-32602));
+        for kept in [-32768, -32000, -9999, 9999] {
+            let case = with(
+                literal(),
+                "expect",
+                json!({"outcome": "error", "error_code": kept}),
+            );
+            assert!(one(case).is_ok(), "{kept}");
+        }
+        for dropped in [-32769, -31999, -10000, 10000, 987654321] {
+            assert_eq!(
+                expect_err(json!({"outcome": "error", "error_code": dropped})).rule,
+                format!(
+                    "{dropped} is not a code a record keeps (capture and probe keep -32768 to \
+                     -32000 and -9999 to 9999, and record any other code as none), so no run \
+                     could match it; expect a code in those ranges, or any error"
+                ),
+                "{dropped}"
+            );
+        }
     }
 
     #[test]

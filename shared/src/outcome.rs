@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::record::{CallError, Channel, Outcome, Unknown};
+use crate::record::{CallError, Channel, Outcome, Unknown, is_kept_code};
 use crate::salt::Salt;
 use crate::sanitize::{self, MAX_TEMPLATE_INPUT};
 
@@ -124,22 +124,19 @@ fn first_text(content: Option<&Value>) -> Option<&str> {
         .find_map(|item| item.get("text").and_then(Value::as_str))
 }
 
-/// An error code as the store keeps it: an integer in the 32-bit signed
-/// range, as JSON-RPC codes are. Anything else (a card or phone number a
-/// server put there) is no code.
+/// An error code as the store keeps it: an integer that [`is_kept_code`].
+/// Anything else (an account, card or phone number a server put there)
+/// is no code.
 fn code(value: &Value) -> Option<i64> {
-    value
-        .as_i64()
-        .and_then(|c| i32::try_from(c).ok())
-        .map(i64::from)
+    value.as_i64().filter(|&c| is_kept_code(c))
 }
 
 /// The code in a leading `MCP error <code>:`, as the reference SDKs write
-/// it, when it is in the 32-bit signed range.
+/// it, when the store keeps it ([`is_kept_code`]).
 fn sdk_error_code(text: &str) -> Option<i64> {
     let rest = text.trim_start().strip_prefix("MCP error ")?;
     let (code, _) = rest.split_once(':')?;
-    code.trim().parse::<i32>().ok().map(i64::from)
+    code.trim().parse::<i64>().ok().filter(|&c| is_kept_code(c))
 }
 
 #[cfg(test)]
@@ -203,37 +200,45 @@ mod tests {
     }
 
     #[test]
-    fn codes_outside_the_32_bit_range_are_null() {
+    fn codes_outside_the_json_rpc_and_small_ranges_are_null() {
         let code = |response: Value| classify(&response, &salt()).error.unwrap().code;
-        let card = 4111111111111111_i64;
-        assert_eq!(code(json!({"error": {"code": card, "message": "m"}})), None);
-        assert_eq!(
-            code(json!({"error": {"code": 2147483648_i64, "message": "m"}})),
-            None
-        );
-        assert_eq!(
-            code(json!({"error": {"code": -2147483648_i64, "message": "m"}})),
-            Some(-2147483648)
-        );
-        assert_eq!(
-            code(json!({"error": {"code": 18446744073709551615_u64}})),
-            None
-        );
-        assert_eq!(code(json!({"error": {"code": -32000.5}})), None);
+        let rpc = |c: Value| code(json!({"error": {"code": c, "message": "m"}}));
         let tool = |sc: Value, text: &str| {
             code(json!({"result": {"isError": true, "structuredContent": sc,
                 "content": [{"type": "text", "text": text}]}}))
         };
-        assert_eq!(tool(json!({"code": card}), "failed"), None);
+        // Each edge of both ranges, and the first number past it.
+        for (c, kept) in [
+            (-32769, false),
+            (-32768, true),
+            (-32000, true),
+            (-31999, false),
+            (-10000, false),
+            (-9999, true),
+            (0, true),
+            (9999, true),
+            (10000, false),
+            (987654321, false),
+            (4111111111111111, false),
+            (i64::MIN, false),
+            (i64::MAX, false),
+        ] {
+            let want = kept.then_some(c);
+            assert_eq!(is_kept_code(c), kept, "{c}");
+            assert_eq!(rpc(json!(c)), want, "jsonrpc {c}");
+            assert_eq!(tool(json!({"code": c}), "failed"), want, "structured {c}");
+            assert_eq!(
+                tool(json!({}), &format!("MCP error {c}: no")),
+                want,
+                "sdk {c}"
+            );
+        }
+        assert_eq!(rpc(json!(18446744073709551615_u64)), None);
+        assert_eq!(rpc(json!(-32000.5)), None);
+        assert_eq!(rpc(json!("-32602")), None);
+        // A code the store does not keep does not hide the SDK's own.
         assert_eq!(
-            tool(json!({"code": 2147483647}), "failed"),
-            Some(2147483647)
-        );
-        assert_eq!(tool(json!({}), &format!("MCP error {card}: no")), None);
-        assert_eq!(tool(json!({}), "MCP error -2147483649: no"), None);
-        // A bogus structured code does not hide the SDK's own.
-        assert_eq!(
-            tool(json!({"code": card}), "MCP error -32001: slow"),
+            tool(json!({"code": 987654321}), "MCP error -32001: slow"),
             Some(-32001)
         );
     }

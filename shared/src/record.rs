@@ -140,13 +140,21 @@ pub struct CallError<'a> {
     /// Which channel reported it.
     pub channel: Channel,
     /// JSON-RPC error code, or the tool's own integer code; null if none
-    /// or outside the 32-bit signed range.
+    /// or not one the store keeps ([`is_kept_code`]).
     pub code: Option<i64>,
     /// A [`TemplateId`]: salted hash of the normalized message.
     #[serde(borrow)]
     pub template_id: Option<Cow<'a, str>>,
     /// What the server said about retrying; null when it said nothing.
     pub retryable: Option<bool>,
+}
+
+/// Whether `code` is an error code the store keeps: a JSON-RPC code (the
+/// reserved range −32768 … −32000) or a small application code (−9,999 …
+/// 9,999). A larger number in a code field may be someone's data (an
+/// account, order or card number), so capture records it as no code.
+pub fn is_kept_code(code: i64) -> bool {
+    (-32768..=-32000).contains(&code) || (-9999..=9999).contains(&code)
 }
 
 spelled! {

@@ -98,9 +98,21 @@ impl Capture {
         extra: &[&str],
         env: &[(&str, &std::path::Path)],
     ) -> Capture {
+        Capture::start_on(store, "127.0.0.1", upstream, extra, env)
+    }
+
+    /// Capture listening on port 0 of `ip` (`127.0.0.1`, `[::1]`, …).
+    fn start_on(
+        store: &Store,
+        ip: &str,
+        upstream: &str,
+        extra: &[&str],
+        env: &[(&str, &std::path::Path)],
+    ) -> Capture {
         let mut cmd = store.cmd("mcpeval-capture");
         cmd.envs(env.iter().copied());
-        cmd.args(["--listen", "127.0.0.1:0", "--upstream", upstream])
+        let listen = format!("{ip}:0");
+        cmd.args(["--listen", &listen, "--upstream", upstream])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -120,12 +132,19 @@ impl Capture {
                 all.push('\n');
             }
         });
-        let first = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("capture printed its listening line");
+        // The listening line, after any warning about the address (which
+        // the stderr a test reads keeps).
+        let first = loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("capture printed its listening line");
+            if !line.starts_with("mcpeval-capture: warning: ") {
+                break line;
+            }
+        };
         let want = format!(" (upstream {})", origin(upstream));
         let port = first
-            .strip_prefix("mcpeval-capture: listening on http://127.0.0.1:")
+            .strip_prefix(&format!("mcpeval-capture: listening on http://{ip}:"))
             .and_then(|rest| rest.strip_suffix(&want))
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("unexpected first line {first:?}"));
@@ -200,7 +219,13 @@ impl Reply {
 
 impl Client {
     fn connect(port: u16) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        Client::connect_to("127.0.0.1", port)
+    }
+
+    /// A connection to `ip` (no brackets), whose requests name
+    /// `127.0.0.1:PORT` as their `Host` unless they say otherwise.
+    fn connect_to(ip: &str, port: u16) -> Client {
+        let stream = TcpStream::connect((ip, port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
@@ -1442,6 +1467,53 @@ fn a_request_for_a_foreign_host_or_from_a_foreign_page_gets_403() {
         said.contains("mcpeval-capture: warning: 5 request(s) were refused with 403"),
         "{said}"
     );
+}
+
+#[test]
+fn a_listener_on_ipv4_mapped_or_ipv6_loopback_refuses_a_foreign_host() {
+    let store = Store::new();
+    let upstream = Upstream::start(&store, &[]);
+    // The listening address as --listen takes it, and as a client dials it.
+    for (listen, dial) in [("[::ffff:127.0.0.1]", "127.0.0.1"), ("[::1]", "::1")] {
+        let capture = Capture::start_on(&store, listen, &upstream.url(), &[], &[]);
+        let port = capture.port;
+        let send = |host: &str, word: &str| {
+            let mut c = Client::connect_to(dial, port);
+            let body = call(1, "echo", json!({"text": word})).to_string();
+            c.send(
+                "POST",
+                &[("Content-Type", "application/json"), ("Host", host)],
+                body.as_bytes(),
+            )
+        };
+        let refused = send("evil.example", "Rebound");
+        assert_eq!(refused.status, 403, "{listen}: {}", text(&refused.body));
+        let message = refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            message.starts_with("mcpeval-capture: the request's Host is not a loopback name"),
+            "{listen}: {message}"
+        );
+        let fine = send(&format!("{listen}:{port}"), "fine");
+        assert_eq!(fine.status, 200, "{listen}: {}", text(&fine.body));
+        let (status, said) = capture.stop();
+        assert_eq!(status.code(), Some(0), "{said}");
+        assert!(
+            !said.contains("is not a loopback address"),
+            "{listen}: {said}"
+        );
+        assert!(
+            said.contains("warning: 1 request(s) were refused with 403"),
+            "{listen}: {said}"
+        );
+    }
+    // Only the accepted requests reached the upstream.
+    let seen = upstream.exchanges(2);
+    let bodies: String = seen.iter().map(|e| e["body"].as_str().unwrap()).collect();
+    assert!(!bodies.contains("Rebound"), "{bodies}");
+    assert_eq!(seen.len(), 2, "{seen:#?}");
 }
 
 #[test]

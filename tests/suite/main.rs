@@ -18,6 +18,7 @@ mod hostile_capture;
 mod ids;
 mod index;
 mod inspector;
+mod markdown;
 mod names;
 mod pg_host;
 mod pipes;

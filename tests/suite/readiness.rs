@@ -186,9 +186,13 @@ fn daily_figures_and_verdicts_match_a_hand_count() {
 
     // Markdown shows the same figures.
     let md = ok(&store, "mcpeval-readiness", &["--now", NOW]);
-    assert!(md.contains("## weather: at-risk\n"), "{md}");
+    assert!(md.contains("## `weather`: at-risk\n"), "{md}");
     assert!(
-        md.contains("| forecast | - | - | - | - | 1/4 | - | 2/12 |"),
+        md.contains("- `forecast` failed 2 of 12 calls (16.7%) on 2026-11-30, over 5%\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| `forecast` | - | - | - | - | 1/4 | - | 2/12 |"),
         "{md}"
     );
     // readiness never needed the index.
@@ -497,11 +501,11 @@ fn a_green_run_never_makes_a_server_look_worse_and_a_red_one_counts_again() {
     let md = ok(&b.store, "mcpeval-readiness", &["--now", AFTER_BENCH]);
     assert!(
         md.contains(&format!(
-            "## {FIXTURE_SERVER}: ready\n\n\
+            "## `{FIXTURE_SERVER}`: ready\n\n\
              - no open high or medium finding; no captured calls on 2026-12-01\n\n\
              Open findings: 0 high, 0 medium, 0 low.\n\n\
              Verifying, not counted against the verdict:\n\n\
-             - high finding {id} on status: verifying, streak 1/3\n\n| tool |"
+             - high finding `{id}` on `status`: verifying, streak 1/3\n\n| tool |"
         )),
         "{md}"
     );
@@ -564,8 +568,8 @@ fn verifying_is_unknown_without_an_index() {
     assert_eq!(weather["verifying"], Value::Null);
 }
 
-/// A verifying finding's tool name is as untrusted as a reason's: escaped
-/// in markdown, quoted in serve's text, exact in JSON.
+/// A verifying finding's tool name is as untrusted as a reason's: a code
+/// span in markdown, quoted in serve's text, exact in JSON.
 #[test]
 fn verifying_lines_escape_hostile_names() {
     let store = hostile_store();
@@ -586,8 +590,8 @@ fn verifying_lines_escape_hostile_names() {
     assert!(
         md.contains(&format!(
             "\nVerifying, not counted against the verdict:\n\n\
-             - medium finding {id} on get\\u{{1b}}\\[2J\\|\\`x\\`\\n# Heading \\<img src=x \
-             onerror=alert(1)\\>\\u{{85}}: verifying, streak 0/3\n"
+             - medium finding `{id}` on ``get\\u{{1b}}[2J|`x`\\n# Heading <img src=x \
+             onerror=alert(1)>\\u{{85}}``: verifying, streak 0/3\n"
         )),
         "{md}"
     );

@@ -898,7 +898,7 @@ fn a_forged_run_or_finding_row_is_refused_alike() {
         &row,
         "mcpeval.cat_findings",
         "holds a tool name capture never writes, \"get\\u001b[2Jstatus\" (the name holds the \
-         control or bidirectional character U+001B at byte 3)",
+         control, bidirectional or invisible character U+001B at byte 3)",
     );
     finding("tool = 'status', args_shapes = '[{\"city\": \"Paris\"}]'");
     refused(

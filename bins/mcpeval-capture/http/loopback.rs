@@ -75,6 +75,14 @@ fn is_loopback_origin(uri: &Uri) -> bool {
     web && bare && uri.authority().is_some_and(is_loopback)
 }
 
+/// Whether a listener bound to `ip` is on loopback, and so must check
+/// `Host` and `Origin`: 127.0.0.0/8, `::1`, and 127.0.0.0/8 mapped into
+/// IPv6 (`::ffff:127.0.0.1`), which is the same IPv4 address a rebound
+/// page reaches just as well.
+pub fn is_loopback_listener(ip: IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
+}
+
 fn is_loopback(authority: &Authority) -> bool {
     if authority.as_str().contains('@') {
         return false;
@@ -143,6 +151,29 @@ mod tests {
         // Without a Host header the target's authority counts.
         let absolute = Uri::from_static("http://127.0.0.1:9/mcp");
         assert_eq!(check(&HeaderMap::new(), &absolute), Ok(()));
+    }
+
+    #[test]
+    fn loopback_listeners_include_mapped_and_v6_loopback() {
+        for ip in [
+            "127.0.0.1",
+            "127.3.2.1",
+            "::1",
+            "::ffff:127.0.0.1",
+            "::ffff:127.9.8.7",
+        ] {
+            assert!(is_loopback_listener(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in [
+            "0.0.0.0",
+            "::",
+            "10.0.0.1",
+            "::ffff:10.0.0.1",
+            "::ffff:0.0.0.0",
+            "fd00::2",
+        ] {
+            assert!(!is_loopback_listener(ip.parse().unwrap()), "{ip}");
+        }
     }
 
     #[test]

@@ -77,7 +77,7 @@ async fn serve(http: Http, observer: Observer) -> Result<()> {
     let local = listener
         .local_addr()
         .map_err(|err| Error::io("cannot read the listening address", err))?;
-    let loopback = local.ip().is_loopback();
+    let loopback = loopback::is_loopback_listener(local.ip());
     let proxy = Arc::new(Proxy::new(
         http.upstream,
         http.session_header,

@@ -377,8 +377,8 @@ mod tests {
             err.message(),
             "team database postgres://u@h:5432/db: row id=\"finding-\\u0007\\\"x\" of \
              mcpeval.cat_findings holds a tool name capture never writes, \
-             \"get\\u001b[2Jstatus\\u202e\" (the name holds the control or bidirectional \
-             character U+001B at byte 3) (and 2 more rows of the team database this command \
+             \"get\\u001b[2Jstatus\\u202e\" (the name holds the control, bidirectional or \
+             invisible character U+001B at byte 3) (and 2 more rows of the team database this command \
              reads); nothing was written"
         );
         assert!(err.hint().unwrap().contains("mcpeval promote"));
