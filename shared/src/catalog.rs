@@ -406,7 +406,7 @@ mod tests {
     fn the_load_tells_never_promoted_from_out_of_date() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(dir.path());
-        let mut conn = db::open(&home.index_db(), &index_db::SCHEMA).unwrap();
+        let mut conn = db::open(home.index_db(), &index_db::SCHEMA).unwrap();
         conn.execute(
             "INSERT INTO state(id, indexed_at, calls, annotations_max_id, annotations_count)
              VALUES (1, '2026-11-30T07:00:00.000Z', 4, 0, 0)",

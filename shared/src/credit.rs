@@ -434,9 +434,15 @@ mod tests {
     fn rule_1_the_case_must_call_the_findings_tool() {
         let k = known(Kind::Error, DefectClass::ToolError, &[-32603], None);
         let ok = step("get_status", Outcome::Ok, None, false);
-        assert!(judge(&k, Probe::InstructionFidelity, &[ok.clone()], 1).is_ok());
+        assert!(judge(&k, Probe::InstructionFidelity, std::slice::from_ref(&ok), 1).is_ok());
         let other = step("list_jobs", Outcome::Ok, None, true);
-        let err = judge(&k, Probe::InstructionFidelity, &[other.clone()], 1).unwrap_err();
+        let err = judge(
+            &k,
+            Probe::InstructionFidelity,
+            std::slice::from_ref(&other),
+            1,
+        )
+        .unwrap_err();
         assert_eq!(err.status(), crate::exit::REJECTED);
         assert_eq!(
             err.message(),
