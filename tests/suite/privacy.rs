@@ -1517,8 +1517,11 @@ fn verify_over_http(net: &mut Net, store: &Store, finding: &Value, config: &Path
 /// of libpq's, is a problem.
 struct Watch {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: std::thread::JoinHandle<(Vec<(String, Vec<u8>)>, Vec<String>)>,
+    thread: std::thread::JoinHandle<Watched>,
 }
+
+/// What a watch saw (labelled bytes) and found wrong.
+type Watched = (Vec<(String, Vec<u8>)>, Vec<String>);
 
 /// `(comm, ppid, starttime)` of a process, from /proc/PID/stat.
 fn proc_stat(pid: u32) -> Option<(String, u32, u64)> {
