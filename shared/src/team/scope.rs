@@ -56,7 +56,7 @@ impl Scope {
         }
     }
 
-    /// Refuses (status 3, see [`Refused::error`]) when a command of this
+    /// Refuses (status 3, with the words of the refused row) when a command of this
     /// scope reads any of `refused`; the message names the first.
     pub fn check(&self, refused: &[Refused], shown: &str) -> Result<()> {
         let mut read = refused.iter().filter(|r| self.reads(r.table, &r.cells));
