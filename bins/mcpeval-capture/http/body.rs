@@ -21,13 +21,9 @@ use jiff::Timestamp;
 
 use crate::http::json::Scanner;
 use crate::http::sessions::{Key, Observer};
+use crate::limits::OBSERVE_LIMIT;
 use crate::session::Side;
 use shared::sse::{Decoder, Item};
-
-/// The longest message capture observes, in either direction: a JSON body
-/// or SSE event (or a request body) longer than this is relayed whole but
-/// not observed, so no client or server can make capture hold more.
-pub const OBSERVE_LIMIT: usize = 4 * 1024 * 1024;
 
 /// How a body's messages are found.
 #[derive(Debug)]

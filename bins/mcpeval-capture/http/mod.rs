@@ -8,8 +8,8 @@
 //! unanswered calls are recorded) and exits 0. Nothing is written to stdout.
 //!
 //! Whatever clients send, what capture holds is bounded: a message is
-//! observed only up to [`body::OBSERVE_LIMIT`] and at most
-//! [`sessions::MAX_SESSIONS`] sessions are tracked. The upstream is only
+//! observed only up to [`OBSERVE_LIMIT`] and at most [`MAX_SESSIONS`]
+//! sessions are tracked. The upstream is only
 //! ever shown as `scheme://host:port`.
 
 mod body;
@@ -17,7 +17,6 @@ mod json;
 mod loopback;
 mod outgoing;
 mod proxy;
-mod recent;
 mod sessions;
 pub mod upstream;
 
@@ -36,9 +35,9 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::PROGRAM;
 use crate::args::Http;
-use crate::http::body::OBSERVE_LIMIT;
 use crate::http::proxy::Proxy;
-use crate::http::sessions::{Key, MAX_SESSIONS, Observer, Tally};
+use crate::http::sessions::{Key, Observer, Tally};
+use crate::limits::{MAX_SESSIONS, OBSERVE_LIMIT};
 
 /// Serves `http` until SIGINT or SIGTERM.
 pub fn run(home: &Home, server: Option<String>, http: Http) -> Result<()> {

@@ -29,11 +29,12 @@ use serde_json::{Value, json};
 use shared::connector::Connector;
 use shared::{Error, Result};
 
-use crate::http::body::{OBSERVE_LIMIT, Observed, Watch};
+use crate::http::body::{Observed, Watch};
 use crate::http::loopback::{self, Refusal};
 use crate::http::outgoing::{self, Outgoing, Read};
 use crate::http::sessions::{Key, Observer};
 use crate::http::upstream::Upstream;
+use crate::limits::OBSERVE_LIMIT;
 use crate::session::Side;
 
 /// The legacy era's session header.

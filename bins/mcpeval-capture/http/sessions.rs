@@ -27,12 +27,9 @@ use shared::journal::Writer;
 use shared::record::{Call, Transport};
 use shared::salt::Salt;
 
-use crate::http::recent::Recent;
+use crate::limits::MAX_SESSIONS;
+use crate::recent::Recent;
 use crate::session::{Session, Side};
-
-/// The most sessions tracked at once; beyond it the least recently active
-/// one ends early.
-pub const MAX_SESSIONS: usize = 4096;
 
 /// What makes requests one session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
