@@ -20,8 +20,9 @@ pub const OBSERVE_LIMIT: usize = 4 * 1024 * 1024;
 pub const PARSE_BUDGET: usize = 64 * 1024 * 1024;
 
 /// The bytes waiting for the observer at once: chunks copied off the stdio
-/// relay but not yet cut into lines. Past it, observation of what comes is
-/// dropped (and counted) rather than held or waited for.
+/// relay but not yet cut into lines, or, on HTTP, message copies being read,
+/// queued or parsed across all connections. Past it, observation of what
+/// comes is dropped (and counted) rather than held or waited for.
 pub const OBSERVE_BUDGET: usize = 64 * 1024 * 1024;
 
 /// The most unanswered calls one session tracks; a call beyond it records
@@ -49,3 +50,11 @@ pub const MAX_PENDING_REQUESTS: usize = 1024;
 /// The most HTTP sessions tracked at once; beyond it the least recently
 /// active one ends early.
 pub const MAX_SESSIONS: usize = 4096;
+
+/// The most HTTP client connections served at once; a connection beyond it
+/// gets `503` with a JSON-RPC error and is closed.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// The most bytes hyper buffers per HTTP connection, each way (the
+/// default is about 400 KiB): it bounds a request or response head too.
+pub const CONNECTION_BUFFER: usize = 64 * 1024;

@@ -13,7 +13,8 @@
 //! session is known by a digest of its id (an id may be kilobytes long),
 //! and at most [`MAX_SESSIONS`] are tracked. A new one beyond that ends the
 //! least recently active, exactly as its end would: its unanswered calls
-//! are recorded with outcome unknown.
+//! are recorded with outcome unknown. The copies queued for this thread are
+//! bounded by the observation budget they carry ([`crate::http::budget`]).
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -79,8 +80,12 @@ enum Note {
     Unobserved,
     /// A message longer than capture observes.
     Oversized,
+    /// A message the observation budget had no room for.
+    OverBudget,
     /// A request refused before it reached the upstream.
     Refused,
+    /// A connection turned away beyond the connection cap.
+    TurnedAway,
     End(Key),
     Shutdown,
 }
@@ -98,10 +103,14 @@ pub struct Tally {
     pub unparsed: u64,
     /// Messages longer than the observation limit.
     pub oversized: u64,
+    /// Messages relayed unobserved for want of observation budget.
+    pub over_budget: u64,
     /// Sessions ended early to stay within [`MAX_SESSIONS`].
     pub evicted: u64,
     /// Requests refused for their `Host` or `Origin`.
     pub refused: u64,
+    /// Connections turned away with 503 beyond the connection cap.
+    pub turned_away: u64,
     pub journal: Option<PathBuf>,
 }
 
@@ -164,6 +173,17 @@ impl Observer {
         let _ = self.tx.send(Note::Oversized);
     }
 
+    /// A message that was relayed unobserved: the observation budget was
+    /// in use.
+    pub fn over_budget(&self) {
+        let _ = self.tx.send(Note::OverBudget);
+    }
+
+    /// A connection turned away with 503: too many were open.
+    pub fn turned_away(&self) {
+        let _ = self.tx.send(Note::TurnedAway);
+    }
+
     /// A request that was refused, never relayed.
     pub fn refused(&self) {
         let _ = self.tx.send(Note::Refused);
@@ -202,6 +222,8 @@ impl State {
                     now,
                 } => {
                     let calls = self.session(key).observe(side, &bytes, at, now);
+                    // The copy's budget is free once it is parsed.
+                    drop(bytes);
                     self.append(calls);
                 }
                 Note::Retract { key, bytes } => {
@@ -220,7 +242,9 @@ impl State {
                 }
                 Note::Unobserved => self.tally.unparsed += 1,
                 Note::Oversized => self.tally.oversized += 1,
+                Note::OverBudget => self.tally.over_budget += 1,
                 Note::Refused => self.tally.refused += 1,
+                Note::TurnedAway => self.tally.turned_away += 1,
                 Note::End(key) => {
                     if let Some(session) = self.sessions.remove(&key) {
                         self.close(session);
