@@ -51,6 +51,11 @@ pub const MAX_PENDING_REQUESTS: usize = 1024;
 /// active one ends early.
 pub const MAX_SESSIONS: usize = 4096;
 
+/// The most bytes all tracked HTTP sessions may hold together (unanswered
+/// calls and declared schemas); beyond it the least recently active ones
+/// end early, as beyond [`MAX_SESSIONS`].
+pub const SESSIONS_BYTES: usize = 64 * 1024 * 1024;
+
 /// The most HTTP client connections served at once; a connection beyond it
 /// gets `503` with a JSON-RPC error and is closed.
 pub const MAX_CONNECTIONS: usize = 256;

@@ -76,6 +76,16 @@ pub struct Bounded {
     pub long_lists: u64,
 }
 
+impl Bounded {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: Bounded) {
+        self.costly += other.costly;
+        self.evicted_calls += other.evicted_calls;
+        self.schemaless += other.schemaless;
+        self.long_lists += other.long_lists;
+    }
+}
+
 /// A tool's name as a key: a digest, so that a name of megabytes costs
 /// no more to remember than a short one.
 type ToolKey = [u8; 16];
@@ -96,6 +106,10 @@ struct Advertised {
     /// What is left of [`MAX_DECLARED_BYTES`].
     declared_left: usize,
 }
+
+/// What one advertised tool costs besides its schema: the key, the slot
+/// and the map's share.
+const TOOL_BYTES: usize = 16 + std::mem::size_of::<Option<Declared>>() + 32;
 
 impl Advertised {
     fn new() -> Advertised {
@@ -134,6 +148,10 @@ impl Advertised {
             None => (self.complete.then_some(false), None),
         }
     }
+
+    fn bytes(&self) -> usize {
+        self.tools.len() * TOOL_BYTES + (MAX_DECLARED_BYTES - self.declared_left)
+    }
 }
 
 /// The observer of one session.
@@ -164,6 +182,14 @@ pub struct Session {
     pub bounded: Bounded,
     event_ids: EventIds,
 }
+
+/// What a session costs before it holds anything: itself, its buffer of
+/// random bytes and its maps.
+const SESSION_BYTES: usize = std::mem::size_of::<Session>() + 4096 + 512;
+
+/// What a pending `tools/list` or handshake costs: its id (kept twice) and
+/// the slots.
+const REQUEST_BYTES: usize = 2 * MAX_ID_KEY + 128;
 
 /// What an unanswered call costs besides its id, tool name and shape.
 const PENDING_BYTES: usize = std::mem::size_of::<Pending>() + 128;
@@ -251,6 +277,15 @@ impl Session {
             bounded: Bounded::default(),
             event_ids: EventIds::new(),
         }
+    }
+
+    /// An estimate of the memory this session holds, in bytes: what the
+    /// HTTP observer weighs sessions by.
+    pub fn bytes(&self) -> usize {
+        SESSION_BYTES
+            + self.pending_bytes
+            + self.advertised.as_ref().map_or(0, Advertised::bytes)
+            + (self.lists.len() + self.handshakes.len()) * REQUEST_BYTES
     }
 
     /// Observes one message (a line on stdio, a body or SSE event on HTTP)
@@ -977,7 +1012,7 @@ mod tests {
             rest.windows(2)
                 .all(|w| w[0].identity.seq < w[1].identity.seq)
         );
-        assert_eq!(s.pending_bytes, 0, "nothing is held after the end");
+        assert_eq!(s.bytes(), SESSION_BYTES, "nothing is held after the end");
     }
 
     #[test]
@@ -1003,7 +1038,7 @@ mod tests {
         let mut s = session();
         let id = format!("\"{}\"", "i".repeat(1 << 20));
         feed(&mut s, Side::Client, &call_line(&id, "t"));
-        assert!(s.pending_bytes < 1024, "{}", s.pending_bytes);
+        assert!(s.bytes() < SESSION_BYTES + 1024, "{}", s.bytes());
         let other = format!("\"{}j\"", "i".repeat((1 << 20) - 1));
         let none = format!(r#"{{"jsonrpc":"2.0","id":{other},"result":{{}}}}"#);
         assert!(feed(&mut s, Side::Server, &none).is_empty());

@@ -11,8 +11,10 @@
 //! a message is observed only up to [`OBSERVE_LIMIT`], all connections
 //! together hold at most [`OBSERVE_BUDGET`] for observation ([`budget`]),
 //! at most [`MAX_CONNECTIONS`] are served at once (another gets `503`), and
-//! at most [`MAX_SESSIONS`] sessions are tracked ([`sessions`]). The
+//! the sessions tracked are bounded in number and bytes ([`sessions`]). The
 //! upstream is only ever shown as `scheme://host:port`.
+//!
+//! [`OBSERVE_LIMIT`]: crate::limits::OBSERVE_LIMIT
 
 mod body;
 mod budget;
@@ -44,7 +46,7 @@ use crate::http::budget::Budget;
 use crate::http::proxy::Proxy;
 use crate::http::sessions::{Key, Observer, Tally};
 use crate::limits::{
-    CONNECTION_BUFFER, MAX_CONNECTIONS, MAX_SESSIONS, OBSERVE_BUDGET, OBSERVE_LIMIT,
+    CONNECTION_BUFFER, MAX_CONNECTIONS, MAX_SESSIONS, OBSERVE_BUDGET, SESSIONS_BYTES,
 };
 
 /// Serves `http` until SIGINT or SIGTERM.
@@ -209,16 +211,7 @@ async fn turn_away(mut stream: TcpStream) {
 }
 
 fn summary(tally: &Tally) {
-    if tally.oversized > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{} message(s) were longer than the {} MiB capture observes; they were relayed unobserved and their calls not recorded",
-                tally.oversized,
-                OBSERVE_LIMIT >> 20
-            ),
-        );
-    }
+    crate::warnings::bounded(tally.oversized, 0, tally.bounded);
     if tally.over_budget > 0 {
         shared::cli::warn(
             PROGRAM,
@@ -233,8 +226,9 @@ fn summary(tally: &Tally) {
         shared::cli::warn(
             PROGRAM,
             format_args!(
-                "{} session(s) were ended early to keep at most {MAX_SESSIONS} at once, least recently active first; their unanswered calls were recorded as unknown",
-                tally.evicted
+                "{} session(s) were ended early to keep at most {MAX_SESSIONS} at once ({} MiB), least recently active first; their unanswered calls were recorded as unknown",
+                tally.evicted,
+                SESSIONS_BYTES >> 20
             ),
         );
     }

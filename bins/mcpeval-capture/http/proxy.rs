@@ -159,14 +159,19 @@ impl Proxy {
             self.observer.retract(&key, whole);
         }
         // A session id issued to a request that had none (an `initialize`):
-        // what was seen so far joins the session it opens.
+        // what was seen so far joins the session it opens. One issued in
+        // place of the id sent replaces it, as clients take the latest id:
+        // the session goes on under the new one, and nothing is kept for
+        // the old.
         let key = match parts.headers.get(&MCP_SESSION_ID) {
-            Some(issued) if sent_session.is_none() => {
+            Some(issued) => {
                 let opened = Key::mcp_session(issued.as_bytes());
-                self.observer.adopt(key, opened.clone());
+                if opened != key {
+                    self.observer.adopt(key, opened.clone());
+                }
                 opened
             }
-            _ => key,
+            None => key,
         };
         let ends = forgotten || (method == Method::DELETE && parts.status.is_success());
         strip_hop_by_hop(&mut parts.headers);
