@@ -15,7 +15,12 @@ use shared::salt::Salt;
 #[path = "../bins/mcpeval-index/row.rs"]
 mod row;
 
-/// Capture's JSON-RPC session observer, compiled from its own source.
+#[path = "../bins/mcpeval-capture/limits.rs"]
+mod limits;
+#[path = "../bins/mcpeval-capture/recent.rs"]
+mod recent;
+/// Capture's JSON-RPC session observer, compiled from its own source, with
+/// the bounds and the map it keeps its calls in.
 #[path = "../bins/mcpeval-capture/session.rs"]
 mod session;
 

@@ -40,10 +40,7 @@ loopback --listen address (127.0.0.0/8, [::1], or 127.0.0.0/8 mapped into IPv6 \
 as [::ffff:127.0.0.1]), a request whose Host is not localhost, 127.0.0.0/8 or \
 [::1] (any port), or whose Origin is a web page on another host, gets 403 with a \
 JSON-RPC error and goes no further: a web page cannot reach the upstream \
-through capture by DNS rebinding. What capture holds is bounded: a message \
-(request body, JSON response body or SSE event) longer than 4 MiB is relayed \
-but neither observed nor recorded, and at most 4096 sessions are tracked, the \
-least recently active ended first as if it had ended. The upstream is shown \
+through capture by DNS rebinding. The upstream is shown \
 only as scheme://host:port: its user info, path and query never appear on \
 stderr, in a 502 body or in the store. A \
 session is one Mcp-Session-Id; when the server issues none, one client \
@@ -54,6 +51,19 @@ exits 0. When the upstream cannot be reached the client gets 502 with a \
 JSON-RPC error and the call is not recorded at all. An https upstream's \
 certificate is checked against the system's trusted roots (SSL_CERT_FILE or \
 SSL_CERT_DIR name others).\n\n\
+What capture holds is bounded whatever either peer sends, and every byte is \
+still relayed. A message (a line, a request body, a JSON response body or an \
+SSE event) longer than 4 MiB, or one that would take more than 64 MiB to \
+parse, is relayed but neither observed nor recorded; when the observer falls \
+more than 64 MiB behind, what it missed is relayed unobserved. A session \
+tracks at most 65536 unanswered calls (32 MiB), the oldest recorded as \
+unanswered beyond them, and keeps at most 1 MiB of declared schemas from its \
+last tools/list (later tools are kept without theirs). Over HTTP, all \
+connections together hold at most 64 MiB for observation (past it a message \
+goes unobserved), at most 256 connections are served at once (another gets \
+503 with a JSON-RPC error), and at most 4096 sessions, 64 MiB together, are \
+tracked, the least recently active ended first as if it had ended. A warning \
+at exit counts what was given up.\n\n\
 Each tools/call is paired with its response and appended as one \
 mcpeval.call/1 record to a journal under <MCPEVAL_HOME>/journals/. Records \
 hold argument shapes, error codes and salted template ids: never an argument \

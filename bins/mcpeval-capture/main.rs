@@ -7,10 +7,13 @@
 
 mod args;
 mod http;
+mod limits;
+mod recent;
 mod relay;
 mod session;
 mod signals;
 mod stdio;
+mod warnings;
 
 use std::process::ExitCode;
 

@@ -20,21 +20,61 @@
 //!   copying kept 44-57% (median 51%), ahead in each of seven pairs.
 //! - **Copied** (anywhere else, or when an end is a file, a socket or a
 //!   terminal): `read` → `write_all`, with a copy for the observer.
+//!
+//! The observer runs at a lower priority and may fall behind a fast peer,
+//! so the copies waiting for it are bounded ([`Backlog`]): past
+//! [`OBSERVE_BUDGET`] a chunk is not copied, the observer is told only how
+//! many bytes it missed, and the relay goes on at full speed. Lines are
+//! observed up to [`OBSERVE_LIMIT`]; a longer one is measured and dropped
+//! as it streams.
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Instant;
 
 use jiff::Timestamp;
 
+use crate::limits::{OBSERVE_BUDGET, OBSERVE_LIMIT};
 use crate::session::Side;
 
 /// Bytes per read.
 const BUFFER: usize = 64 * 1024;
 
-/// A line longer than this is relayed but not observed (counted as unparsed).
-const MAX_OBSERVED_LINE: usize = 64 * 1024 * 1024;
+/// The bytes copied for the observer that it has not finished with.
+#[derive(Debug, Clone, Default)]
+struct Backlog(Arc<AtomicUsize>);
+
+impl Backlog {
+    /// Room for `len` more bytes, unless that would pass
+    /// [`OBSERVE_BUDGET`]. Two relays may both pass the check at once; the
+    /// budget is then passed by at most one chunk.
+    fn admit(&self, len: usize) -> Option<Held> {
+        if self.0.load(Ordering::Relaxed) + len > OBSERVE_BUDGET {
+            return None;
+        }
+        self.0.fetch_add(len, Ordering::Relaxed);
+        Some(Held {
+            backlog: self.clone(),
+            len,
+        })
+    }
+}
+
+/// A chunk's place in the backlog, given back when the observer drops it.
+#[derive(Debug)]
+pub struct Held {
+    backlog: Backlog,
+    len: usize,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.backlog.0.fetch_sub(self.len, Ordering::Relaxed);
+    }
+}
 
 /// What the observer is told.
 #[derive(Debug)]
@@ -45,7 +85,12 @@ pub enum Event {
         bytes: Vec<u8>,
         at: Timestamp,
         now: Instant,
+        /// Its place in the backlog, until the event is dropped.
+        held: Held,
     },
+    /// `len` bytes of the side were relayed but not copied: the observer
+    /// was too far behind.
+    Lost { side: Side, len: usize },
     /// The side's stream ended.
     Closed(Side),
 }
@@ -63,7 +108,10 @@ pub fn start(
         (Side::Client, client_in, server_in),
         (Side::Server, server_out, client_out),
     ];
-    let observer = Observer::Direct(events);
+    let observer = Observer {
+        to: To::Direct(events),
+        backlog: Backlog::default(),
+    };
     #[cfg(target_os = "linux")]
     let (directions, observer) = spliced::start(directions, observer);
     for (side, from, to) in directions {
@@ -73,9 +121,16 @@ pub fn start(
     observed
 }
 
-/// Where a relay hands what it saw.
+/// Where a relay hands what it saw, and the backlog it counts against.
 #[derive(Clone)]
-enum Observer {
+struct Observer {
+    to: To,
+    backlog: Backlog,
+}
+
+/// Where the events go.
+#[derive(Clone)]
+enum To {
     /// Straight to the observer.
     Direct(Sender<Event>),
     /// Through the tap thread, which every event passes once any direction
@@ -86,20 +141,40 @@ enum Observer {
 
 impl Observer {
     fn send(&self, event: Event) {
-        match self {
-            Observer::Direct(events) => {
+        match &self.to {
+            To::Direct(events) => {
                 let _ = events.send(event);
             }
             #[cfg(target_os = "linux")]
-            Observer::Tapped(teed) => {
+            To::Tapped(teed) => {
                 let _ = teed.send(spliced::Teed::Copied(event));
             }
         }
     }
+
+    /// A copy of `chunk` for the observer, or word of its length when the
+    /// backlog is full.
+    fn chunk(&self, side: Side, chunk: &[u8]) {
+        let event = match self.backlog.admit(chunk.len()) {
+            Some(held) => Event::Chunk {
+                side,
+                bytes: chunk.to_vec(),
+                at: Timestamp::now(),
+                now: Instant::now(),
+                held,
+            },
+            None => Event::Lost {
+                side,
+                len: chunk.len(),
+            },
+        };
+        self.send(event);
+    }
 }
 
 /// Copies `from` to `to` until end of input, handing each chunk to the
-/// observer. Both directions hand a chunk over *before* forwarding it: a
+/// observer (or, when the observer is too far behind, only its length).
+/// Both directions hand a chunk over *before* forwarding it: a
 /// peer can only react to bytes it has received, so the observer sees
 /// messages in causal order (a request before its response, a `tools/list`
 /// result before the call it informed). The hand-over is one copy and one
@@ -119,12 +194,7 @@ fn pump(side: Side, mut from: impl Read, mut to: impl Write, observer: &Observer
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        observer.send(Event::Chunk {
-            side,
-            bytes: chunk.to_vec(),
-            at: Timestamp::now(),
-            now: Instant::now(),
-        });
+        observer.chunk(side, chunk);
         if sink {
             sink = forward(&mut to, chunk);
             if !sink && side == Side::Client {
@@ -154,7 +224,7 @@ mod spliced {
 
     use jiff::Timestamp;
 
-    use super::{BUFFER, Event, Observer};
+    use super::{BUFFER, Backlog, Event, Observer, To};
     use crate::session::Side;
 
     /// The most one `tee` or `splice` is asked to move (it moves what the
@@ -191,7 +261,11 @@ mod spliced {
     /// thread if any is; gives back the directions left to copy and where
     /// their relays must hand what they see.
     pub fn start(directions: Directions, observer: Observer) -> (Directions, Observer) {
-        let Observer::Direct(events) = observer else {
+        let Observer {
+            to: To::Direct(events),
+            backlog,
+        } = observer
+        else {
             return (directions, observer);
         };
         let (teed, queue) = mpsc::channel();
@@ -209,10 +283,18 @@ mod spliced {
             }
         }
         if readers.iter().all(Option::is_none) {
-            return (copied, Observer::Direct(events));
+            let direct = Observer {
+                to: To::Direct(events),
+                backlog,
+            };
+            return (copied, direct);
         }
-        std::thread::spawn(move || tap(&queue, readers, &events));
-        (copied, Observer::Tapped(teed))
+        let tapped = Observer {
+            to: To::Tapped(teed),
+            backlog: backlog.clone(),
+        };
+        std::thread::spawn(move || tap(&queue, readers, &events, &backlog));
+        (copied, tapped)
     }
 
     /// How long the tap thread sleeps between looks while bytes flow: long
@@ -226,8 +308,15 @@ mod spliced {
     const IDLE_LOOKS: u32 = 50;
 
     /// The tap thread: turns each `Teed::Bytes` into the observer's chunk,
-    /// read from the side's tap, in the relays' order.
-    fn tap(queue: &Receiver<Teed>, mut readers: [Option<File>; 2], events: &Sender<Event>) {
+    /// read from the side's tap, in the relays' order. When the backlog is
+    /// full the bytes are read all the same, so the tap never fills, and
+    /// dropped.
+    fn tap(
+        queue: &Receiver<Teed>,
+        mut readers: [Option<File>; 2],
+        events: &Sender<Event>,
+        backlog: &Backlog,
+    ) {
         let mut idle = 0;
         loop {
             let message = match queue.try_recv() {
@@ -252,6 +341,13 @@ mod spliced {
             let event = match message {
                 Teed::Bytes { side, len, at, now } => {
                     let reader = readers[index(side)].as_mut().expect("a spliced side's tap");
+                    let Some(held) = backlog.admit(len) else {
+                        if discard(&*reader, len).is_err() {
+                            continue;
+                        }
+                        let _ = events.send(Event::Lost { side, len });
+                        continue;
+                    };
                     let mut bytes = vec![0; len];
                     // The bytes are in the tap already: this never waits.
                     if reader.read_exact(&mut bytes).is_err() {
@@ -262,6 +358,7 @@ mod spliced {
                         bytes,
                         at,
                         now,
+                        held,
                     }
                 }
                 Teed::Closed(side) => Event::Closed(side),
@@ -389,42 +486,75 @@ mod spliced {
 pub struct Lines {
     /// The start of a line whose newline has not come yet.
     partial: Vec<u8>,
-    /// The current line passed [`MAX_OBSERVED_LINE`]: it is dropped.
-    overflow: bool,
-    /// Lines dropped for their length.
-    pub skipped: u64,
+    /// Why the current line is being dropped, if it is.
+    dropping: Option<Dropping>,
+    /// Lines dropped for passing [`OBSERVE_LIMIT`].
+    pub oversized: u64,
+    /// Bytes the observer never saw ([`Event::Lost`]).
+    pub lost: u64,
 }
+
+/// Why a line is not observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dropping {
+    /// It passed [`OBSERVE_LIMIT`].
+    Long,
+    /// Some of its bytes were lost.
+    Broken,
+}
+
+/// A line buffer grown past this is given back once its line is done, so
+/// one long line does not keep its memory for the rest of the session.
+const KEEP_PARTIAL: usize = 1024 * 1024;
 
 impl Lines {
     /// Calls `line` with each line `chunk` completes (without its newline).
     pub fn feed(&mut self, chunk: &[u8], mut line: impl FnMut(&[u8])) {
         let mut rest = chunk;
         while let Some(pos) = memchr::memchr(b'\n', rest) {
-            if self.overflow {
-                self.overflow = false;
-                self.skipped += 1;
-            } else if self.partial.is_empty() {
-                line(&rest[..pos]);
-            } else {
-                self.partial.extend_from_slice(&rest[..pos]);
-                line(&self.partial);
-                self.partial.clear();
+            match self.dropping.take() {
+                Some(Dropping::Long) => self.oversized += 1,
+                Some(Dropping::Broken) => {}
+                None if self.partial.is_empty() => line(&rest[..pos]),
+                None => {
+                    self.partial.extend_from_slice(&rest[..pos]);
+                    line(&self.partial);
+                    self.partial.clear();
+                    if self.partial.capacity() > KEEP_PARTIAL {
+                        self.partial = Vec::new();
+                    }
+                }
             }
             rest = &rest[pos + 1..];
         }
-        if !self.overflow && self.partial.len() + rest.len() > MAX_OBSERVED_LINE {
-            self.overflow = true;
+        if self.dropping.is_none() && self.partial.len() + rest.len() > OBSERVE_LIMIT {
+            self.dropping = Some(Dropping::Long);
             self.partial = Vec::new();
         }
-        if !self.overflow {
+        if self.dropping.is_none() {
             self.partial.extend_from_slice(rest);
         }
+    }
+
+    /// `len` bytes of the stream were relayed unseen: the line they fell in
+    /// cannot be observed, and the next one starts after a newline.
+    pub fn lose(&mut self, len: usize) {
+        self.lost += len as u64;
+        self.partial = Vec::new();
+        self.dropping.get_or_insert(Dropping::Broken);
     }
 
     /// The unfinished last line of a stream that ended, if any.
     pub fn finish(&mut self) -> Option<Vec<u8>> {
         let last = std::mem::take(&mut self.partial);
-        (!last.is_empty() && !self.overflow).then_some(last)
+        match self.dropping.take() {
+            Some(Dropping::Long) => {
+                self.oversized += 1;
+                None
+            }
+            Some(Dropping::Broken) => None,
+            None => (!last.is_empty()).then_some(last),
+        }
     }
 }
 
@@ -447,5 +577,45 @@ mod tests {
         assert_eq!(seen, [b"a".to_vec(), b"bc".to_vec(), Vec::new()]);
         assert_eq!(last, Some(b"de".to_vec()));
         assert_eq!(lines(&[b"x\n"]).1, None);
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_measured_and_dropped_as_it_streams() {
+        let mut splitter = Lines::default();
+        let mut seen = Vec::new();
+        splitter.feed(b"a\n", |l| seen.push(l.to_vec()));
+        let piece = vec![b'x'; 1 << 20];
+        for _ in 0..(OBSERVE_LIMIT >> 20) + 3 {
+            splitter.feed(&piece, |l| seen.push(l.to_vec()));
+            assert!(splitter.partial.capacity() <= 2 * OBSERVE_LIMIT);
+        }
+        assert_eq!(splitter.partial.capacity(), 0, "nothing of it is held");
+        splitter.feed(b"x\nb\n", |l| seen.push(l.to_vec()));
+        assert_eq!(seen, [b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(splitter.oversized, 1);
+        // One just under the limit is observed whole.
+        let mut under = vec![b'y'; OBSERVE_LIMIT];
+        under.push(b'\n');
+        let mut got = 0;
+        splitter.feed(&under, |l| got = l.len());
+        assert_eq!((got, splitter.oversized), (OBSERVE_LIMIT, 1));
+    }
+
+    #[test]
+    fn lost_bytes_break_their_line_and_the_next_line_is_observed() {
+        let mut splitter = Lines::default();
+        let mut seen = Vec::new();
+        splitter.feed(b"a\n{\"half", |l| seen.push(l.to_vec()));
+        splitter.lose(10);
+        splitter.feed(b"rest}\nb\nc", |l| seen.push(l.to_vec()));
+        assert_eq!(seen, [b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!((splitter.lost, splitter.oversized), (10, 0));
+        assert_eq!(splitter.finish(), Some(b"c".to_vec()));
+        splitter.lose(3);
+        assert_eq!(
+            splitter.finish(),
+            None,
+            "a broken last line is not observed"
+        );
     }
 }

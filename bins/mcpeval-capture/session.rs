@@ -7,8 +7,15 @@
 //! ids only: names pass through `escape::clean_name`, and each call's
 //! arguments are shaped against the tool's schema from the last
 //! `tools/list`, so keys that are data are folded.
+//!
+//! What a session holds is bounded whatever the peers send ([`limits`]):
+//! a message that would cost too much to parse is not parsed, the oldest
+//! unanswered calls are recorded as unanswered beyond a count or a size,
+//! request ids and tool names are kept at a fixed size, and declared
+//! schemas past a budget are forgotten (their tools judged by the
+//! field-name rule). Each such choice is counted in [`Bounded`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Instant;
 
 use jiff::Timestamp;
@@ -19,6 +26,14 @@ use shared::outcome::{self, Classified};
 use shared::record::{Call, Identity, Origin, SCHEMA_V1, Transport};
 use shared::salt::Salt;
 use shared::sanitize::{self, Declared};
+
+// `super`, not `crate`: the fuzz targets compile this file, `limits` and
+// `recent` from their sources as siblings in a module of their own.
+use super::limits::{
+    MAX_ADVERTISED_TOOLS, MAX_DECLARED_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS,
+    MAX_PENDING_REQUESTS, PARSE_BUDGET,
+};
+use super::recent::Recent;
 
 /// The `_meta` key under which modern servers name themselves.
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
@@ -37,8 +52,106 @@ struct Pending {
     seq: u64,
     started_at: Timestamp,
     started: Instant,
-    args_shape: Value,
+    /// The arguments' shape as JSON text ([`shape_text`]).
+    args_shape: Box<str>,
     advertised: Option<bool>,
+    /// What it holds, as [`Session::bytes`] counts it.
+    bytes: usize,
+}
+
+/// What a session gave up to stay within its bounds, for the warnings at
+/// exit.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Bounded {
+    /// Messages not parsed because parsing them would pass
+    /// [`PARSE_BUDGET`].
+    pub costly: u64,
+    /// Calls recorded as unanswered before their session ended, to keep
+    /// within [`MAX_PENDING_CALLS`] and [`MAX_PENDING_BYTES`].
+    pub evicted_calls: u64,
+    /// Tools kept without their declared schema, past
+    /// [`MAX_DECLARED_BYTES`].
+    pub schemaless: u64,
+    /// `tools/list` results with more tools than [`MAX_ADVERTISED_TOOLS`].
+    pub long_lists: u64,
+}
+
+impl Bounded {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: Bounded) {
+        self.costly += other.costly;
+        self.evicted_calls += other.evicted_calls;
+        self.schemaless += other.schemaless;
+        self.long_lists += other.long_lists;
+    }
+}
+
+/// A tool's name as a key: a digest, so that a name of megabytes costs
+/// no more to remember than a short one.
+type ToolKey = [u8; 16];
+
+fn tool_key(name: &str) -> ToolKey {
+    let digest = shared::hash::sha256(name.as_bytes());
+    digest[..16].try_into().expect("16 bytes")
+}
+
+/// The tools of the last `tools/list` (all pages), each with what its
+/// `inputSchema` declares (`None` when it had none, or when keeping it
+/// would pass [`MAX_DECLARED_BYTES`]).
+#[derive(Debug)]
+struct Advertised {
+    tools: HashMap<ToolKey, Option<Declared>>,
+    /// Every tool listed is in `tools` (false past [`MAX_ADVERTISED_TOOLS`]).
+    complete: bool,
+    /// What is left of [`MAX_DECLARED_BYTES`].
+    declared_left: usize,
+}
+
+/// What one advertised tool costs besides its schema: the key, the slot
+/// and the map's share.
+const TOOL_BYTES: usize = 16 + std::mem::size_of::<Option<Declared>>() + 32;
+
+impl Advertised {
+    fn new() -> Advertised {
+        Advertised {
+            tools: HashMap::new(),
+            complete: true,
+            declared_left: MAX_DECLARED_BYTES,
+        }
+    }
+
+    /// Adds a listed tool; a name listed twice keeps its first schema.
+    fn add(&mut self, name: &str, schema: Option<&Value>, bounded: &mut Bounded) {
+        let key = tool_key(name);
+        if self.tools.contains_key(&key) {
+            return;
+        }
+        if self.tools.len() >= MAX_ADVERTISED_TOOLS {
+            if std::mem::replace(&mut self.complete, false) {
+                bounded.long_lists += 1;
+            }
+            return;
+        }
+        let declared = schema.and_then(|schema| {
+            let declared = Declared::from_schema_within(schema, &mut self.declared_left);
+            bounded.schemaless += u64::from(declared.is_none());
+            declared
+        });
+        self.tools.insert(key, declared);
+    }
+
+    /// Whether `name` was listed (`None`: unknown, as the list was cut),
+    /// and its schema.
+    fn lookup(&self, name: &str) -> (Option<bool>, Option<&Declared>) {
+        match self.tools.get(&tool_key(name)) {
+            Some(declared) => (Some(true), declared.as_ref()),
+            None => (self.complete.then_some(false), None),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.tools.len() * TOOL_BYTES + (MAX_DECLARED_BYTES - self.declared_left)
+    }
 }
 
 /// The observer of one session.
@@ -53,19 +166,33 @@ pub struct Session {
     reported_server: Option<String>,
     fallback_server: String,
     seq: u64,
-    calls: HashMap<String, Pending>,
+    /// Unanswered calls by request id, oldest first.
+    calls: Recent<String, Pending>,
+    /// What `calls` holds, in bytes.
+    pending_bytes: usize,
     /// Pending `tools/list` requests: id → whether it asked for a later page.
-    lists: HashMap<String, bool>,
+    lists: Recent<String, bool>,
     /// Pending `initialize` / `server/discover` requests.
-    handshakes: HashSet<String>,
-    /// The tools of the last `tools/list` (all pages), by their name as
-    /// sent, with what each one's `inputSchema` declares (`None` when it
-    /// had none); `None` until a list is seen.
-    advertised: Option<HashMap<String, Option<Declared>>>,
+    handshakes: Recent<String, ()>,
+    /// The tools of the last `tools/list`; `None` until a list is seen.
+    advertised: Option<Advertised>,
     /// Messages that were not JSON-RPC we could read.
     pub unparsed: u64,
+    /// What was given up to stay within bounds.
+    pub bounded: Bounded,
     event_ids: EventIds,
 }
+
+/// What a session costs before it holds anything: itself, its buffer of
+/// random bytes and its maps.
+const SESSION_BYTES: usize = std::mem::size_of::<Session>() + 4096 + 512;
+
+/// What a pending `tools/list` or handshake costs: its id (kept twice) and
+/// the slots.
+const REQUEST_BYTES: usize = 2 * MAX_ID_KEY + 128;
+
+/// What an unanswered call costs besides its id, tool name and shape.
+const PENDING_BYTES: usize = std::mem::size_of::<Pending>() + 128;
 
 /// Time-ordered version-7 UUIDs for records: the Unix time in
 /// milliseconds, then 74 random bits. New ids sort after the ones already
@@ -141,13 +268,24 @@ impl Session {
             reported_server: None,
             fallback_server: escape::clean_name(&fallback_server).into_owned(),
             seq: 0,
-            calls: HashMap::new(),
-            lists: HashMap::new(),
-            handshakes: HashSet::new(),
+            calls: Recent::new(MAX_PENDING_CALLS),
+            pending_bytes: 0,
+            lists: Recent::new(MAX_PENDING_REQUESTS),
+            handshakes: Recent::new(MAX_PENDING_REQUESTS),
             advertised: None,
             unparsed: 0,
+            bounded: Bounded::default(),
             event_ids: EventIds::new(),
         }
+    }
+
+    /// An estimate of the memory this session holds, in bytes: what the
+    /// HTTP observer weighs sessions by.
+    pub fn bytes(&self) -> usize {
+        SESSION_BYTES
+            + self.pending_bytes
+            + self.advertised.as_ref().map_or(0, Advertised::bytes)
+            + (self.lists.len() + self.handshakes.len()) * REQUEST_BYTES
     }
 
     /// Observes one message (a line on stdio, a body or SSE event on HTTP)
@@ -161,6 +299,10 @@ impl Session {
     ) -> Vec<Call<'static>> {
         let mut done = Vec::new();
         if bytes.iter().all(u8::is_ascii_whitespace) {
+            return done;
+        }
+        if too_costly(bytes) {
+            self.bounded.costly += 1;
             return done;
         }
         match serde_json::from_slice::<Value>(bytes) {
@@ -179,6 +321,10 @@ impl Session {
     /// observed but never reached the server, as if never seen. A call
     /// numbered last gives its seq back.
     pub fn retract(&mut self, bytes: &[u8]) {
+        if too_costly(bytes) {
+            // Never observed, so nothing to forget.
+            return;
+        }
         let messages = match serde_json::from_slice::<Value>(bytes) {
             Ok(Value::Array(batch)) => batch,
             Ok(message) => vec![message],
@@ -192,7 +338,7 @@ impl Session {
         // Latest first, so a batch gives back all of its seqs.
         ids.sort_by_key(|id| std::cmp::Reverse(self.calls.get(id).map(|p| p.seq)));
         for id in ids {
-            if let Some(pending) = self.calls.remove(&id)
+            if let Some(pending) = self.take_call(&id)
                 && pending.seq == self.seq
             {
                 self.seq -= 1;
@@ -202,14 +348,45 @@ impl Session {
         }
     }
 
-    /// Ends the session: every call still waiting is recorded unanswered.
+    /// Ends the session: every call still waiting is recorded unanswered,
+    /// in the order they were made.
     pub fn finish(&mut self) -> Vec<Call<'static>> {
-        let mut pending: Vec<Pending> = self.calls.drain().map(|(_, p)| p).collect();
-        pending.sort_by_key(|p| p.seq);
-        pending
-            .into_iter()
-            .map(|p| self.record(p, None, Classified::unanswered()))
-            .collect()
+        let mut done = Vec::with_capacity(self.calls.len());
+        while let Some((_, pending)) = self.calls.pop_oldest() {
+            self.pending_bytes -= pending.bytes;
+            done.push(self.record(pending, None, Classified::unanswered()));
+        }
+        done
+    }
+
+    /// Takes `id`'s unanswered call out, if any.
+    fn take_call(&mut self, id: &str) -> Option<Pending> {
+        let pending = self.calls.remove(&id.to_owned())?;
+        self.pending_bytes -= pending.bytes;
+        Some(pending)
+    }
+
+    /// Tracks a new unanswered call; the oldest ones beyond
+    /// [`MAX_PENDING_CALLS`] or [`MAX_PENDING_BYTES`] are recorded as
+    /// unanswered, as at the session's end.
+    fn track(&mut self, id: String, pending: Pending, done: &mut Vec<Call<'static>>) {
+        // A client reusing a pending id has abandoned the first call.
+        if let Some(old) = self.take_call(&id) {
+            done.push(self.record(old, None, Classified::unanswered()));
+        }
+        self.pending_bytes += pending.bytes;
+        let mut evicted = self.calls.insert(id, pending);
+        loop {
+            if let Some((_, oldest)) = evicted {
+                self.pending_bytes -= oldest.bytes;
+                self.bounded.evicted_calls += 1;
+                done.push(self.record(oldest, None, Classified::unanswered()));
+            }
+            if self.pending_bytes <= MAX_PENDING_BYTES || self.calls.len() <= 1 {
+                break;
+            }
+            evicted = self.calls.pop_oldest();
+        }
     }
 
     fn message(
@@ -258,24 +435,26 @@ impl Session {
                     return;
                 };
                 self.seq += 1;
-                let listed = self.advertised.as_ref().map(|tools| tools.get(tool));
-                let declared = listed.flatten().and_then(Option::as_ref);
-                let args_shape = match params.and_then(|p| p.get("arguments")) {
-                    Some(args) => sanitize::args_shape(args, declared),
-                    None => Value::Object(Default::default()),
+                let (advertised, declared) = match &self.advertised {
+                    Some(tools) => tools.lookup(tool),
+                    None => (None, None),
                 };
+                let args_shape = match params.and_then(|p| p.get("arguments")) {
+                    Some(args) => shape_text(&sanitize::args_shape(args, declared)),
+                    None => "{}".into(),
+                };
+                let tool = escape::clean_name(tool).into_owned();
+                let bytes = PENDING_BYTES + 2 * id.len() + tool.len() + args_shape.len();
                 let pending = Pending {
-                    tool: escape::clean_name(tool).into_owned(),
+                    tool,
                     seq: self.seq,
                     started_at: at,
                     started: now,
                     args_shape,
-                    advertised: listed.map(|t| t.is_some()),
+                    advertised,
+                    bytes,
                 };
-                // A client reusing a pending id has abandoned the first call.
-                if let Some(old) = self.calls.insert(id, pending) {
-                    done.push(self.record(old, None, Classified::unanswered()));
-                }
+                self.track(id, pending, done);
             }
             "tools/list" => {
                 let continued = params
@@ -284,7 +463,7 @@ impl Session {
                 self.lists.insert(id, continued);
             }
             "initialize" | "server/discover" => {
-                self.handshakes.insert(id);
+                self.handshakes.insert(id, ());
             }
             _ => {}
         }
@@ -306,7 +485,7 @@ impl Session {
         {
             self.reported_server = Some(escape::clean_name(name).into_owned());
         }
-        if self.handshakes.remove(&id)
+        if self.handshakes.remove(&id).is_some()
             && let Some(name) = result
                 .and_then(|r| r.pointer("/serverInfo/name"))
                 .and_then(Value::as_str)
@@ -320,21 +499,17 @@ impl Session {
         {
             let known = match (&mut self.advertised, continued) {
                 (Some(known), true) => known,
-                (slot, _) => slot.insert(HashMap::new()),
+                (slot, _) => slot.insert(Advertised::new()),
             };
             for tool in tools {
                 let Some(name) = tool.get("name").and_then(Value::as_str) else {
                     continue;
                 };
-                // A name listed twice keeps its first schema.
-                known.entry(name.to_owned()).or_insert_with(|| {
-                    tool.get("inputSchema")
-                        .filter(|s| s.is_object())
-                        .map(Declared::from_schema)
-                });
+                let schema = tool.get("inputSchema").filter(|s| s.is_object());
+                known.add(name, schema, &mut self.bounded);
             }
         }
-        if let Some(pending) = self.calls.remove(&id) {
+        if let Some(pending) = self.take_call(&id) {
             let classified = outcome::classify(message, &self.salt);
             let millis = now.saturating_duration_since(pending.started).as_millis();
             done.push(self.record(pending, Some(millis as u64), classified));
@@ -370,7 +545,9 @@ impl Session {
             started_at: shared::time::rfc3339(pending.started_at).into(),
             duration_ms,
             advertised: pending.advertised,
-            args_shape: pending.args_shape,
+            // Text this process wrote from a value: it parses back.
+            args_shape: serde_json::from_str(&pending.args_shape)
+                .unwrap_or_else(|_| Value::String("object".into())),
             outcome: classified.outcome,
             unknown: classified.unknown,
             error: classified.error,
@@ -378,9 +555,92 @@ impl Session {
     }
 }
 
-/// A request id as a map key: its JSON text, so `1` and `"1"` differ.
+/// The longest request id kept as it is in a map key.
+const MAX_ID_KEY: usize = 64;
+
+/// A request id as a map key: its JSON text, so `1` and `"1"` differ; a
+/// longer id (a client may send megabytes) by a digest of that text, after
+/// a `#` that starts no JSON text, so it never equals a short id's key.
 fn id_key(id: &Value) -> String {
-    id.to_string()
+    let text = id.to_string();
+    if text.len() <= MAX_ID_KEY {
+        return text;
+    }
+    let digest = shared::hash::sha256(text.as_bytes());
+    format!("#{}", shared::hash::hex(&digest[..16]))
+}
+
+/// Whether parsing `bytes` would take more than [`PARSE_BUDGET`]. A parsed
+/// JSON tree takes up to some 90 times its text (an object of one short
+/// key takes a 640-byte map node), so a message is weighed, in one pass
+/// over its bytes, before it is parsed. Short messages cannot pass the
+/// budget and are not weighed at all.
+fn too_costly(bytes: &[u8]) -> bool {
+    bytes.len() > PARSE_BUDGET / 128 && parse_cost(bytes) > PARSE_BUDGET
+}
+
+/// An upper bound on the memory `serde_json` takes to parse `bytes` into a
+/// [`Value`], measured on its parser: a non-empty object's first map node,
+/// a non-empty array's first allocation, each further member (its slot and
+/// its share of map nodes), and each string's allocation.
+fn parse_cost(bytes: &[u8]) -> usize {
+    const OBJECT: usize = 704;
+    const ARRAY: usize = 160;
+    const MEMBER: usize = 160;
+    const ELEMENT: usize = 64;
+    const STRING: usize = 32;
+    let mut cost = bytes.len();
+    // Whether each open container is an object, as deep as serde_json
+    // parses (it refuses more than 128 levels).
+    let (mut objects, mut depth) = (0u128, 0u32);
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                cost += STRING;
+                i += 1;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' => i += 2,
+                        b'"' => break,
+                        _ => i += 1,
+                    }
+                }
+            }
+            open @ (b'{' | b'[') => {
+                if depth < 128 {
+                    let bit = 1u128 << depth;
+                    objects = if open == b'{' {
+                        objects | bit
+                    } else {
+                        objects & !bit
+                    };
+                }
+                depth += 1;
+                cost += if open == b'{' { OBJECT } else { ARRAY };
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' => {
+                let in_object = (1..=128).contains(&depth) && objects & (1 << (depth - 1)) != 0;
+                cost += if in_object { MEMBER } else { ELEMENT };
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    cost
+}
+
+/// A shape as the compact JSON text it is held as until its call completes:
+/// a parsed map takes a 640-byte node for even one key, its text a few
+/// bytes. A shape whose text alone passes a record's limit becomes
+/// `"object"` now, as the journal would write it ([`shared::journal::encode`]).
+fn shape_text(shape: &Value) -> Box<str> {
+    let text = serde_json::to_string(shape).expect("shapes serialize");
+    if text.len() > shared::record::MAX_LINE {
+        return r#""object""#.into();
+    }
+    text.into_boxed_str()
 }
 
 #[cfg(test)]
@@ -708,6 +968,140 @@ mod tests {
         let first = list[0].clone();
         std::thread::sleep(std::time::Duration::from_millis(2));
         assert!(ids.next() > first);
+    }
+
+    fn call_line(id: &str, tool: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"q":1}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn the_oldest_unanswered_calls_are_recorded_beyond_the_cap() {
+        let mut s = session();
+        let mut early = Vec::new();
+        for id in 1..=MAX_PENDING_CALLS + 2 {
+            early.extend(feed(&mut s, Side::Client, &call_line(&id.to_string(), "t")));
+        }
+        let seqs: Vec<u64> = early.iter().map(|c| c.identity.seq).collect();
+        assert_eq!(seqs, [1, 2], "the two oldest, as they are evicted");
+        assert!(early.iter().all(|c| c.unknown == Some(Unknown::Unanswered)));
+        assert_eq!(s.bounded.evicted_calls, 2);
+        // An evicted call's answer is no one's; a tracked one's pairs.
+        assert!(
+            feed(
+                &mut s,
+                Side::Server,
+                r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+            )
+            .is_empty()
+        );
+        let answered = feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
+        );
+        assert_eq!(
+            (answered[0].identity.seq, answered[0].outcome),
+            (3, Outcome::Ok)
+        );
+        assert_eq!(answered[0].args_shape, serde_json::json!({"q": "integer"}));
+        let rest = s.finish();
+        assert_eq!(rest.len(), MAX_PENDING_CALLS - 1);
+        assert!(
+            rest.windows(2)
+                .all(|w| w[0].identity.seq < w[1].identity.seq)
+        );
+        assert_eq!(s.bytes(), SESSION_BYTES, "nothing is held after the end");
+    }
+
+    #[test]
+    fn unanswered_calls_are_bounded_in_bytes_too() {
+        let mut s = session();
+        // Sixteen named keys of 30 bytes: a kilobyte a call.
+        let args: serde_json::Map<String, Value> = (0..16)
+            .map(|k| (format!("field{k:02}{}", "x".repeat(23)), Value::from(1)))
+            .collect();
+        let mut evicted = 0;
+        for id in 0..MAX_PENDING_CALLS {
+            let line = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                          "params": {"name": "t", "arguments": args}});
+            evicted += feed(&mut s, Side::Client, &line.to_string()).len();
+        }
+        assert!(evicted > 0, "32 MiB holds fewer than 65,536 such calls");
+        assert!(s.pending_bytes <= MAX_PENDING_BYTES);
+        assert_eq!(s.bounded.evicted_calls, evicted as u64);
+    }
+
+    #[test]
+    fn a_long_request_id_is_kept_as_a_digest() {
+        let mut s = session();
+        let id = format!("\"{}\"", "i".repeat(1 << 20));
+        feed(&mut s, Side::Client, &call_line(&id, "t"));
+        assert!(s.bytes() < SESSION_BYTES + 1024, "{}", s.bytes());
+        let other = format!("\"{}j\"", "i".repeat((1 << 20) - 1));
+        let none = format!(r#"{{"jsonrpc":"2.0","id":{other},"result":{{}}}}"#);
+        assert!(feed(&mut s, Side::Server, &none).is_empty());
+        let done = feed(
+            &mut s,
+            Side::Server,
+            &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#),
+        );
+        assert_eq!(done[0].outcome, Outcome::Ok);
+        assert_ne!(
+            id_key(&Value::String("i".repeat(100))),
+            id_key(&Value::String("i".repeat(101)))
+        );
+    }
+
+    #[test]
+    fn a_message_too_costly_to_parse_is_counted_not_parsed() {
+        // 1 MiB of one-key objects would take some 90 MiB parsed.
+        let mut dense = String::from(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"rows":["#,
+        );
+        while dense.len() < 1 << 20 {
+            dense.push_str(r#"{"a":1},"#);
+        }
+        dense.push_str("1]}}}");
+        assert!(parse_cost(dense.as_bytes()) > PARSE_BUDGET);
+        assert!(feed(&mut s_with_call(), Side::Client, &dense).is_empty());
+        let mut s = session();
+        feed(&mut s, Side::Client, &dense);
+        assert_eq!((s.bounded.costly, s.unparsed, s.finish().len()), (1, 0, 0));
+        // Text of the same length, in strings, costs about its length.
+        let plain = format!(r#"{{"x":"{}"}}"#, "{".repeat(1 << 20));
+        assert!(parse_cost(plain.as_bytes()) < 2 << 20);
+    }
+
+    fn s_with_call() -> Session {
+        let mut s = session();
+        feed(&mut s, Side::Client, &call_line("0", "t"));
+        s
+    }
+
+    #[test]
+    fn tools_past_the_cap_are_neither_advertised_nor_not() {
+        let mut s = session();
+        feed(
+            &mut s,
+            Side::Client,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        );
+        let tools: Vec<Value> = (0..=MAX_ADVERTISED_TOOLS)
+            .map(|n| serde_json::json!({"name": format!("t{n}")}))
+            .collect();
+        let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}});
+        feed(&mut s, Side::Server, &list.to_string());
+        assert_eq!(s.bounded.long_lists, 1);
+        let advertised = |s: &mut Session, id: u64, tool: &str| {
+            feed(s, Side::Client, &call_line(&id.to_string(), tool));
+            let answer = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+            feed(s, Side::Server, &answer)[0].advertised
+        };
+        assert_eq!(advertised(&mut s, 2, "t0"), Some(true));
+        let last = format!("t{MAX_ADVERTISED_TOOLS}");
+        assert_eq!(advertised(&mut s, 3, &last), None, "left out: unknown");
     }
 
     #[test]

@@ -22,6 +22,7 @@ use crate::args;
 use crate::relay::{self, Event, Lines};
 use crate::session::{Session, Side};
 use crate::signals;
+use crate::warnings;
 
 /// Runs the server command and relays until it exits; exits like it.
 pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<()> {
@@ -79,6 +80,7 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                 bytes,
                 at,
                 now,
+                held,
             } => {
                 let lines = match side {
                     Side::Client => &mut client,
@@ -87,8 +89,14 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                 lines.feed(&bytes, |line| {
                     completed.extend(session.observe(side, line, at, now));
                 });
+                // Its place in the backlog is free once it is cut into lines.
+                drop((bytes, held));
                 append(&mut writer, &mut completed);
             }
+            Event::Lost { side, len } => match side {
+                Side::Client => client.lose(len),
+                Side::Server => server.lose(len),
+            },
             Event::Closed(side) => {
                 let lines = match side {
                     Side::Client => &mut client,
@@ -106,12 +114,13 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     }
     completed = session.finish();
     append(&mut writer, &mut completed);
-    let skipped = client.skipped + server.skipped;
 
     let status = child
         .wait()
         .map_err(|err| Error::transport(format!("cannot wait for the server: {err}")))?;
-    let unparsed = session.unparsed + skipped;
+    let oversized = client.oversized + server.oversized;
+    warnings::bounded(oversized, client.lost + server.lost, session.bounded);
+    let unparsed = session.unparsed;
     if unparsed > 0 {
         shared::cli::warn(
             PROGRAM,

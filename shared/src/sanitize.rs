@@ -48,40 +48,76 @@ pub struct Declared {
 impl Declared {
     /// What `schema` (an `inputSchema`) declares.
     pub fn from_schema(schema: &Value) -> Declared {
-        Declared::at(schema, 1)
+        let mut unbounded = usize::MAX;
+        Declared::at(schema, 1, &mut unbounded).unwrap_or_default()
+    }
+
+    /// What `schema` declares, when that takes at most `*budget` bytes (an
+    /// estimate of the memory it holds, [`Declared::bytes`]); the bytes it
+    /// takes are subtracted. `None` when it would take more: the caller
+    /// then treats the tool as declaring nothing, so its keys are judged by
+    /// the field-name rule. Building stops as soon as the budget is out,
+    /// so a huge schema costs no more than the budget to look at.
+    pub fn from_schema_within(schema: &Value, budget: &mut usize) -> Option<Declared> {
+        let mut left = *budget;
+        let declared = Declared::at(schema, 1, &mut left)?;
+        *budget = left;
+        Some(declared)
+    }
+
+    /// An estimate of the memory this holds, in bytes: what
+    /// [`Declared::from_schema_within`] charges for it.
+    pub fn bytes(&self) -> usize {
+        let here = std::mem::size_of::<Declared>();
+        let keys: usize = self
+            .keys
+            .iter()
+            .map(|(key, below)| key_bytes(key) + below.bytes())
+            .sum();
+        let items = self.items.as_deref().map_or(0, Declared::bytes);
+        here + keys + items
     }
 
     /// The place of an object or array at `depth` (1 for the arguments):
-    /// what lies below it is followed only as deep as shapes go.
-    fn at(schema: &Value, depth: usize) -> Declared {
+    /// what lies below it is followed only as deep as shapes go. `None`
+    /// once it would take more than `*left` bytes.
+    fn at(schema: &Value, depth: usize, left: &mut usize) -> Option<Declared> {
+        *left = left.checked_sub(std::mem::size_of::<Declared>())?;
         let deeper = depth < MAX_SHAPE_DEPTH;
         let properties = schema.get("properties").and_then(Value::as_object);
-        let keys = properties
-            .into_iter()
-            .flatten()
-            // A declared key the name rule would change is not kept either:
-            // it would carry control or bidi characters into the store.
-            .filter(|(key, _)| key.as_str() != FOLDED && clean_name(key) == key.as_str())
-            .map(|(key, sub)| {
-                let below = if deeper {
-                    Declared::at(sub, depth + 1)
-                } else {
-                    Declared::default()
-                };
-                (key.clone(), below)
-            })
-            .collect();
+        let mut keys = BTreeMap::new();
+        // A declared key the name rule would change is not kept either:
+        // it would carry control or bidi characters into the store.
+        for (key, sub) in properties.into_iter().flatten() {
+            if key.as_str() == FOLDED || clean_name(key) != key.as_str() {
+                continue;
+            }
+            *left = left.checked_sub(key_bytes(key))?;
+            let below = if deeper {
+                Declared::at(sub, depth + 1, left)?
+            } else {
+                *left = left.checked_sub(std::mem::size_of::<Declared>())?;
+                Declared::default()
+            };
+            keys.insert(key.clone(), below);
+        }
         let open = properties.is_none()
             || schema
                 .get("additionalProperties")
                 .is_some_and(|a| *a != Value::Bool(false))
             || schema.get("patternProperties").is_some();
-        let items = schema
-            .get("items")
-            .filter(|i| i.is_object() && deeper)
-            .map(|i| Box::new(Declared::at(i, depth + 1)));
-        Declared { keys, open, items }
+        let items = match schema.get("items").filter(|i| i.is_object() && deeper) {
+            Some(items) => Some(Box::new(Declared::at(items, depth + 1, left)?)),
+            None => None,
+        };
+        Some(Declared { keys, open, items })
     }
+}
+
+/// What one declared key costs besides its place: its text and its share
+/// of the map's nodes.
+fn key_bytes(key: &str) -> usize {
+    key.len() + 64
 }
 
 /// The arguments with every scalar replaced by its JSON type name, arrays by
@@ -374,6 +410,32 @@ mod tests {
             args_shape(&json!({"q": 1, "Q": 2}), Some(&bare)),
             json!({"q": "integer", "*": "integer"})
         );
+    }
+
+    #[test]
+    fn a_schema_is_declared_within_a_budget_or_not_at_all() {
+        let schema = json!({"type": "object", "properties": {
+            "city": {"type": "string"},
+            "opts": {"type": "object", "properties": {"units": {}}},
+            "rows": {"type": "array", "items": {"properties": {"ID": {}}}}}});
+        let whole = Declared::from_schema(&schema);
+        let cost = whole.bytes();
+        let mut budget = cost;
+        assert_eq!(
+            Declared::from_schema_within(&schema, &mut budget),
+            Some(whole.clone())
+        );
+        assert_eq!(budget, 0, "exactly what bytes() says is charged");
+        let mut short = cost - 1;
+        assert_eq!(Declared::from_schema_within(&schema, &mut short), None);
+        assert_eq!(short, cost - 1, "nothing is charged for a refusal");
+        // A schema of a hundred thousand keys stops at the budget.
+        let wide: serde_json::Map<String, Value> =
+            (0..100_000).map(|i| (format!("k{i}"), json!({}))).collect();
+        let mut budget = 1 << 20;
+        let huge = json!({"properties": wide});
+        assert_eq!(Declared::from_schema_within(&huge, &mut budget), None);
+        assert_eq!(budget, 1 << 20);
     }
 
     #[test]

@@ -95,6 +95,16 @@ impl Decoder {
         self.retry
     }
 
+    /// The bytes of memory the decoder holds between chunks: its line and
+    /// data buffers and the ids it keeps. A caller that bounds what it
+    /// holds across many streams weighs each decoder by this.
+    pub fn held(&self) -> usize {
+        self.line.capacity()
+            + self.data.capacity()
+            + self.id_buffer.as_ref().map_or(0, Vec::capacity)
+            + self.last_id.as_ref().map_or(0, Vec::capacity)
+    }
+
     /// Feeds one chunk and calls `emit` for every event it completed.
     pub fn feed(&mut self, mut chunk: &[u8], emit: &mut impl FnMut(Item)) {
         if self.at_start {

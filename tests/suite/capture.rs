@@ -11,7 +11,9 @@ use assert_cmd::prelude::*;
 use predicates::prelude::*;
 use serde_json::{Value, json};
 
-use crate::support::{Deps, Store, contains, fixture, repo, text};
+use crate::support::{
+    CAPTURE_PEAK, Deps, PeakWatch, Store, contains, fixture, repo, text, write_padded,
+};
 
 /// A JSON-RPC client speaking raw lines to a capture process.
 pub(crate) struct Raw {
@@ -783,4 +785,301 @@ fn no_server_command_is_a_usage_error() {
             .stderr(predicate::str::contains("<CMD|--listen <ADDR>>"));
     }
     assert!(store.journals().is_empty());
+}
+
+/// Capture in front of `flood_server.py`, with its peak memory watched.
+struct Flood {
+    child: Child,
+    to: Option<ChildStdin>,
+    count: std::path::PathBuf,
+    peak: PeakWatch,
+}
+
+/// What a flood left: capture's status, stderr and peak, what the client
+/// received, and what the server said it received and sent.
+struct Flooded {
+    status: std::process::ExitStatus,
+    said: String,
+    peak: u64,
+    client_received: u64,
+    server_received: u64,
+    server_sent: u64,
+}
+
+impl Flood {
+    fn start(store: &Store) -> Flood {
+        Flood::start_with(store, &[])
+    }
+
+    /// With the fixture's `extra` arguments.
+    fn start_with(store: &Store, extra: &[&str]) -> Flood {
+        let count = store.scratch().join("flood-count");
+        let server = fixture("flood_server.py");
+        let mut cmd = store.cmd("mcpeval-capture");
+        cmd.args(["--", "python3", server.to_str().unwrap()])
+            .arg(&count)
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let peak = PeakWatch::start(child.id());
+        let to = child.stdin.take();
+        Flood {
+            child,
+            to,
+            count,
+            peak,
+        }
+    }
+
+    /// Writes what `write` writes to capture's stdin on a thread of its
+    /// own; meanwhile `read` reads capture's stdout. Then capture's stdin
+    /// is closed and it is waited for.
+    fn run(
+        mut self,
+        write: impl FnOnce(&mut std::io::BufWriter<ChildStdin>) + Send + 'static,
+        read: impl FnOnce(&mut BufReader<ChildStdout>) -> u64,
+    ) -> Flooded {
+        let to = self.to.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, to);
+            write(&mut out);
+            out.flush().unwrap();
+        });
+        let mut stderr = self.child.stderr.take().unwrap();
+        let said = std::thread::spawn(move || {
+            let mut said = String::new();
+            std::io::Read::read_to_string(&mut stderr, &mut said).unwrap();
+            said
+        });
+        let mut from = BufReader::new(self.child.stdout.take().unwrap());
+        let mut client_received = read(&mut from);
+        client_received += std::io::copy(&mut from, &mut std::io::sink()).unwrap();
+        writer.join().unwrap();
+        let status = self.child.wait().unwrap();
+        let peak = self.peak.finish();
+        let said = said.join().unwrap();
+        let counts = std::fs::read_to_string(&self.count).unwrap();
+        let words: Vec<&str> = counts.split_whitespace().collect();
+        Flooded {
+            status,
+            said,
+            peak,
+            client_received,
+            server_received: words[1].parse().unwrap(),
+            server_sent: words[3].parse().unwrap(),
+        }
+    }
+}
+
+/// Reads one line without holding it; its length, newline included.
+fn skip_line(from: &mut impl BufRead) -> u64 {
+    let mut length = 0;
+    loop {
+        let buf = from.fill_buf().unwrap();
+        assert!(!buf.is_empty(), "the stream ended inside a line");
+        match memchr(b'\n', buf) {
+            Some(at) => {
+                from.consume(at + 1);
+                return length + at as u64 + 1;
+            }
+            None => {
+                let n = buf.len();
+                from.consume(n);
+                length += n as u64;
+            }
+        }
+    }
+}
+
+fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == needle)
+}
+
+fn assert_bounded(flooded: &Flooded) {
+    eprintln!("capture's peak RSS {} MiB", flooded.peak >> 20);
+    assert!(flooded.peak > 0, "the peak was read");
+    assert!(
+        flooded.peak <= CAPTURE_PEAK,
+        "capture peaked at {} MiB resident:\n{}",
+        flooded.peak >> 20,
+        flooded.said
+    );
+}
+
+#[test]
+fn a_gigabyte_request_line_is_relayed_whole_and_never_held() {
+    const LINE: usize = 1 << 30;
+    // Meanwhile the server sends 400,000 notifications of 88 bytes: the
+    // observer, busy with them, falls behind the line, and what it has not
+    // read yet must not pile up.
+    const NOTES: u64 = 400_000;
+    let store = Store::new();
+    let notes = NOTES.to_string();
+    let flooded = Flood::start_with(&store, &["--chatter", &notes]).run(
+        |out| {
+            let start = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"blob":""#;
+            write_padded(out, start, "\"}}}\n", LINE).unwrap();
+        },
+        |_| 0,
+    );
+    assert!(flooded.status.success(), "{}", flooded.said);
+    assert_eq!(
+        flooded.server_received, LINE as u64,
+        "every byte reached the server"
+    );
+    assert_eq!(flooded.server_sent, NOTES * 88);
+    assert_eq!(
+        flooded.client_received, flooded.server_sent,
+        "every byte reached the client"
+    );
+    assert_bounded(&flooded);
+    // Past 4 MiB the line is measured and dropped; were the observer ever
+    // 64 MiB behind, the bytes it missed are counted instead.
+    assert!(
+        flooded
+            .said
+            .contains("1 message(s) were longer than the 4 MiB capture observes")
+            || flooded
+                .said
+                .contains("while capture's observer was more than 64 MiB behind"),
+        "{}",
+        flooded.said
+    );
+    assert!(store.records().is_empty(), "the call was not observed");
+}
+
+#[test]
+fn hundreds_of_thousands_of_calls_never_answered_keep_at_most_65536_waiting() {
+    // 300,000 calls of 100 bytes: under the observer's 64 MiB backlog, so
+    // every one is observed however far the observer falls behind.
+    const CALLS: u64 = 300_000;
+    const TRACKED: u64 = 65_536;
+    let store = Store::new();
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = sent.clone();
+    let flooded = Flood::start(&store).run(
+        move |out| {
+            let mut total = 0;
+            for id in 1..=CALLS {
+                let line = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"t\",\"arguments\":{{\"q\":{id}}}}}}}\n"
+                );
+                out.write_all(line.as_bytes()).unwrap();
+                total += line.len() as u64;
+            }
+            counted.store(total, std::sync::atomic::Ordering::Relaxed);
+        },
+        |_| 0,
+    );
+    assert!(flooded.status.success(), "{}", flooded.said);
+    assert_eq!(
+        flooded.server_received,
+        sent.load(std::sync::atomic::Ordering::Relaxed),
+        "every byte reached the server"
+    );
+    assert_bounded(&flooded);
+
+    // Every call observed is recorded once, unanswered, whether it was
+    // evicted or still waiting at the end; read a record at a time.
+    let mut seen = vec![false; CALLS as usize + 1];
+    let mut records = 0u64;
+    for journal in store.journals() {
+        let file = std::fs::File::open(journal).unwrap();
+        for line in BufReader::new(file).lines() {
+            let record: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            assert_eq!(record["unknown"], "unanswered", "{record}");
+            let seq = record["identity"]["seq"].as_u64().unwrap() as usize;
+            assert!(!std::mem::replace(&mut seen[seq], true), "seq {seq} twice");
+            records += 1;
+        }
+    }
+    let lagged = flooded
+        .said
+        .contains("observer was more than 64 MiB behind");
+    if !lagged {
+        assert_eq!(records, CALLS, "{}", flooded.said);
+    }
+    assert!(
+        records > TRACKED,
+        "{records} calls observed:\n{}",
+        flooded.said
+    );
+    assert!(
+        flooded.said.contains(&format!(
+            "mcpeval-capture: warning: {} unanswered call(s) were recorded as unknown before their session ended, to track at most 65536 calls",
+            records - TRACKED
+        )),
+        "{}",
+        flooded.said
+    );
+}
+
+#[test]
+fn tools_lists_of_many_megabytes_are_relayed_whole_and_never_held() {
+    // A 56 MB list (past the 4 MiB a message is observed up to), a 4 MB
+    // one of tiny tools (under it, but hundreds of MB once parsed), and a
+    // 3 MB one of schemas (observed, but past the 1 MiB of schemas kept).
+    let lists = [
+        (56_000_000u64, "schemas"),
+        (4_000_000, "dense"),
+        (3_000_000, "schemas"),
+    ];
+    let store = Store::new();
+    // The fixture's tool n declares 200 keys, "k", 200n + i in 7 digits,
+    // then 100 x (128 bytes at most, or no name rule would keep them).
+    let key = |n: usize| format!("k{:07}{}", 200 * n, "x".repeat(100));
+    let (first, far) = (key(0), key(40));
+    // The calls go once the lists are answered, as a client's would.
+    let (answered, lists_seen) = std::sync::mpsc::channel();
+    let flooded = Flood::start(&store).run(
+        move |out| {
+            for (id, (fill, shape)) in lists.iter().enumerate() {
+                let list = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list",
+                                  "params": {"fill": fill, "shape": shape}});
+                writeln!(out, "{list}").unwrap();
+            }
+            out.flush().unwrap();
+            lists_seen.recv().unwrap();
+            for (id, (tool, key)) in [("t0", first), ("t40", far)].into_iter().enumerate() {
+                let call = json!({"jsonrpc": "2.0", "id": 10 + id, "method": "tools/call",
+                                  "params": {"name": tool, "arguments": {key: 1}}});
+                writeln!(out, "{call}").unwrap();
+            }
+        },
+        |from| {
+            let mut got = 0;
+            for (fill, _) in lists {
+                let line = skip_line(from);
+                assert_eq!(line, fill, "each answer arrives whole");
+                got += line;
+            }
+            answered.send(()).unwrap();
+            got
+        },
+    );
+    assert!(flooded.status.success(), "{}", flooded.said);
+    assert_eq!(flooded.client_received, flooded.server_sent);
+    assert_eq!(flooded.server_sent, lists.iter().map(|l| l.0).sum::<u64>());
+    assert_bounded(&flooded);
+    for warning in [
+        "1 message(s) were longer than the 4 MiB capture observes",
+        "1 message(s) would have taken more than 64 MiB to parse",
+        "tool(s) were kept without their declared schema",
+    ] {
+        assert!(
+            flooded.said.contains(warning),
+            "{warning}:\n{}",
+            flooded.said
+        );
+    }
+    let records = store.records();
+    assert_eq!(records.len(), 2, "{records:#?}");
+    // Both tools were listed; the first one's schema was kept, so its key
+    // is declared; the far one's was not, so its key is judged as a name.
+    assert_eq!(records[0]["advertised"], true);
+    assert_eq!(records[0]["args_shape"], json!({key(0): "integer"}));
+    assert_eq!(records[1]["advertised"], true);
+    assert_eq!(records[1]["args_shape"], json!({"*": "integer"}));
 }

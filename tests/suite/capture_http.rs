@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Deps, Guard, Store, contains, everything_over_http, fixture, free_port, repo, text,
+    CAPTURE_PEAK, Deps, Guard, PeakWatch, Store, contains, everything_over_http, fixture,
+    free_port, peak_rss, repo, text, write_padded, write_padded_range,
 };
 
 /// The fixture upstream (`tests/fixtures/http_upstream.py`).
@@ -85,6 +86,8 @@ pub struct Capture {
     guard: Guard,
     pub port: u16,
     stderr: Arc<Mutex<String>>,
+    /// Reads stderr until capture closes it.
+    reader: std::thread::JoinHandle<()>,
 }
 
 impl Capture {
@@ -123,7 +126,7 @@ impl Capture {
         let seen = Arc::new(Mutex::new(String::new()));
         let (tx, rx) = mpsc::channel();
         let sink = seen.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 let _ = tx.send(line.clone());
@@ -153,6 +156,7 @@ impl Capture {
             guard,
             port,
             stderr: seen,
+            reader,
         }
     }
 
@@ -171,7 +175,8 @@ impl Capture {
             assert!(Instant::now() < deadline, "capture ignored SIGTERM");
             std::thread::sleep(Duration::from_millis(20));
         };
-        std::thread::sleep(Duration::from_millis(50));
+        // Everything it said, up to its end of stderr.
+        self.reader.join().unwrap();
         let said = self.stderr.lock().unwrap().clone();
         (status, said)
     }
@@ -1165,52 +1170,35 @@ impl Sink {
 /// The length of each huge answer [`Sink`] sends.
 const HUGE_ANSWER: usize = 256 << 20;
 
-/// Writes `start`, then `a` up to `total` bytes less `end`, then `end`, in
-/// pieces: nothing holds it whole.
-fn write_padded(out: &mut impl Write, start: &str, end: &str, total: usize) -> std::io::Result<()> {
-    out.write_all(start.as_bytes())?;
-    let piece = vec![b'a'; 1 << 18];
-    let mut left = total - start.len() - end.len();
-    while left > 0 {
-        let n = left.min(piece.len());
-        out.write_all(&piece[..n])?;
-        left -= n;
-    }
-    out.write_all(end.as_bytes())
-}
-
 /// Reads an answer's head and throws its body away; the status and the
 /// body's length.
 fn discard_reply(c: &mut Client) -> (u16, u64) {
+    let (status, length, _) = discard_reply_with_session(c);
+    (status, length)
+}
+
+/// [`discard_reply`], and the `Mcp-Session-Id` the answer issued, if any.
+fn discard_reply_with_session(c: &mut Client) -> (u16, u64, Option<String>) {
     let mut line = String::new();
     c.stream.read_line(&mut line).unwrap();
     let status = line.split(' ').nth(1).unwrap().parse().unwrap();
-    let mut length = 0;
+    let (mut length, mut session) = (0, None);
     loop {
         line.clear();
         c.stream.read_line(&mut line).unwrap();
-        let header = line.trim_end().to_ascii_lowercase();
+        let header = line.trim_end();
         if header.is_empty() {
             break;
         }
-        if let Some(v) = header.strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap();
+        let (name, value) = header.split_once(':').unwrap();
+        match name.to_ascii_lowercase().as_str() {
+            "content-length" => length = value.trim().parse().unwrap(),
+            "mcp-session-id" => session = Some(value.trim().to_owned()),
+            _ => {}
         }
     }
     let read = std::io::copy(&mut (&mut c.stream).take(length), &mut std::io::sink()).unwrap();
-    (status, read)
-}
-
-/// The peak resident memory of process `pid`, in bytes (`VmHWM`).
-fn peak_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no VmHWM in {status}"));
-    kib * 1024
+    (status, read, session)
 }
 
 /// POSTs one JSON-RPC message of `total` bytes (a tools/call of `tool`
@@ -1282,7 +1270,7 @@ fn memory_stays_bounded_under_a_gigabyte_body_huge_answers_and_20000_session_ids
     let whole = (200, HUGE_ANSWER as u64);
     assert_eq!(answered, [whole, whole], "huge answers arrive whole");
     let elapsed = started.elapsed();
-    let peak = peak_rss(capture.guard.0.id());
+    let peak = peak_rss(capture.guard.0.id()).unwrap();
     let (status, said) = capture.stop();
     assert_eq!(status.code(), Some(0), "{said}");
     eprintln!(
@@ -1616,4 +1604,271 @@ fn the_upstream_is_shown_by_its_origin_alone() {
         !contains(&store.all_bytes(), SECRET),
         "the key reached the store"
     );
+}
+
+/// The most connections capture serves at once.
+const MAX_CONNECTIONS: usize = 256;
+
+#[test]
+fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() {
+    // Each client sends a body capture would observe (under 4 MiB), all at
+    // once and slowly: the first part, then, once every client has sent
+    // its first part, the rest. Held whole for observation, they would be
+    // a gigabyte at once.
+    const CLIENTS: usize = 500;
+    const BODY: usize = (4 << 20) - 4096;
+    const FIRST: usize = 2 << 20;
+    let store = Store::new();
+    let sink = Sink::start();
+    let capture = Capture::start(&store, &sink.url(), &[]);
+    let peak = PeakWatch::start(capture.guard.0.id());
+    let port = capture.port;
+    let barrier = Arc::new(std::sync::Barrier::new(CLIENTS + 1));
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|i| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port);
+                let start = format!(
+                    r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"slow","arguments":{{"blob":""#
+                );
+                let end = r#""}}}"#;
+                let head = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+                     Accept: application/json, text/event-stream\r\nContent-Length: {BODY}\r\n\r\n",
+                    c.host
+                );
+                let out = c.stream.get_mut();
+                out.write_all(head.as_bytes()).unwrap();
+                write_padded_range(out, &start, end, BODY, 0..FIRST).unwrap();
+                // A connection turned away was answered at once; one served
+                // is answered only once its body is whole.
+                out.set_nonblocking(true).unwrap();
+                let answered = matches!(out.peek(&mut [0]), Ok(1));
+                out.set_nonblocking(false).unwrap();
+                if answered {
+                    let reply = c.read_reply(false);
+                    barrier.wait();
+                    return reply;
+                }
+                barrier.wait();
+                let out = c.stream.get_mut();
+                write_padded_range(out, &start, end, BODY, FIRST..BODY).unwrap();
+                c.read_reply(false)
+            })
+        })
+        .collect();
+    barrier.wait();
+    let replies: Vec<Reply> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let (status, said) = capture.stop();
+    let peak = peak.finish();
+    assert_eq!(status.code(), Some(0), "{said}");
+    eprintln!("capture's peak RSS {} MiB", peak >> 20);
+    assert!(
+        peak <= CAPTURE_PEAK,
+        "capture peaked at {} MiB resident:\n{said}",
+        peak >> 20
+    );
+
+    let served = replies.iter().filter(|r| r.status == 202).count();
+    let turned: Vec<&Reply> = replies.iter().filter(|r| r.status == 503).collect();
+    assert_eq!(served, MAX_CONNECTIONS, "{said}");
+    assert_eq!(turned.len(), CLIENTS - MAX_CONNECTIONS);
+    let answer = turned[0].json();
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("mcpeval-capture: 256 connections are open"),
+        "{answer}"
+    );
+    // Every byte of every body served reached the upstream.
+    assert_eq!(
+        sink.received.load(Ordering::Relaxed),
+        (MAX_CONNECTIONS * BODY) as u64
+    );
+    assert!(
+        said.contains(&format!(
+            "mcpeval-capture: warning: {} connection(s) got 503 because 256 were open",
+            CLIENTS - MAX_CONNECTIONS
+        )),
+        "{said}"
+    );
+    // The bodies the budget had room for were observed (and their calls,
+    // answered 202, recorded unanswered); the rest were relayed unobserved.
+    let unobserved: usize = said
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("mcpeval-capture: warning: ")?
+                .strip_suffix(" message(s) were relayed unobserved while connections held the 64 MiB capture observes at once; their calls were not recorded")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no over-budget warning:\n{said}"));
+    assert_eq!(
+        store.records().len() + unobserved,
+        MAX_CONNECTIONS,
+        "{said}"
+    );
+}
+
+/// An upstream that answers every `tools/list` with [`SCHEMA_LIST`] bytes
+/// of declared schemas and a new `Mcp-Session-Id`, and every `tools/call`
+/// with an empty result. Its tool `t{n}` declares 200 keys, each "k", then
+/// 200n + i in 7 digits, then 100 x.
+struct SchemaUpstream {
+    port: u16,
+}
+
+/// The length of each `tools/list` answer: under the 4 MiB a message is
+/// observed up to.
+const SCHEMA_LIST: usize = 4_000_000;
+
+impl SchemaUpstream {
+    fn start() -> SchemaUpstream {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let issued = Arc::new(AtomicU64::new(0));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { break };
+                let issued = issued.clone();
+                std::thread::spawn(move || SchemaUpstream::serve(stream, &issued));
+            }
+        });
+        SchemaUpstream { port }
+    }
+
+    fn serve(stream: TcpStream, issued: &AtomicU64) -> Option<()> {
+        let mut out = stream.try_clone().ok()?;
+        let mut input = BufReader::new(stream);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if input.read_line(&mut line).ok()? == 0 {
+                return Some(());
+            }
+            let mut length = 0;
+            loop {
+                line.clear();
+                input.read_line(&mut line).ok()?;
+                let header = line.trim_end().to_ascii_lowercase();
+                if header.is_empty() {
+                    break;
+                }
+                if let Some(v) = header.strip_prefix("content-length:") {
+                    length = v.trim().parse().ok()?;
+                }
+            }
+            let mut body = vec![0; length];
+            input.read_exact(&mut body).ok()?;
+            let request: Value = serde_json::from_slice(&body).ok()?;
+            let id = request["id"].to_string();
+            if request["method"] == "tools/list" {
+                let n = issued.fetch_add(1, Ordering::Relaxed);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                     Mcp-Session-Id: fresh-{n}\r\nContent-Length: {SCHEMA_LIST}\r\n\r\n"
+                );
+                out.write_all(head.as_bytes()).ok()?;
+                write_schema_list(&mut out, &id, SCHEMA_LIST).ok()?;
+            } else {
+                let answer = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                    answer.len()
+                );
+                out.write_all(head.as_bytes()).ok()?;
+                out.write_all(answer.as_bytes()).ok()?;
+            }
+        }
+    }
+}
+
+/// A declared key of [`SchemaUpstream`]'s tool `t{tool}`.
+fn schema_key(tool: usize, i: usize) -> String {
+    format!("k{:07}{}", 200 * tool + i, "x".repeat(100))
+}
+
+/// Writes a `tools/list` answer to request `id` of exactly `total` bytes,
+/// a tool at a time, padded by a last tool's description.
+fn write_schema_list(out: &mut impl Write, id: &str, total: usize) -> std::io::Result<()> {
+    let head = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":["#);
+    let (last, tail) = (r#"{"name":"pad","description":""#, r#""}]}}"#);
+    out.write_all(head.as_bytes())?;
+    let mut left = total - head.len() - last.len() - tail.len();
+    for tool in 0.. {
+        let keys: Vec<String> = (0..200)
+            .map(|i| format!(r#""{}":{{"type":"string"}}"#, schema_key(tool, i)))
+            .collect();
+        let piece = format!(
+            r#"{{"name":"t{tool}","inputSchema":{{"type":"object","properties":{{{}}}}}}},"#,
+            keys.join(",")
+        );
+        if piece.len() > left {
+            break;
+        }
+        out.write_all(piece.as_bytes())?;
+        left -= piece.len();
+    }
+    write_padded(out, last, tail, last.len() + left + tail.len())
+}
+
+#[test]
+fn sessions_holding_megabytes_of_schemas_are_bounded_together() {
+    // Every session sees a 4 MB tools/list under a new session id, then
+    // makes one call: kept whole, each list's schemas would be megabytes.
+    const SESSIONS: usize = 80;
+    let store = Store::new();
+    let upstream = SchemaUpstream::start();
+    let url = format!("http://127.0.0.1:{}/mcp", upstream.port);
+    let capture = Capture::start(&store, &url, &[]);
+    let peak = PeakWatch::start(capture.guard.0.id());
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
+    for done in 0..SESSIONS {
+        // One session at a time, once the last one's call is journaled: the
+        // observer keeps up, so every list is observed and kept.
+        let records = wait_for_records(&store, |r| r.len() == done);
+        assert_eq!(records.len(), done);
+        let mut c = capture.connect();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{list}",
+            c.host,
+            list.len()
+        );
+        c.stream.get_mut().write_all(head.as_bytes()).unwrap();
+        let (status, length, session) = discard_reply_with_session(&mut c);
+        assert_eq!((status, length), (200, SCHEMA_LIST as u64), "arrived whole");
+        let session = session.expect("a session id was issued");
+        let reply = c.post(
+            &[("Mcp-Session-Id", &session)],
+            &call(2, "t0", json!({schema_key(0, 0): 1})),
+        );
+        assert_eq!(reply.status, 200);
+    }
+    let (status, said) = capture.stop();
+    let peak = peak.finish();
+    assert_eq!(status.code(), Some(0), "{said}");
+    eprintln!("capture's peak RSS {} MiB", peak >> 20);
+    assert!(
+        peak <= CAPTURE_PEAK,
+        "capture peaked at {} MiB resident:\n{said}",
+        peak >> 20
+    );
+    // Each call was recorded once, shaped by the schema its session kept.
+    let records = store.records();
+    assert_eq!(records.len(), SESSIONS, "{said}");
+    for r in &records {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert_eq!(r["advertised"], true, "{r}");
+        assert_eq!(r["args_shape"], json!({schema_key(0, 0): "integer"}), "{r}");
+    }
+    for warning in [
+        "tool(s) were kept without their declared schema",
+        "session(s) were ended early to keep at most 4096 at once (64 MiB)",
+    ] {
+        assert!(said.contains(warning), "{warning}:\n{said}");
+    }
 }

@@ -460,3 +460,85 @@ pub fn children_of(pid: u32) -> Vec<u32> {
     }
     found
 }
+
+/// Capture's bound on its own memory, which the memory tests hold it to.
+pub const CAPTURE_PEAK: u64 = 256 << 20;
+
+/// The peak resident memory of process `pid` so far, in bytes (`VmHWM`),
+/// or `None` once it has exited.
+pub fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())?;
+    Some(kib * 1024)
+}
+
+/// Watches a process's peak resident memory until it exits: the last
+/// `VmHWM` read before it is gone, polled every 10 ms (a peak only grows).
+pub struct PeakWatch {
+    thread: std::thread::JoinHandle<u64>,
+}
+
+impl PeakWatch {
+    pub fn start(pid: u32) -> PeakWatch {
+        let thread = std::thread::spawn(move || {
+            let mut last = 0;
+            while let Some(peak) = peak_rss(pid) {
+                last = peak;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            last
+        });
+        PeakWatch { thread }
+    }
+
+    /// The process's peak, once it has exited (or been reaped).
+    pub fn finish(self) -> u64 {
+        self.thread.join().unwrap()
+    }
+}
+
+/// Writes `start`, then `a` up to `total` bytes less `end`, then `end`, in
+/// pieces: nothing holds it whole.
+pub fn write_padded(
+    out: &mut impl std::io::Write,
+    start: &str,
+    end: &str,
+    total: usize,
+) -> std::io::Result<()> {
+    write_padded_range(out, start, end, total, 0..total)
+}
+
+/// Writes the bytes `range` of what [`write_padded`] writes.
+pub fn write_padded_range(
+    out: &mut impl std::io::Write,
+    start: &str,
+    end: &str,
+    total: usize,
+    range: std::ops::Range<usize>,
+) -> std::io::Result<()> {
+    let padding = vec![b'a'; 1 << 18];
+    let pad_end = total - end.len();
+    let mut at = range.start;
+    while at < range.end {
+        let n = if at < start.len() {
+            let n = start.len().min(range.end) - at;
+            out.write_all(&start.as_bytes()[at..at + n])?;
+            n
+        } else if at < pad_end {
+            let n = (pad_end.min(range.end) - at).min(padding.len());
+            out.write_all(&padding[..n])?;
+            n
+        } else {
+            let from = at - pad_end;
+            let n = range.end - at;
+            out.write_all(&end.as_bytes()[from..from + n])?;
+            n
+        };
+        at += n;
+    }
+    Ok(())
+}

@@ -7,6 +7,9 @@
 //! request before the response it reacted to. Bodies that are neither JSON
 //! nor an event stream are relayed unobserved. A copy never grows past
 //! [`OBSERVE_LIMIT`]: a longer message is relayed, counted, never held.
+//! What a body holds for observation (its copy, or its event decoder's
+//! buffers) is charged to the budget shared by every connection; when the
+//! budget has no room, the rest of the body is relayed unobserved.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -19,15 +22,12 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use jiff::Timestamp;
 
+use crate::http::budget::{Budget, Charge, MESSAGE_OVERHEAD};
 use crate::http::json::Scanner;
 use crate::http::sessions::{Key, Observer};
+use crate::limits::OBSERVE_LIMIT;
 use crate::session::Side;
 use shared::sse::{Decoder, Item};
-
-/// The longest message capture observes, in either direction: a JSON body
-/// or SSE event (or a request body) longer than this is relayed whole but
-/// not observed, so no client or server can make capture hold more.
-pub const OBSERVE_LIMIT: usize = 4 * 1024 * 1024;
 
 /// How a body's messages are found.
 #[derive(Debug)]
@@ -75,6 +75,9 @@ impl Watch {
 pub struct Observed {
     inner: Incoming,
     watch: Watch,
+    /// What `watch` holds, charged to the shared budget.
+    charge: Charge,
+    budget: Budget,
     key: Key,
     observer: Observer,
     /// End the session once the body is done (a DELETE, an expired session).
@@ -87,6 +90,7 @@ impl Observed {
     pub fn new(
         inner: Incoming,
         watch: Watch,
+        budget: &Budget,
         key: Key,
         observer: Observer,
         end_session: bool,
@@ -94,6 +98,8 @@ impl Observed {
         Observed {
             inner,
             watch,
+            charge: budget.charge(),
+            budget: budget.clone(),
             key,
             observer,
             end_session,
@@ -104,29 +110,59 @@ impl Observed {
 
     fn see(&mut self, data: &[u8]) {
         let (at, now) = (Timestamp::now(), Instant::now());
-        let (key, observer) = (&self.key, &self.observer);
+        let (key, observer, budget) = (&self.key, &self.observer, &self.budget);
         match &mut self.watch {
             Watch::Json { scanner, copy } => {
-                if copy.len() + data.len() > OBSERVE_LIMIT {
+                let need = copy.len() + data.len();
+                if need > OBSERVE_LIMIT {
                     observer.oversized();
-                    self.watch = Watch::Nothing;
+                    self.stop_watching();
                     return;
+                }
+                if need > copy.capacity() {
+                    // Grown as a vector would, but charged first.
+                    let room = need.max(2 * copy.capacity()).min(OBSERVE_LIMIT);
+                    if !self.charge.resize(room + MESSAGE_OVERHEAD) {
+                        observer.over_budget();
+                        self.stop_watching();
+                        return;
+                    }
+                    copy.reserve_exact(room - copy.len());
                 }
                 copy.extend_from_slice(data);
                 if scanner.feed(data) {
                     let whole = Bytes::from(std::mem::take(copy));
-                    observer.message(key, Side::Server, whole, at, now);
+                    let charge = std::mem::replace(&mut self.charge, budget.charge());
+                    observer.message(key, Side::Server, charge.attach(whole), at, now);
                     self.watch = Watch::Nothing;
                 }
             }
-            Watch::Events(decoder) => decoder.feed(data, &mut |item| match item {
-                Item::Data(bytes) => {
-                    observer.message(key, Side::Server, Bytes::from(bytes), at, now);
+            Watch::Events(decoder) => {
+                if !self.charge.resize(decoder.held() + data.len()) {
+                    observer.over_budget();
+                    self.stop_watching();
+                    return;
                 }
-                Item::Oversized => observer.oversized(),
-            }),
+                decoder.feed(data, &mut |item| match item {
+                    Item::Data(bytes) => match budget.take(bytes.len() + MESSAGE_OVERHEAD) {
+                        Some(charge) => {
+                            let bytes = charge.attach(Bytes::from(bytes));
+                            observer.message(key, Side::Server, bytes, at, now);
+                        }
+                        None => observer.over_budget(),
+                    },
+                    Item::Oversized => observer.oversized(),
+                });
+                self.charge.resize(decoder.held());
+            }
             Watch::Nothing => {}
         }
+    }
+
+    /// Relays the rest of the body unobserved, holding nothing.
+    fn stop_watching(&mut self) {
+        self.watch = Watch::Nothing;
+        self.charge.resize(0);
     }
 
     /// The body ended (or was dropped): hand over what is left, once.
@@ -139,7 +175,8 @@ impl Observed {
             && !self.failed
         {
             // Not an object or array: let the observer count it.
-            let rest = Bytes::from(std::mem::take(copy));
+            let charge = std::mem::replace(&mut self.charge, self.budget.charge());
+            let rest = charge.attach(Bytes::from(std::mem::take(copy)));
             self.observer.message(
                 &self.key,
                 Side::Server,
@@ -148,6 +185,7 @@ impl Observed {
                 Instant::now(),
             );
         }
+        self.stop_watching();
         if self.end_session {
             self.observer.end(self.key.clone());
         }

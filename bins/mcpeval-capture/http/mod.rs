@@ -7,21 +7,26 @@
 //! On SIGINT or SIGTERM capture stops accepting, ends every session (its
 //! unanswered calls are recorded) and exits 0. Nothing is written to stdout.
 //!
-//! Whatever clients send, what capture holds is bounded: a message is
-//! observed only up to [`body::OBSERVE_LIMIT`] and at most
-//! [`sessions::MAX_SESSIONS`] sessions are tracked. The upstream is only
-//! ever shown as `scheme://host:port`.
+//! Whatever clients send, what capture holds is bounded ([`crate::limits`]):
+//! a message is observed only up to [`OBSERVE_LIMIT`], all connections
+//! together hold at most [`OBSERVE_BUDGET`] for observation ([`budget`]),
+//! at most [`MAX_CONNECTIONS`] are served at once (another gets `503`), and
+//! the sessions tracked are bounded in number and bytes ([`sessions`]). The
+//! upstream is only ever shown as `scheme://host:port`.
+//!
+//! [`OBSERVE_LIMIT`]: crate::limits::OBSERVE_LIMIT
 
 mod body;
+mod budget;
 mod json;
 mod loopback;
 mod outgoing;
 mod proxy;
-mod recent;
 mod sessions;
 pub mod upstream;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hyper::server::conn::http1;
@@ -31,14 +36,18 @@ use shared::home::Home;
 use shared::journal::Writer;
 use shared::salt::Salt;
 use shared::{Error, Result};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::PROGRAM;
 use crate::args::Http;
-use crate::http::body::OBSERVE_LIMIT;
+use crate::http::budget::Budget;
 use crate::http::proxy::Proxy;
-use crate::http::sessions::{Key, MAX_SESSIONS, Observer, Tally};
+use crate::http::sessions::{Key, Observer, Tally};
+use crate::limits::{
+    CONNECTION_BUFFER, MAX_CONNECTIONS, MAX_SESSIONS, OBSERVE_BUDGET, SESSIONS_BYTES,
+};
 
 /// Serves `http` until SIGINT or SIGTERM.
 pub fn run(home: &Home, server: Option<String>, http: Http) -> Result<()> {
@@ -82,6 +91,7 @@ async fn serve(http: Http, observer: Observer) -> Result<()> {
         http.upstream,
         http.session_header,
         observer.clone(),
+        Budget::new(OBSERVE_BUDGET),
         loopback,
     )?);
     if !loopback {
@@ -99,13 +109,26 @@ async fn serve(http: Http, observer: Observer) -> Result<()> {
     let mut terminate = signal(SignalKind::terminate())
         .map_err(|err| Error::io("cannot install signal handlers", err))?;
     let mut connections = 0u64;
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut said_full = false;
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
+                Ok((stream, _)) if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS => {
+                    observer.turned_away();
+                    if !std::mem::replace(&mut said_full, true) {
+                        shared::cli::warn(
+                            PROGRAM,
+                            format_args!("{MAX_CONNECTIONS} connections are open: a new one got 503 (further ones are counted)"),
+                        );
+                    }
+                    tokio::spawn(turn_away(stream));
+                }
                 Ok((stream, _)) => {
                     connections += 1;
                     let _ = stream.set_nodelay(true);
-                    tokio::spawn(connection(connections, stream, proxy.clone(), observer.clone()));
+                    let slot = Slot::take(&open);
+                    tokio::spawn(connection(connections, stream, proxy.clone(), observer.clone(), slot));
                 }
                 Err(err) => {
                     // Out of descriptors and the like: wait, then go on.
@@ -120,8 +143,24 @@ async fn serve(http: Http, observer: Observer) -> Result<()> {
     Ok(())
 }
 
+/// One open connection, counted until it is dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(open: &Arc<AtomicUsize>) -> Slot {
+        open.fetch_add(1, Ordering::Relaxed);
+        Slot(open.clone())
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Serves one client connection; its connection-keyed session ends with it.
-async fn connection(id: u64, stream: tokio::net::TcpStream, proxy: Arc<Proxy>, observer: Observer) {
+async fn connection(id: u64, stream: TcpStream, proxy: Arc<Proxy>, observer: Observer, slot: Slot) {
     let service = service_fn(move |request| {
         let proxy = proxy.clone();
         async move { proxy.handle(id, request).await }
@@ -129,19 +168,57 @@ async fn connection(id: u64, stream: tokio::net::TcpStream, proxy: Arc<Proxy>, o
     let _ = http1::Builder::new()
         .preserve_header_case(true)
         .auto_date_header(false)
+        .max_buf_size(CONNECTION_BUFFER)
         .serve_connection(TokioIo::new(stream), service)
         .await;
+    drop(slot);
     observer.end(Key::Connection(id));
 }
 
+/// How long a turned-away client may stay silent while what it sends is
+/// read and dropped, and how long it is given in all: closing at once, with
+/// its request unread, would reset the connection before it could read the
+/// answer.
+const TURN_AWAY_IDLE: Duration = Duration::from_secs(5);
+const TURN_AWAY_GRACE: Duration = Duration::from_secs(60);
+
+/// Answers a connection beyond [`MAX_CONNECTIONS`] with 503 and a JSON-RPC
+/// error, without reading its request, and closes it once the client has
+/// sent what it was sending. It holds no more than a small buffer, for at
+/// most [`TURN_AWAY_GRACE`].
+async fn turn_away(mut stream: TcpStream) {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": -32000,
+            "message": format!("{PROGRAM}: {MAX_CONNECTIONS} connections are open, the most capture serves at once; try again when one closes"),
+        },
+    })
+    .to_string();
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let drain = async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await?;
+        let mut buf = [0u8; 4096];
+        while tokio::time::timeout(TURN_AWAY_IDLE, stream.read(&mut buf)).await?? > 0 {}
+        Ok::<(), std::io::Error>(())
+    };
+    let _ = tokio::time::timeout(TURN_AWAY_GRACE, drain).await;
+}
+
 fn summary(tally: &Tally) {
-    if tally.oversized > 0 {
+    crate::warnings::bounded(tally.oversized, 0, tally.bounded);
+    if tally.over_budget > 0 {
         shared::cli::warn(
             PROGRAM,
             format_args!(
-                "{} message(s) were longer than the {} MiB capture observes; they were relayed unobserved and their calls not recorded",
-                tally.oversized,
-                OBSERVE_LIMIT >> 20
+                "{} message(s) were relayed unobserved while connections held the {} MiB capture observes at once; their calls were not recorded",
+                tally.over_budget,
+                OBSERVE_BUDGET >> 20
             ),
         );
     }
@@ -149,8 +226,18 @@ fn summary(tally: &Tally) {
         shared::cli::warn(
             PROGRAM,
             format_args!(
-                "{} session(s) were ended early to keep at most {MAX_SESSIONS} at once, least recently active first; their unanswered calls were recorded as unknown",
-                tally.evicted
+                "{} session(s) were ended early to keep at most {MAX_SESSIONS} at once ({} MiB), least recently active first; their unanswered calls were recorded as unknown",
+                tally.evicted,
+                SESSIONS_BYTES >> 20
+            ),
+        );
+    }
+    if tally.turned_away > 0 {
+        shared::cli::warn(
+            PROGRAM,
+            format_args!(
+                "{} connection(s) got 503 because {MAX_CONNECTIONS} were open; none of their requests reached the upstream",
+                tally.turned_away
             ),
         );
     }

@@ -29,11 +29,13 @@ use serde_json::{Value, json};
 use shared::connector::Connector;
 use shared::{Error, Result};
 
-use crate::http::body::{OBSERVE_LIMIT, Observed, Watch};
+use crate::http::body::{Observed, Watch};
+use crate::http::budget::Budget;
 use crate::http::loopback::{self, Refusal};
 use crate::http::outgoing::{self, Outgoing, Read};
 use crate::http::sessions::{Key, Observer};
 use crate::http::upstream::Upstream;
+use crate::limits::{CONNECTION_BUFFER, OBSERVE_LIMIT};
 use crate::session::Side;
 
 /// The legacy era's session header.
@@ -50,6 +52,8 @@ pub struct Proxy {
     host: HeaderValue,
     session_header: Option<HeaderName>,
     observer: Observer,
+    /// What every connection holds for observation, together.
+    budget: Budget,
     /// Refuse requests not addressed to loopback (a loopback listener).
     loopback_only: bool,
     /// Whether a refusal was reported on stderr yet: once is enough, as a
@@ -62,6 +66,7 @@ impl Proxy {
         upstream: Upstream,
         session_header: Option<HeaderName>,
         observer: Observer,
+        budget: Budget,
         loopback_only: bool,
     ) -> Result<Proxy> {
         let connector = connector(&upstream)?;
@@ -69,6 +74,7 @@ impl Proxy {
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .http1_preserve_header_case(true)
+            .http1_max_buf_size(CONNECTION_BUFFER)
             .build(connector);
         let host = HeaderValue::from_str(upstream.authority().as_str())
             .expect("an authority is a valid header value");
@@ -78,6 +84,7 @@ impl Proxy {
             host,
             session_header,
             observer,
+            budget,
             loopback_only,
             said_refused: AtomicBool::new(false),
         })
@@ -105,11 +112,17 @@ impl Proxy {
         };
         let method = parts.method.clone();
         // `whole` is the body when it is short enough to observe.
-        let (body, whole) = match outgoing::read(body, OBSERVE_LIMIT).await {
+        let (body, whole) = match outgoing::read(body, OBSERVE_LIMIT, &self.budget).await {
             Ok(Read::Whole(whole)) => (Outgoing::Whole(Some(whole.clone())), whole),
             Ok(Read::Oversized(streamed)) => {
                 if method == Method::POST {
                     self.observer.oversized();
+                }
+                (streamed, Bytes::new())
+            }
+            Ok(Read::OverBudget(streamed)) => {
+                if method == Method::POST {
+                    self.observer.over_budget();
                 }
                 (streamed, Bytes::new())
             }
@@ -146,14 +159,19 @@ impl Proxy {
             self.observer.retract(&key, whole);
         }
         // A session id issued to a request that had none (an `initialize`):
-        // what was seen so far joins the session it opens.
+        // what was seen so far joins the session it opens. One issued in
+        // place of the id sent replaces it, as clients take the latest id:
+        // the session goes on under the new one, and nothing is kept for
+        // the old.
         let key = match parts.headers.get(&MCP_SESSION_ID) {
-            Some(issued) if sent_session.is_none() => {
+            Some(issued) => {
                 let opened = Key::mcp_session(issued.as_bytes());
-                self.observer.adopt(key, opened.clone());
+                if opened != key {
+                    self.observer.adopt(key, opened.clone());
+                }
                 opened
             }
-            _ => key,
+            None => key,
         };
         let ends = forgotten || (method == Method::DELETE && parts.status.is_success());
         strip_hop_by_hop(&mut parts.headers);
@@ -161,7 +179,14 @@ impl Proxy {
         if unobservable {
             self.observer.unobserved();
         }
-        let streamed = Observed::new(incoming, watch, key, self.observer.clone(), ends);
+        let streamed = Observed::new(
+            incoming,
+            watch,
+            &self.budget,
+            key,
+            self.observer.clone(),
+            ends,
+        );
         Ok(Response::from_parts(parts, Either::Left(streamed)))
     }
 
@@ -218,11 +243,28 @@ impl Proxy {
             crate::PROGRAM,
             format_args!("{message}; the client got 502 and the request was not recorded"),
         );
-        let id = match serde_json::from_slice::<Value>(body) {
-            Ok(Value::Object(map)) => map.get("id").cloned().unwrap_or(Value::Null),
-            _ => Value::Null,
-        };
-        json_error(StatusCode::BAD_GATEWAY, id, &message)
+        json_error(StatusCode::BAD_GATEWAY, request_id(body), &message)
+    }
+}
+
+/// The id of the request in `body`, for an answer of capture's own: parsed
+/// alone, so a body of many megabytes costs nothing to look at, and null
+/// unless it is a short string or number.
+fn request_id(body: &[u8]) -> Value {
+    #[derive(serde::Deserialize)]
+    struct Request<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    let Ok(Request { id: Some(id) }) = serde_json::from_slice::<Request<'_>>(body) else {
+        return Value::Null;
+    };
+    if id.get().len() > 1024 {
+        return Value::Null;
+    }
+    match serde_json::from_str::<Value>(id.get()) {
+        Ok(id @ (Value::String(_) | Value::Number(_))) => id,
+        _ => Value::Null,
     }
 }
 

@@ -11,9 +11,13 @@
 //!
 //! Clients choose session ids, so what the thread keeps is bounded: a
 //! session is known by a digest of its id (an id may be kilobytes long),
-//! and at most [`MAX_SESSIONS`] are tracked. A new one beyond that ends the
-//! least recently active, exactly as its end would: its unanswered calls
-//! are recorded with outcome unknown.
+//! and at most [`MAX_SESSIONS`] are tracked, holding at most
+//! [`SESSIONS_BYTES`] together (each session bounds its own calls and
+//! schemas, but thousands of them could still add up to gigabytes). A new
+//! one beyond the count, or one that grows past the bytes, ends the least
+//! recently active, exactly as its end would: its unanswered calls are
+//! recorded with outcome unknown. The copies queued for this thread are
+//! bounded by the observation budget they carry ([`crate::http::budget`]).
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -27,12 +31,9 @@ use shared::journal::Writer;
 use shared::record::{Call, Transport};
 use shared::salt::Salt;
 
-use crate::http::recent::Recent;
-use crate::session::{Session, Side};
-
-/// The most sessions tracked at once; beyond it the least recently active
-/// one ends early.
-pub const MAX_SESSIONS: usize = 4096;
+use crate::limits::{MAX_SESSIONS, SESSIONS_BYTES};
+use crate::recent::Recent;
+use crate::session::{Bounded, Session, Side};
 
 /// What makes requests one session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -82,8 +83,12 @@ enum Note {
     Unobserved,
     /// A message longer than capture observes.
     Oversized,
+    /// A message the observation budget had no room for.
+    OverBudget,
     /// A request refused before it reached the upstream.
     Refused,
+    /// A connection turned away beyond the connection cap.
+    TurnedAway,
     End(Key),
     Shutdown,
 }
@@ -101,10 +106,17 @@ pub struct Tally {
     pub unparsed: u64,
     /// Messages longer than the observation limit.
     pub oversized: u64,
-    /// Sessions ended early to stay within [`MAX_SESSIONS`].
+    /// Messages relayed unobserved for want of observation budget.
+    pub over_budget: u64,
+    /// Sessions ended early to stay within [`MAX_SESSIONS`] and
+    /// [`SESSIONS_BYTES`].
     pub evicted: u64,
     /// Requests refused for their `Host` or `Origin`.
     pub refused: u64,
+    /// Connections turned away with 503 beyond the connection cap.
+    pub turned_away: u64,
+    /// What the sessions gave up to stay within their bounds.
+    pub bounded: Bounded,
     pub journal: Option<PathBuf>,
 }
 
@@ -124,6 +136,7 @@ impl Observer {
             fixed,
             fallback,
             sessions: Recent::new(MAX_SESSIONS),
+            bytes: 0,
             tally: Tally::default(),
             failed_write: false,
         };
@@ -167,6 +180,17 @@ impl Observer {
         let _ = self.tx.send(Note::Oversized);
     }
 
+    /// A message that was relayed unobserved: the observation budget was
+    /// in use.
+    pub fn over_budget(&self) {
+        let _ = self.tx.send(Note::OverBudget);
+    }
+
+    /// A connection turned away with 503: too many were open.
+    pub fn turned_away(&self) {
+        let _ = self.tx.send(Note::TurnedAway);
+    }
+
     /// A request that was refused, never relayed.
     pub fn refused(&self) {
         let _ = self.tx.send(Note::Refused);
@@ -189,6 +213,8 @@ struct State {
     fixed: Option<String>,
     fallback: String,
     sessions: Recent<Key, Session>,
+    /// What `sessions` hold together ([`Session::bytes`]).
+    bytes: usize,
     tally: Tally,
     failed_write: bool,
 }
@@ -204,12 +230,21 @@ impl State {
                     at,
                     now,
                 } => {
-                    let calls = self.session(key).observe(side, &bytes, at, now);
+                    let session = self.session(key);
+                    let before = session.bytes();
+                    let calls = session.observe(side, &bytes, at, now);
+                    let after = session.bytes();
+                    // The copy's budget is free once it is parsed.
+                    drop(bytes);
+                    self.bytes = self.bytes + after - before;
                     self.append(calls);
+                    self.shed();
                 }
                 Note::Retract { key, bytes } => {
                     if let Some(session) = self.sessions.get_mut(&key) {
+                        let before = session.bytes();
                         session.retract(&bytes);
+                        self.bytes = self.bytes + session.bytes() - before;
                     }
                 }
                 Note::Adopt { from, to } => {
@@ -223,7 +258,9 @@ impl State {
                 }
                 Note::Unobserved => self.tally.unparsed += 1,
                 Note::Oversized => self.tally.oversized += 1,
+                Note::OverBudget => self.tally.over_budget += 1,
                 Note::Refused => self.tally.refused += 1,
+                Note::TurnedAway => self.tally.turned_away += 1,
                 Note::End(key) => {
                     if let Some(session) = self.sessions.remove(&key) {
                         self.close(session);
@@ -249,6 +286,7 @@ impl State {
                 self.fixed.clone(),
                 self.fallback.clone(),
             );
+            self.bytes += fresh.bytes();
             if let Some((_, oldest)) = self.sessions.insert(key.clone(), fresh) {
                 self.tally.evicted += 1;
                 self.close(oldest);
@@ -259,10 +297,27 @@ impl State {
             .expect("the session was just looked up or added")
     }
 
+    /// Ends the least recently active sessions while all of them together
+    /// hold more than [`SESSIONS_BYTES`]; the one just used is the most
+    /// recent, so it goes last, and never alone (it bounds itself).
+    fn shed(&mut self) {
+        while self.bytes > SESSIONS_BYTES && self.sessions.len() > 1 {
+            let Some((_, oldest)) = self.sessions.pop_oldest() else {
+                break;
+            };
+            self.tally.evicted += 1;
+            self.close(oldest);
+        }
+    }
+
+    /// Ends a session that is no longer tracked: its unanswered calls are
+    /// recorded now.
     fn close(&mut self, mut session: Session) {
+        self.bytes = self.bytes.saturating_sub(session.bytes());
         let calls = session.finish();
         self.append(calls);
         self.tally.unparsed += session.unparsed;
+        self.tally.bounded.add(session.bounded);
     }
 
     fn append(&mut self, calls: Vec<Call<'static>>) {

@@ -4,7 +4,9 @@
 //! Clients choose session ids, so the observer cannot let them decide how
 //! many sessions it keeps. Each use stamps an entry with a tick; a second
 //! map from tick to key finds the oldest in O(log n). It only keeps and
-//! orders: what an evicted entry means is the caller's business.
+//! orders: what an evicted entry means is the caller's business. The
+//! HTTP observer keeps its sessions in one, and each session its unanswered
+//! calls (used only by insertion, so oldest first is first asked).
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
@@ -37,6 +39,16 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
         self.order.insert(self.tick, key.clone());
         *used = self.tick;
         Some(value)
+    }
+
+    /// The entry for `key`, without counting it as a use.
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.entries.get(key).map(|(_, value)| value)
+    }
+
+    /// How many entries it holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
     }
 
     /// Whether `key` has an entry (not a use).
@@ -78,7 +90,8 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
         all
     }
 
-    fn pop_oldest(&mut self) -> Option<(K, V)> {
+    /// Takes out the least recently used entry.
+    pub fn pop_oldest(&mut self) -> Option<(K, V)> {
         let (_, key) = self.order.pop_first()?;
         let (_, value) = self.entries.remove(&key)?;
         Some((key, value))
