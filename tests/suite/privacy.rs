@@ -1181,9 +1181,8 @@ fn start_http_capture(
     }
 }
 
-/// Two HTTP sessions through capture to an upstream whose URL carries user
-/// info, a path and a query; then a 502 once the upstream is gone.
-fn http_sessions(net: &mut Net, store: &Store, config: &Path, calls: &[(String, Value)]) {
+/// The hostile fixture serving Streamable HTTP with `config`, and its port.
+fn hostile_http_server(store: &Store, config: &Path) -> (Guard, u16) {
     let mut cmd = Command::new("python3");
     store.env(&mut cmd);
     cmd.arg(fixture("hostile_canary_server.py"))
@@ -1196,12 +1195,18 @@ fn http_sessions(net: &mut Net, store: &Store, config: &Path, calls: &[(String, 
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
         .unwrap();
-    let upstream_guard = Guard(child);
-    let upstream_port: u16 = first
+    let port = first
         .trim()
         .strip_prefix("PORT ")
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("fixture said {first:?}"));
+    (Guard(child), port)
+}
+
+/// Two HTTP sessions through capture to an upstream whose URL carries user
+/// info, a path and a query; then a 502 once the upstream is gone.
+fn http_sessions(net: &mut Net, store: &Store, config: &Path, calls: &[(String, Value)]) {
+    let (upstream_guard, upstream_port) = hostile_http_server(store, config);
     let upstream = format!(
         "http://{UPSTREAM_USER}:{UPSTREAM_PASSWORD}@127.0.0.1:{upstream_port}/mcp/{UPSTREAM_PATH}?api_key={UPSTREAM_QUERY}"
     );
@@ -1471,24 +1476,7 @@ fn tampered_share(net: &mut Net, store: &Store, share: &Path, secrets: &[Canary]
 /// an upstream URL whose path and query carry canaries, with one header
 /// value from a header file (mode 0600) and one typed as `--header`.
 fn verify_over_http(net: &mut Net, store: &Store, finding: &Value, config: &Path) {
-    let mut cmd = Command::new("python3");
-    store.env(&mut cmd);
-    cmd.arg(fixture("hostile_canary_server.py"))
-        .arg(config)
-        .arg("--http")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = cmd.spawn().unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let _upstream = Guard(child);
-    let port: u16 = first
-        .trim()
-        .strip_prefix("PORT ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("fixture said {first:?}"));
+    let (_upstream, port) = hostile_http_server(store, config);
     let headers = store.scratch().join("headers");
     std::fs::write(
         &headers,

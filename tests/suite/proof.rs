@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 
 use crate::records::{self, Rec};
 use crate::seeded::{fill, fixture_store};
-use crate::support::{Deps, Store, bin, fixture, repo, text};
+use crate::serve::client_with;
+use crate::support::{Store, fixture, text};
 use crate::verify::{AS_OF, Bench, FIXTURE_SERVER, Run, findings, finish, succeed};
 
 /// A bench whose finding comes from `recs` (server `probe-fixture`): two
@@ -515,22 +516,8 @@ fn verify_finding_over_mcp_holds_runs_to_the_same_rules() {
         {"tool": "verify_finding", "arguments":
             {"finding": id, "manifest": "m.json", "command": ["python3", "server.py", "--name", "-"]}},
     ]);
-    let file = dir.join("script.json");
-    std::fs::write(&file, script.to_string()).unwrap();
-    let mut cmd = std::process::Command::new(Deps::python());
-    store.env(&mut cmd);
-    let out = cmd
-        .current_dir(dir)
-        .arg(repo().join("tests/clients/serve_client.py"))
-        .arg("auto")
-        .arg(&file)
-        .arg("--")
-        .arg(bin("mcpeval-serve"))
-        .args(["--allow-command", "python3 server.py"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let allowed = ["--allow-command", "python3 server.py"];
+    let out = client_with(&store, "auto", &allowed, script.clone());
     let calls = out["calls"].as_array().unwrap();
     assert_eq!(calls[0]["is_error"], true, "{}", calls[0]);
     let text0 = calls[0]["text"].as_str().unwrap();
@@ -567,19 +554,7 @@ fn verify_finding_over_mcp_holds_runs_to_the_same_rules() {
     // With an honest expectation, a nameless server is refused as on the CLI.
     doc["cases"][0]["expect"] = json!({"outcome": "ok"});
     std::fs::write(&manifest, doc.to_string()).unwrap();
-    let mut cmd = std::process::Command::new(Deps::python());
-    store.env(&mut cmd);
-    let again = cmd
-        .current_dir(dir)
-        .arg(repo().join("tests/clients/serve_client.py"))
-        .arg("auto")
-        .arg(&file)
-        .arg("--")
-        .arg(bin("mcpeval-serve"))
-        .args(["--allow-command", "python3 server.py"])
-        .output()
-        .unwrap();
-    let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+    let again = client_with(&store, "auto", &allowed, script);
     let nameless = &again["calls"][1];
     assert_eq!(nameless["is_error"], true, "{nameless}");
     assert!(

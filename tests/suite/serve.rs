@@ -22,7 +22,7 @@ pub(crate) fn client(store: &Store, mode: &str, script: Value) -> Value {
 
 /// Runs the script against `mcpeval-serve SERVE_ARGS…`, started in the
 /// store's scratch directory (its default workspace).
-fn client_with(store: &Store, mode: &str, serve_args: &[&str], script: Value) -> Value {
+pub(crate) fn client_with(store: &Store, mode: &str, serve_args: &[&str], script: Value) -> Value {
     let file = store.scratch().join(format!("script-{}.json", uuid_like()));
     std::fs::write(&file, script.to_string()).unwrap();
     let mut cmd = Command::new(Deps::python());
