@@ -8,55 +8,52 @@ use crate::limits::{
 };
 use crate::session::Bounded;
 
+/// Warns with `message` when `count` is not zero.
+pub fn say(count: u64, message: std::fmt::Arguments<'_>) {
+    if count > 0 {
+        shared::cli::warn(PROGRAM, message);
+    }
+}
+
 /// Warns of `oversized` messages, `lost` bytes and what sessions gave up.
 pub fn bounded(oversized: u64, lost: u64, bounded: Bounded) {
-    if oversized > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{oversized} message(s) were longer than the {} MiB capture observes; they were relayed unobserved and their calls not recorded",
-                OBSERVE_LIMIT >> 20
-            ),
-        );
-    }
-    if bounded.costly > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{} message(s) would have taken more than {} MiB to parse; they were relayed unobserved and their calls not recorded",
-                bounded.costly,
-                PARSE_BUDGET >> 20
-            ),
-        );
-    }
-    if lost > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{lost} byte(s) were relayed while capture's observer was more than {} MiB behind; the messages among them were not observed",
-                OBSERVE_BUDGET >> 20
-            ),
-        );
-    }
-    if bounded.evicted_calls > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{} unanswered call(s) were recorded as unknown before their session ended, to track at most {MAX_PENDING_CALLS} calls ({} MiB) a session, oldest first",
-                bounded.evicted_calls,
-                MAX_PENDING_BYTES >> 20
-            ),
-        );
-    }
-    if bounded.schemaless + bounded.long_lists > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{} tool(s) were kept without their declared schema and {} tools/list result(s) named more tools than capture keeps, to hold at most {} MiB of schemas a session; their argument keys were judged by the field-name rule",
-                bounded.schemaless,
-                bounded.long_lists,
-                MAX_DECLARED_BYTES >> 20
-            ),
-        );
-    }
+    say(
+        oversized,
+        format_args!(
+            "{oversized} message(s) were longer than the {} MiB capture observes; they were relayed unobserved and their calls not recorded",
+            OBSERVE_LIMIT >> 20
+        ),
+    );
+    say(
+        bounded.costly,
+        format_args!(
+            "{} message(s) would have taken more than {} MiB to parse; they were relayed unobserved and their calls not recorded",
+            bounded.costly,
+            PARSE_BUDGET >> 20
+        ),
+    );
+    say(
+        lost,
+        format_args!(
+            "{lost} byte(s) were relayed while capture's observer was more than {} MiB behind; the messages among them were not observed",
+            OBSERVE_BUDGET >> 20
+        ),
+    );
+    say(
+        bounded.evicted_calls,
+        format_args!(
+            "{} unanswered call(s) were recorded as unknown before their session ended, to track at most {MAX_PENDING_CALLS} calls ({} MiB) a session, oldest first",
+            bounded.evicted_calls,
+            MAX_PENDING_BYTES >> 20
+        ),
+    );
+    say(
+        bounded.schemaless + bounded.long_lists,
+        format_args!(
+            "{} tool(s) were kept without their declared schema and {} tools/list result(s) named more tools than capture keeps, to hold at most {} MiB of schemas a session; their argument keys were judged by the field-name rule",
+            bounded.schemaless,
+            bounded.long_lists,
+            MAX_DECLARED_BYTES >> 20
+        ),
+    );
 }

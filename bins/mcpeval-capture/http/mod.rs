@@ -211,54 +211,45 @@ async fn turn_away(mut stream: TcpStream) {
 }
 
 fn summary(tally: &Tally) {
+    use crate::warnings::say;
     crate::warnings::bounded(tally.oversized, 0, tally.bounded);
-    if tally.over_budget > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{} message(s) were relayed unobserved while connections held the {} MiB capture observes at once; their calls were not recorded",
-                tally.over_budget,
-                OBSERVE_BUDGET >> 20
-            ),
-        );
-    }
-    if tally.evicted > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{} session(s) were ended early to keep at most {MAX_SESSIONS} at once ({} MiB), least recently active first; their unanswered calls were recorded as unknown",
-                tally.evicted,
-                SESSIONS_BYTES >> 20
-            ),
-        );
-    }
-    if tally.turned_away > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{} connection(s) got 503 because {MAX_CONNECTIONS} were open; none of their requests reached the upstream",
-                tally.turned_away
-            ),
-        );
-    }
-    if tally.refused > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{} request(s) were refused with 403 because their Host or Origin was not loopback; none reached the upstream",
-                tally.refused
-            ),
-        );
-    }
-    if tally.unparsed > 0 {
-        shared::cli::warn(
-            PROGRAM,
-            format_args!(
-                "{} message(s) were not JSON-RPC that capture could read; they were relayed unobserved",
-                tally.unparsed
-            ),
-        );
-    }
+    say(
+        tally.over_budget,
+        format_args!(
+            "{} message(s) were relayed unobserved while connections held the {} MiB capture observes at once; their calls were not recorded",
+            tally.over_budget,
+            OBSERVE_BUDGET >> 20
+        ),
+    );
+    say(
+        tally.evicted,
+        format_args!(
+            "{} session(s) were ended early to keep at most {MAX_SESSIONS} at once ({} MiB), least recently active first; their unanswered calls were recorded as unknown",
+            tally.evicted,
+            SESSIONS_BYTES >> 20
+        ),
+    );
+    say(
+        tally.turned_away,
+        format_args!(
+            "{} connection(s) got 503 because {MAX_CONNECTIONS} were open; none of their requests reached the upstream",
+            tally.turned_away
+        ),
+    );
+    say(
+        tally.refused,
+        format_args!(
+            "{} request(s) were refused with 403 because their Host or Origin was not loopback; none reached the upstream",
+            tally.refused
+        ),
+    );
+    say(
+        tally.unparsed,
+        format_args!(
+            "{} message(s) were not JSON-RPC that capture could read; they were relayed unobserved",
+            tally.unparsed
+        ),
+    );
     if shared::cli::decorate_stderr() {
         eprintln!(
             "{PROGRAM}: journaled {} tool call(s){}",
