@@ -145,7 +145,7 @@ and every argument a shape, never a value.\n",
     let _ = writeln!(
         s,
         "\nThree consecutive green runs close the finding; a red run reopens it. The closure is \
-*witnessed* when the same case ran red against the same server command (or URL) before the \
+*witnessed* when the same case ran red against the same server command (or URL and headers) before the \
 green streak: that shows the case tells the bug from the repair. `mcpeval findings` says \
 whether a closure was witnessed, and `\"require_witnessed\": true` in config.json keeps an \
 unwitnessed streak at verifying."

@@ -37,7 +37,7 @@ stays verifiable when a later promote no longer lists it: lifecycle.db keeps its
 evidence, and credit is still checked against them).\n\n\
 Time order and witnessed closure: a green run that started before the finding's latest red run \
 adds no credit (status 4). A streak that closes the finding is witnessed when the same case ran \
-red on it against the same target (the same command line, or URL) before the streak began, \
+red on it against the same target (the same command line, or URL and headers) before the streak began, \
 failing as the finding's calls did (an error for an error finding; a missing or different \
 result, or an unexpected success, for a false success); \
 `mcpeval findings` shows witnessed true or false. With \"require_witnessed\": true in \

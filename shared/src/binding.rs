@@ -201,9 +201,10 @@ pub fn pin_endpoint(
         },
         "evaluator": hash::hex(evaluator),
     });
-    // The endpoint is its URL: a rotated credential in a header is the
-    // same place.
-    let target = json!({"transport": "http", "url": endpoint.url_text()});
+    // The endpoint with the headers sent to it: a red run made with
+    // another credential (one the server refuses with an error) must not
+    // witness a streak made with the right one.
+    let target = document["target"].clone();
     Pinned {
         fingerprint: fingerprint(salt, &document),
         definition: definition_id(salt, &document),
@@ -426,6 +427,21 @@ mod tests {
             assert_ne!(&first.fingerprint, other);
         }
         fs::write(&data, "two").unwrap();
+        // The bytes behind the command line are the fix: the target and
+        // the case stay, the binding moves.
+        let fixed = fp(&m, &argv);
+        assert_eq!(
+            (&fixed.target, &fixed.definition),
+            (&first.target, &first.definition)
+        );
+        assert_ne!(
+            fp(&m, &[server.as_os_str(), data.as_os_str()]).target,
+            first.target
+        );
+        assert_ne!(
+            fp(&base(101, "d", false), &argv).definition,
+            first.definition
+        );
         assert_eq!(
             first.recheck(),
             Err(Changed {
@@ -473,6 +489,19 @@ mod tests {
         }
         let stdio = fp(&m, &[OsStr::new("/bin/true")]).fingerprint;
         assert_ne!(first, stdio);
+        // The target is the URL with its headers, in any order: a red run
+        // with another credential is another target.
+        let target = |headers: &[&str]| {
+            let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+            let endpoint = Endpoint::parse(url, &headers).unwrap();
+            pin_endpoint(&salt(), &m, case, &endpoint, &EVAL).target
+        };
+        let ours = target(&["Authorization: Bearer a", "X-Team: blue"]);
+        assert_eq!(ours, target(&["x-team:blue", "AUTHORIZATION:  Bearer a"]));
+        assert_ne!(
+            ours,
+            target(&["Authorization: Bearer wrong", "X-Team: blue"])
+        );
     }
 
     #[test]

@@ -340,8 +340,8 @@ prefixed_id!(
 prefixed_id!(
     /// A target's fingerprint: `target-` and 16 lower-case hex digits,
     /// salted, over a command and its arguments as written, or an
-    /// endpoint's URL, and never the bytes behind them (see `binding`,
-    /// feature `store`).
+    /// endpoint's URL and headers, and never the bytes behind them (see
+    /// `binding`, feature `store`).
     TargetId,
     "target",
     "target-"
