@@ -76,7 +76,7 @@ pub fn admit(case: &Case, config: &Config, view: &Home) -> Result<Admitted> {
     // a false-success finding.
     let indexed = match &known {
         Some(_) => None,
-        None => shared::index_db::finding_facts(&config.home, &case.finding)?,
+        None => shared::index_db::finding_facts(view, &case.finding)?,
     };
     let rate = match &known {
         Some(k) => k.evidence.failure_rate,

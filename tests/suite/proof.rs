@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::records::{self, Rec};
-use crate::seeded::{fill, fixture_store};
+use crate::seeded::{filled_manifest, fixture_store};
 use crate::serve::client_with;
 use crate::support::{Store, fixture, text};
 use crate::verify::{AS_OF, Bench, FIXTURE_SERVER, Run, findings, finish, succeed};
@@ -493,23 +493,9 @@ fn results_made_elsewhere_meet_the_same_rules_when_recorded() {
 fn verify_finding_over_mcp_holds_runs_to_the_same_rules() {
     let (store, id) = fixture_store();
     let dir = store.scratch();
-    let manifest = dir.join("m.json");
-    succeed(
-        &store,
-        "mcpeval-generate",
-        &[
-            "--finding",
-            &id,
-            "--confirm-read-only",
-            "--output",
-            manifest.to_str().unwrap(),
-        ],
-    );
-    let mut doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
-    fill(&mut doc);
+    let (manifest, mut doc) = filled_manifest(&store, &id);
     doc["cases"][0]["expect"] = json!({"outcome": "error"});
     std::fs::write(&manifest, doc.to_string()).unwrap();
-    std::fs::copy(fixture("probe_server.py"), dir.join("server.py")).unwrap();
     let script = json!([
         {"tool": "verify_finding", "arguments":
             {"finding": id, "manifest": "m.json", "command": ["python3", "server.py"]}},

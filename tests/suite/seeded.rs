@@ -144,6 +144,35 @@ pub fn fixture_store() -> (Store, String) {
     (store, id)
 }
 
+/// The case `generate` writes for `id` into the store's scratch directory
+/// (`m.json`), placeholders filled, beside a copy of the fixture server
+/// (`server.py`): what serve's `verify_finding` runs, with the scratch
+/// directory as its workspace. Returns the manifest's path and document.
+pub fn filled_manifest(store: &Store, id: &str) -> (std::path::PathBuf, Value) {
+    let dir = store.scratch();
+    let manifest = dir.join("m.json");
+    ok(
+        store,
+        "mcpeval-generate",
+        &[
+            "--finding",
+            id,
+            "--confirm-read-only",
+            "--output",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    fill(&mut doc);
+    std::fs::write(&manifest, doc.to_string()).unwrap();
+    std::fs::copy(
+        crate::support::fixture("probe_server.py"),
+        dir.join("server.py"),
+    )
+    .unwrap();
+    (manifest, doc)
+}
+
 /// Replaces every `"<fill:TYPE>"` with a value of that type.
 pub fn fill(value: &mut Value) {
     match value {

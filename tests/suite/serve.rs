@@ -604,22 +604,7 @@ fn generate_manifest_writes_only_inside_the_workspace() {
 fn verify_finding_runs_only_the_commands_the_user_allowed() {
     let (store, id) = fixture_store();
     let dir = store.scratch();
-    let manifest = dir.join("m.json");
-    ok(
-        &store,
-        "mcpeval-generate",
-        &[
-            "--finding",
-            &id,
-            "--confirm-read-only",
-            "--output",
-            manifest.to_str().unwrap(),
-        ],
-    );
-    let mut doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
-    fill(&mut doc);
-    std::fs::write(&manifest, doc.to_string()).unwrap();
-    std::fs::copy(fixture("probe_server.py"), dir.join("server.py")).unwrap();
+    crate::seeded::filled_manifest(&store, &id);
     let verify = |command: Value| {
         call(
             "verify_finding",
