@@ -353,13 +353,7 @@ pub fn pull(
             });
         }
     }
-    let top = refused
-        .iter()
-        .filter_map(|r| match r.cells.first() {
-            Some(Cell::Int(id)) => Some(*id),
-            _ => None,
-        })
-        .max();
+    let top = refused.iter().filter_map(reserved_key).max();
     if let Some(top) = top {
         let sequenced: bool = local
             .query_row(
@@ -501,13 +495,7 @@ pub fn push(
 /// every row from the first that collides on is numbered on past the
 /// highest kept key, so the new rows keep their order after every other.
 fn renumber(rows: &mut [Vec<Cell>], kept: &[&Refused]) {
-    let keys: Vec<i64> = kept
-        .iter()
-        .filter_map(|r| match r.cells.first() {
-            Some(Cell::Int(id)) => Some(*id),
-            _ => None,
-        })
-        .collect();
+    let keys: Vec<i64> = kept.iter().copied().filter_map(reserved_key).collect();
     let Some(&top) = keys.iter().max() else {
         return;
     };
@@ -521,13 +509,27 @@ fn renumber(rows: &mut [Vec<Cell>], kept: &[&Refused]) {
     let Some(first) = first else {
         return;
     };
-    let shift = top - first + 1;
+    let Some(shift) = top.checked_sub(first).and_then(|d| d.checked_add(1)) else {
+        return;
+    };
     for row in rows {
         if let Some(Cell::Int(id)) = row.first_mut()
             && *id >= first
         {
-            *id += shift;
+            *id = id.saturating_add(shift);
         }
+    }
+}
+
+/// The integer key a refused row keeps reserved, so the team's new rows
+/// never land on it: none for a key no store would reach (a forged row
+/// at a huge id must not push every later row past the end of the range,
+/// nor fill an AUTOINCREMENT sequence so that nothing can be added).
+fn reserved_key(refused: &Refused) -> Option<i64> {
+    const REACHABLE: i64 = 1 << 40;
+    match refused.cells.first() {
+        Some(Cell::Int(id)) if (1..REACHABLE).contains(id) => Some(*id),
+        _ => None,
     }
 }
 
@@ -627,5 +629,14 @@ mod tests {
         let mut rows: Vec<Vec<Cell>> = (1..=3).map(row).collect();
         renumber(&mut rows, &[&kept(history, 7)]);
         assert_eq!(rows, (1..=3).map(row).collect::<Vec<_>>());
+        // A forged row at an id no store reaches reserves nothing: no
+        // overflow, and the new rows keep their ids.
+        let mut rows: Vec<Vec<Cell>> = (1..=3).map(row).collect();
+        let far = [kept(history, 3), kept(history, i64::MAX)];
+        renumber(&mut rows, &far.iter().collect::<Vec<_>>());
+        let ids: Vec<&Cell> = rows.iter().map(|r| &r[0]).collect();
+        assert_eq!(ids, [1, 2, 4].map(Cell::Int).iter().collect::<Vec<_>>());
+        assert_eq!(reserved_key(&kept(history, i64::MAX)), None);
+        assert_eq!(reserved_key(&kept(history, -1)), None);
     }
 }
