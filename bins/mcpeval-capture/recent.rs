@@ -78,7 +78,18 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     pub fn remove(&mut self, key: &K) -> Option<V> {
         let (used, value) = self.entries.remove(key)?;
         self.order.remove(&used);
+        self.shrink();
         Some(value)
+    }
+
+    /// Gives back the table of a map that once held many more entries than
+    /// it holds now: a session that had 65,536 calls waiting and has a few
+    /// must not keep the room for all of them (its bytes are counted
+    /// against the sessions' bound by what it holds, not what it held).
+    fn shrink(&mut self) {
+        if self.entries.capacity() > 64 && self.entries.len() < self.entries.capacity() / 4 {
+            self.entries.shrink_to(self.entries.len() * 2);
+        }
     }
 
     /// Takes every entry out, least recently used first.
@@ -94,6 +105,7 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     pub fn pop_oldest(&mut self) -> Option<(K, V)> {
         let (_, key) = self.order.pop_first()?;
         let (_, value) = self.entries.remove(&key)?;
+        self.shrink();
         Some((key, value))
     }
 }
@@ -101,6 +113,24 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_map_that_emptied_gives_its_room_back() {
+        let mut map: Recent<u32, u32> = Recent::new(100_000);
+        for i in 0..65_536 {
+            map.insert(i, i);
+        }
+        let full = map.entries.capacity();
+        for i in 0..65_530 {
+            map.remove(&i);
+        }
+        assert!(
+            map.entries.capacity() < full / 100,
+            "{}",
+            map.entries.capacity()
+        );
+        assert_eq!(map.remove(&65_535), Some(65_535));
+    }
 
     #[test]
     fn evicts_the_least_recently_used() {

@@ -52,6 +52,11 @@ impl Backlog {
     /// [`OBSERVE_BUDGET`]. Two relays may both pass the check at once; the
     /// budget is then passed by at most one chunk.
     fn admit(&self, len: usize) -> Option<Held> {
+        // What a queued chunk costs besides its bytes (the event, its
+        // allocation, the channel's slot): a peer writing a byte at a time
+        // must not queue a hundred times the budget.
+        const EVENT_COST: usize = 128;
+        let len = len + EVENT_COST;
         if self.0.load(Ordering::Relaxed) + len > OBSERVE_BUDGET {
             return None;
         }

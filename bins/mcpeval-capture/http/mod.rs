@@ -159,16 +159,25 @@ impl Drop for Slot {
     }
 }
 
+/// How long a connection may take to send a request's headers (or stay
+/// idle between requests) before it is closed and its slot freed.
+const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Serves one client connection; its connection-keyed session ends with it.
 async fn connection(id: u64, stream: TcpStream, proxy: Arc<Proxy>, observer: Observer, slot: Slot) {
     let service = service_fn(move |request| {
         let proxy = proxy.clone();
         async move { proxy.handle(id, request).await }
     });
+    // A client that opens a connection and sends no request keeps a slot
+    // of the connection cap: without a deadline, enough silent sockets
+    // would turn every real client away.
     let _ = http1::Builder::new()
         .preserve_header_case(true)
         .auto_date_header(false)
         .max_buf_size(CONNECTION_BUFFER)
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
         .serve_connection(TokioIo::new(stream), service)
         .await;
     drop(slot);
