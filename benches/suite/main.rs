@@ -13,8 +13,6 @@
 mod floor;
 mod http;
 mod measure;
-#[path = "../../tests/suite/pg_host.rs"]
-mod pg_host;
 mod postgres;
 mod relay;
 mod report;

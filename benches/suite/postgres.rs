@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::pg_host::{free_port, is_root, newest_packaged_initdb, postgres_user};
+use mcpeval_testkit::pg_host::{free_port, is_root, newest_packaged_initdb, postgres_user};
 
 /// The superuser every bench database belongs to.
 const USER: &str = "mcpeval";

@@ -1,10 +1,11 @@
 //! Command-line flags of `mcpeval-annotate`, checked into a [`Config`].
 
 use clap::{ArgGroup, Parser};
-use shared::cli::{DatabaseArg, HomeArg};
+use cli::{DatabaseArg, HomeArg};
+use shared::Error;
+use shared::Result;
 use shared::home::Home;
-use shared::lifecycle::{self, Kind, Target};
-use shared::{Error, Result};
+use store::lifecycle::{self, Kind, Target};
 
 /// Add a bounded human observation to a captured call.
 #[derive(Debug, Parser)]
@@ -29,7 +30,7 @@ only in lifecycle.db, never in findings or exports. It is limited to 240 \
 characters without control characters, but it is not redacted: never put \
 credentials, private paths, customer identifiers or raw payload fragments \
 in it.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval annotate --event-id 6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b \\\n    \
 --kind workaround --note \"Used the documented alternate tool\"\n  \
@@ -64,11 +65,38 @@ pub struct Args {
 
     /// What the observation is
     #[arg(long, value_enum, value_name = "KIND")]
-    pub kind: Kind,
+    pub kind: KindArg,
 
     /// The observation: at most 240 characters, no control characters; not redacted
     #[arg(long, value_name = "TEXT")]
     pub note: String,
+}
+
+/// `--kind`: what an annotation says, as the store spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KindArg {
+    /// The call reported success but did not do what was asked
+    FalseSuccess,
+    /// The agent had to work around the tool
+    Workaround,
+    /// The error text pointed the agent the wrong way
+    MisleadingError,
+    /// The call took too long
+    Slow,
+    /// Anything else worth a note
+    Other,
+}
+
+impl From<KindArg> for Kind {
+    fn from(kind: KindArg) -> Kind {
+        match kind {
+            KindArg::FalseSuccess => Kind::FalseSuccess,
+            KindArg::Workaround => Kind::Workaround,
+            KindArg::MisleadingError => Kind::MisleadingError,
+            KindArg::Slow => Kind::Slow,
+            KindArg::Other => Kind::Other,
+        }
+    }
 }
 
 /// A checked annotation, ready to store.
@@ -95,8 +123,29 @@ impl Args {
         Ok(Config {
             home: self.database.apply(self.home.resolve()?),
             target,
-            kind: self.kind,
+            kind: self.kind.into(),
             note: self.note,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::ValueEnum;
+
+    use super::*;
+
+    /// `--kind` takes each kind by the store's one spelling, and no other.
+    #[test]
+    fn kinds_are_spelled_as_the_store_spells_them() {
+        let named: Vec<String> = KindArg::value_variants()
+            .iter()
+            .map(|k| k.to_possible_value().unwrap().get_name().to_owned())
+            .collect();
+        assert_eq!(named, Kind::ALL.map(|k| k.as_str().to_owned()));
+        for &k in KindArg::value_variants() {
+            let name = k.to_possible_value().unwrap().get_name().to_owned();
+            assert_eq!(Kind::from(k).as_str(), name);
+        }
     }
 }

@@ -11,18 +11,18 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use shared::Result;
-use shared::lifecycle;
+use store::lifecycle;
 
 use crate::args::{Args, Config};
 
 fn main() -> ExitCode {
-    shared::cli::main(|args: Args| run(args.into_config()?))
+    cli::main(|args: Args| run(args.into_config()?))
 }
 
 fn run(config: Config) -> Result<()> {
     // An annotation reads no row of the team's: it is added beside them.
-    let scope = shared::team::Scope::Nothing;
-    let (id, status) = shared::team::write(&config.home, scope, |home| {
+    let scope = team::Scope::Nothing;
+    let (id, status) = team::write(&config.home, scope, |home| {
         let mut conn = lifecycle::open(home)?;
         let id = lifecycle::insert(&mut conn, config.kind, &config.target, &config.note)?;
         Ok((id, target::describe(home, &config.target)))

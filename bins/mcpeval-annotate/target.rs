@@ -5,8 +5,8 @@
 //! error.
 
 use shared::home::Home;
-use shared::index_db::{self, Link};
-use shared::lifecycle::Target;
+use store::index_db::{self, Link};
+use store::lifecycle::Target;
 
 /// The rest of the line after `annotation N stored`.
 pub fn describe(home: &Home, target: &Target) -> String {
@@ -33,7 +33,7 @@ pub fn describe(home: &Home, target: &Target) -> String {
                         ))
                     },
                 )
-                .map_err(|e| shared::db::sql_error(&db, e))?,
+                .map_err(|e| store::db::sql_error(&db, e))?,
             Link::Unknown | Link::Ambiguous => String::new(),
         };
         Ok((link, place))

@@ -9,10 +9,11 @@ use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 
 use clap::{ArgGroup, Parser};
+use cli::HomeArg;
 use http::HeaderName;
-use shared::cli::HomeArg;
+use shared::Error;
+use shared::Result;
 use shared::home::Home;
-use shared::{Error, Result};
 
 use crate::http::upstream::Upstream;
 
@@ -69,7 +70,7 @@ mcpeval.call/1 record to a journal under <MCPEVAL_HOME>/journals/. Records \
 hold argument shapes, error codes and salted template ids: never an argument \
 value, error text or header. A call still unanswered when its session ends is \
 recorded with outcome unknown.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval capture npx -y @modelcontextprotocol/server-everything\n  \
 mcpeval capture --server weather python -m weather_server --port 0\n  \
@@ -182,7 +183,7 @@ fn stdio(command: Vec<OsString>) -> Result<Stdio> {
     let program = command.next().ok_or_else(|| {
         Error::usage("missing the server command: give it after capture's options")
     })?;
-    let fallback_server = shared::credit::command_name(&program);
+    let fallback_server = store::credit::command_name(&program);
     Ok(Stdio {
         program,
         args: command.collect(),

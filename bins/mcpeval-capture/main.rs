@@ -1,32 +1,5 @@
-//! `mcpeval-capture`: sit between an MCP client and server, relay every
-//! byte unchanged, and journal each tool call as a sanitized record.
-//!
-//! Two transports: stdio (`CMD ARGS…`, in [`stdio`]) and Streamable HTTP
-//! (`--listen ADDR --upstream URL`, in [`http`]). Nothing of capture's own
-//! ever goes to stdout; diagnostics go to stderr.
+//! The `mcpeval-capture` binary: its code is the library beside this file.
 
-mod args;
-mod http;
-mod limits;
-mod recent;
-mod relay;
-mod session;
-mod signals;
-mod stdio;
-mod warnings;
-
-use std::process::ExitCode;
-
-use crate::args::{Args, Mode};
-
-const PROGRAM: &str = "mcpeval-capture";
-
-fn main() -> ExitCode {
-    shared::cli::main(|args: Args| {
-        let config = args.into_config()?;
-        match config.mode {
-            Mode::Stdio(stdio) => stdio::run(&config.home, config.server, stdio),
-            Mode::Http(http) => http::run(&config.home, config.server, http),
-        }
-    })
+fn main() -> std::process::ExitCode {
+    mcpeval_capture::main()
 }

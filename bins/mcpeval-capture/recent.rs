@@ -51,6 +51,11 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
         self.entries.len()
     }
 
+    /// Whether it holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// Whether `key` has an entry (not a use).
     pub fn contains_key(&self, key: &K) -> bool {
         self.entries.contains_key(key)

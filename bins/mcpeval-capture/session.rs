@@ -22,10 +22,10 @@ use jiff::Timestamp;
 use serde_json::Value;
 use shared::escape;
 use shared::id::SessionToken;
-use shared::outcome::{self, Classified};
 use shared::record::{Call, Identity, Origin, SCHEMA_V1, Transport};
-use shared::salt::Salt;
-use shared::sanitize::{self, Declared};
+use store::outcome::{self, Classified};
+use store::salt::Salt;
+use store::sanitize::{self, Declared};
 
 // `super`, not `crate`: the fuzz targets compile this file, `limits` and
 // `recent` from their sources as siblings in a module of their own.
@@ -91,7 +91,7 @@ impl Bounded {
 type ToolKey = [u8; 16];
 
 fn tool_key(name: &str) -> ToolKey {
-    let digest = shared::hash::sha256(name.as_bytes());
+    let digest = store::hash::sha256(name.as_bytes());
     digest[..16].try_into().expect("16 bytes")
 }
 
@@ -257,7 +257,7 @@ impl Session {
         fallback_server: String,
     ) -> Session {
         let capture_id = uuid::Uuid::new_v4();
-        let token = SessionToken::salted(&salt, capture_id.as_bytes());
+        let token = store::ids::session_token(&salt, capture_id.as_bytes());
         Session {
             salt,
             token,
@@ -566,8 +566,8 @@ fn id_key(id: &Value) -> String {
     if text.len() <= MAX_ID_KEY {
         return text;
     }
-    let digest = shared::hash::sha256(text.as_bytes());
-    format!("#{}", shared::hash::hex(&digest[..16]))
+    let digest = store::hash::sha256(text.as_bytes());
+    format!("#{}", store::hash::hex(&digest[..16]))
 }
 
 /// Whether parsing `bytes` would take more than [`PARSE_BUDGET`]. A parsed
@@ -634,7 +634,7 @@ fn parse_cost(bytes: &[u8]) -> usize {
 /// A shape as the compact JSON text it is held as until its call completes:
 /// a parsed map takes a 640-byte node for even one key, its text a few
 /// bytes. A shape whose text alone passes a record's limit becomes
-/// `"object"` now, as the journal would write it ([`shared::journal::encode`]).
+/// `"object"` now, as the journal would write it ([`store::journal::encode`]).
 fn shape_text(shape: &Value) -> Box<str> {
     let text = serde_json::to_string(shape).expect("shapes serialize");
     if text.len() > shared::record::MAX_LINE {

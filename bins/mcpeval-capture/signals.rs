@@ -8,7 +8,8 @@
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
-use shared::{Error, Result};
+use shared::Error;
+use shared::Result;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::iterator::exfiltrator::WithOrigin;

@@ -11,11 +11,12 @@ use std::time::Instant;
 
 use jiff::Timestamp;
 
+use shared::Error;
+use shared::Result;
 use shared::home::Home;
-use shared::journal::Writer;
 use shared::record::Transport;
-use shared::salt::Salt;
-use shared::{Error, Result};
+use store::journal::Writer;
+use store::salt::Salt;
 
 use crate::PROGRAM;
 use crate::args;
@@ -66,7 +67,7 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
             // journal. Say so once, loudly.
             Some(err) if !failed_write => {
                 failed_write = true;
-                shared::cli::warn(PROGRAM, format_args!("{err}; further records are lost"));
+                cli::warn(PROGRAM, format_args!("{err}; further records are lost"));
             }
             _ => {}
         }
@@ -122,14 +123,14 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     warnings::bounded(oversized, client.lost + server.lost, session.bounded);
     let unparsed = session.unparsed;
     if unparsed > 0 {
-        shared::cli::warn(
+        cli::warn(
             PROGRAM,
             format_args!(
                 "{unparsed} message(s) were not JSON-RPC that capture could read; they were relayed unobserved"
             ),
         );
     }
-    if shared::cli::decorate_stderr() {
+    if cli::decorate_stderr() {
         let place = writer.path().map(|p| p.display().to_string());
         eprintln!(
             "{PROGRAM}: journaled {journaled} tool call(s){}",

@@ -11,7 +11,7 @@ use crate::session::Bounded;
 /// Warns with `message` when `count` is not zero.
 pub fn say(count: u64, message: std::fmt::Arguments<'_>) {
     if count > 0 {
-        shared::cli::warn(PROGRAM, message);
+        cli::warn(PROGRAM, message);
     }
 }
 

@@ -1,7 +1,7 @@
 //! Command-line flags of `mcpeval-close`.
 
 use clap::{Parser, ValueEnum};
-use shared::cli::{DatabaseArg, HomeArg};
+use cli::{DatabaseArg, HomeArg};
 
 /// Close a finding by hand.
 #[derive(Debug, Parser)]
@@ -19,7 +19,7 @@ verification reopens the finding as usual.\n\n\
 The finding must be known: promoted in the current catalog, or tracked in lifecycle.db. \
 Closing a closed finding changes nothing and records nothing.\n\n\
 Prints: FINDING state=closed (was S), or FINDING state=closed (already closed).",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval close --finding finding-0123456789abcdef --reason \"tool removed in 3.0\"\n  \
 mcpeval close --finding finding-0123456789abcdef --reason \"accepted: upstream limit\" --format json"

@@ -10,13 +10,17 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::json;
+use shared::Error;
+use shared::Result;
+use shared::exit;
 use shared::id::FindingId;
-use shared::{Error, Result, exit, lifecycle, verification};
+use store::lifecycle;
+use store::verification;
 
 use crate::args::{Args, Format};
 
 fn main() -> ExitCode {
-    shared::cli::main(close)
+    cli::main(close)
 }
 
 fn close(args: Args) -> Result<()> {
@@ -24,8 +28,8 @@ fn close(args: Args) -> Result<()> {
     verification::check_reason(&args.reason)
         .map_err(|why| Error::usage("invalid --reason").with_source(why))?;
     let home = args.database.apply(args.home.resolve()?);
-    let scope = shared::team::Scope::Finding(finding.clone());
-    let changed = shared::team::write(&home, scope, |home| {
+    let scope = team::Scope::Finding(finding.clone());
+    let changed = team::write(&home, scope, |home| {
         let mut conn = lifecycle::open(home)?;
         verification::standing(home, &conn, &finding)?.require(&finding, exit::USAGE)?;
         verification::close(

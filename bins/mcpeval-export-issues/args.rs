@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use shared::cli::{DatabaseArg, HomeArg};
+use cli::{DatabaseArg, HomeArg};
 
 /// Write one issue-ready markdown file per open finding.
 #[derive(Debug, Parser)]
@@ -32,7 +32,7 @@ open finding, so another server's open issue is never called stale.\n\n\
 A summary line goes to stderr; stdout lists the written files, one path a line, or with \
 --format json one object {\"dir\", \"written\", \"unchanged\", \"stale\", \"pruned\"}. A \
 missing, damaged or incomplete index is unavailable evidence (status 3).",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval export-issues --dir issues/\n  \
 mcpeval export-issues --dir issues/ --server weather --prune\n  \

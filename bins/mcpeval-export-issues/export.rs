@@ -10,10 +10,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use shared::catalog;
 use shared::error::{IoContext, Result};
 use shared::finding::State;
 use shared::id::FindingId;
+use store::catalog;
 
 use crate::PROGRAM;
 use crate::args::{Args, Format};
@@ -33,10 +33,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         (_, text) => text.unwrap_or_default().to_owned(),
     };
-    let home = shared::team::view(
-        &args.database.apply(args.home.resolve()?),
-        shared::team::Scope::All,
-    )?;
+    let home = team::view(&args.database.apply(args.home.resolve()?), team::Scope::All)?;
     let catalog = catalog::load(&home)?;
     let open: Vec<&catalog::Finding> = catalog
         .findings

@@ -1,6 +1,6 @@
 //! One finding as an issue body a tracker accepts as is.
 //!
-//! It prints only what `shared::catalog::Finding` holds, so it is as
+//! It prints only what `store::catalog::Finding` holds, so it is as
 //! sanitized as `findings`: shapes, never values. Names (and any text read
 //! from the index) are untrusted and go through `shared::escape`: a name is
 //! only ever a code span that no backtick closes (so no link, autolink,
@@ -11,9 +11,9 @@
 use std::fmt::Write;
 
 use serde_json::{Value, json};
-use shared::catalog::Finding;
 use shared::escape::{self, code_span, markdown, terminal};
 use shared::finding::DefectClass;
+use store::catalog::Finding;
 
 /// The command that writes the finding's one-case manifest.
 pub fn generate_command(f: &Finding) -> String {

@@ -1,7 +1,7 @@
 //! `mcpeval-export-issues`: one issue-ready markdown file per open finding.
 //!
 //! A reader of the store: it changes no database. What it writes comes
-//! from `shared::catalog`, the same sanitized facts `findings` prints;
+//! from `store::catalog`, the same sanitized facts `findings` prints;
 //! it must never write a template, note, session token, event id, salt or
 //! raw value, and never delete a file it did not name unless `--prune`.
 
@@ -17,7 +17,7 @@ use crate::args::Args;
 const PROGRAM: &str = "mcpeval-export-issues";
 
 fn main() -> ExitCode {
-    shared::cli::main(export::run)
+    cli::main(export::run)
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use shared::cli::{DatabaseArg, HomeArg};
+use cli::{DatabaseArg, HomeArg};
+use shared::id::FindingId;
 
 /// Read the promoted findings.
 #[derive(Debug, Parser)]
@@ -53,7 +54,7 @@ from, to, reopened}], runs: [{run_id, result, reason, started_at, finished_at, r
 legacy}]}]}, oldest first. Events are promoted, verified, closed-by-hand and rekeyed; reopened \
 marks a red run that sent a verifying or closed finding back to open. A closing reason is prose \
 and is never printed.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval findings\n  \
 mcpeval findings --format agent --state open\n  \
@@ -84,6 +85,10 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     pub server: Vec<String>,
 
+    /// Only this finding (repeatable); with a team database, only its rows are read
+    #[arg(long, value_name = "ID")]
+    pub finding: Vec<FindingId>,
+
     /// Print each listed finding's lifecycle history instead (with --format json)
     #[arg(long, conflicts_with = "from")]
     pub history: bool,
@@ -111,8 +116,8 @@ pub enum StateFilter {
 
 impl StateFilter {
     /// The lifecycle state filtered on (its spelling is the lifecycle's).
-    pub fn state(self) -> shared::lifecycle::State {
-        use shared::lifecycle::State;
+    pub fn state(self) -> store::lifecycle::State {
+        use store::lifecycle::State;
         match self {
             StateFilter::Open => State::Open,
             StateFilter::FixClaimed => State::FixClaimed,

@@ -14,9 +14,9 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde::Serialize;
 use shared::Result;
-use shared::catalog::Finding;
-use shared::db;
 use shared::home::Home;
+use store::catalog::Finding;
+use store::db;
 
 /// One line of a finding's history.
 #[derive(Debug, Serialize)]
@@ -55,7 +55,7 @@ struct History<'a> {
 
 /// `{"history": [...]}` on one line, one entry per finding in `findings`.
 pub fn json(out: &mut impl Write, home: &Home, findings: &[&Finding]) -> Result<()> {
-    let conn = shared::lifecycle::open_if_present(home)?;
+    let conn = store::lifecycle::open_if_present(home)?;
     let path = home.lifecycle_db();
     let mut entries = Vec::with_capacity(findings.len());
     for f in findings {

@@ -1,8 +1,8 @@
 //! `mcpeval-findings`: the promoted findings in three formats.
 //!
 //! A reader only: it never creates the store or changes a database. What it
-//! prints comes from `shared::catalog`, which holds nothing raw, or, with
-//! `--from`, from a share envelope read through `shared::envelope`, which
+//! prints comes from `store::catalog`, which holds nothing raw, or, with
+//! `--from`, from a share envelope read through `store::envelope`, which
 //! accepts only what a finding may hold.
 
 mod args;
@@ -13,15 +13,15 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use shared::Result;
-use shared::catalog::{self, Finding};
 use shared::file_arg::Input;
+use store::catalog::{self, Finding};
 
 use crate::args::{Args, Format};
 
 const PROGRAM: &str = "mcpeval-findings";
 
 fn main() -> ExitCode {
-    shared::cli::main(run)
+    cli::main(run)
 }
 
 fn run(args: Args) -> Result<()> {
@@ -33,17 +33,21 @@ fn run(args: Args) -> Result<()> {
     let from = args.from.clone().map(Input::new);
     let home = match &from {
         Some(_) => None,
-        // Every finding, and with --history every finding's lifecycle.
-        None => Some(shared::team::view(
+        // Every finding (or those of --finding), and with --history their
+        // lifecycle.
+        None => Some(team::view(
             &args.database.apply(args.home.resolve()?),
-            shared::team::Scope::All,
+            match args.finding.as_slice() {
+                [] => team::Scope::All,
+                ids => team::Scope::Findings(ids.to_vec()),
+            },
         )?),
     };
     let catalog = match &from {
         Some(input) => catalog::Catalog {
             promotion: None,
             calls: 0,
-            findings: shared::envelope::read_findings(input)?,
+            findings: store::envelope::read_findings(input)?,
         },
         None => catalog::load(home.as_ref().expect("a store without --from"))?,
     };
@@ -53,6 +57,7 @@ fn run(args: Args) -> Result<()> {
         .iter()
         .filter(|f| args.state.is_empty() || args.state.iter().any(|s| s.state() == f.state))
         .filter(|f| args.server.is_empty() || args.server.contains(&f.derived.server))
+        .filter(|f| args.finding.is_empty() || args.finding.contains(&f.derived.id))
         .collect();
 
     if findings.is_empty() {

@@ -1,5 +1,5 @@
 //! The three renderings of findings. Each shows the same sanitized facts;
-//! none may print anything `shared::catalog::Finding` does not hold.
+//! none may print anything `store::catalog::Finding` does not hold.
 //!
 //! Names and any other text read from the store or a share file are
 //! untrusted: each goes through `shared::escape` for its medium (in
@@ -13,10 +13,10 @@ use std::io::Write;
 
 use serde_json::Value;
 use shared::Result;
-use shared::catalog::{Finding, Promotion};
 use shared::escape::{self, code_cell, code_span, markdown as md, quoted, terminal};
 use shared::finding::{DefectClass, State};
 use shared::findings::Findings;
+use store::catalog::{Finding, Promotion};
 
 /// One [`Findings`] object (`mcpeval.findings/1`) on one line.
 pub fn json(

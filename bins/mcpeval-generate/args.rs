@@ -3,11 +3,12 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use shared::cli::{DatabaseArg, HomeArg};
+use cli::{DatabaseArg, HomeArg};
+use shared::Error;
+use shared::Result;
 use shared::file_arg::{Input, Output};
 use shared::home::Home;
 use shared::id::FindingId;
-use shared::{Error, Result};
 
 /// Write a one-case manifest that probes a finding.
 #[derive(Debug, Parser)]
@@ -38,7 +39,7 @@ renamed into place. An existing file is replaced only with --force (without it: 
 invalid input never replaces it, even with --force. --output - writes the manifest to standard \
 output; an output that exists and is not a regular file (a FIFO, a device, a symbolic link such as \
 /dev/stdout) is written in place, with or without --force, and never replaced.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval generate --finding finding-0123456789abcdef --confirm-read-only --output m.json\n  \
 mcpeval generate --finding finding-0123456789abcdef --confirm-read-only \\\n      \
@@ -107,9 +108,9 @@ impl Args {
             )));
         }
         Ok(Config {
-            home: shared::team::view(
+            home: team::view(
                 &self.database.apply(self.home.resolve()?),
-                shared::team::Scope::Finding(finding.clone()),
+                team::Scope::Finding(finding.clone()),
             )?,
             finding,
             expect: self.expect.map(Input::new),

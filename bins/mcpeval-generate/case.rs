@@ -6,14 +6,16 @@
 //! Keys that capture folded into `"*"` cannot be brought back: that member
 //! becomes one placeholder the operator replaces with the real members.
 
+use mcp::probe::{DEGRADATION_CAP, ERROR_HONESTY_CAP};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use shared::catalog::Finding;
+use shared::Error;
+use shared::Result;
 use shared::finding::{DefectClass, Probe};
 use shared::manifest::{DEFAULT_TIMEOUT_MS, Expect, VERSION};
-use shared::probe::{DEGRADATION_CAP, ERROR_HONESTY_CAP};
-use shared::sanitize::FOLDED;
-use shared::{Error, Result, score};
+use shared::score;
+use store::catalog::Finding;
+use store::sanitize::FOLDED;
 
 /// The scalar types an argument shape names.
 const TYPES: [&str; 6] = ["string", "integer", "number", "boolean", "null", "object"];

@@ -11,15 +11,17 @@ mod output;
 use std::io::Write;
 use std::process::ExitCode;
 
+use shared::Error;
+use shared::Result;
 use shared::manifest::{Expect, Manifest};
-use shared::{Error, Result, catalog};
+use store::catalog;
 
 use crate::args::{Args, Config};
 
 const PROGRAM: &str = "mcpeval-generate";
 
 fn main() -> ExitCode {
-    shared::cli::main(|args: Args| generate(args.into_config()?))
+    cli::main(|args: Args| generate(args.into_config()?))
 }
 
 fn generate(config: Config) -> Result<()> {

@@ -4,8 +4,9 @@
 //! valid one or left byte for byte. Standard output (`-`) and what is not
 //! a regular file (a FIFO, `/dev/stdout`) are written in place.
 
+use shared::Error;
+use shared::Result;
 use shared::file_arg::Output;
-use shared::{Error, Result};
 
 /// The refusal when `output` exists and `--force` was not given.
 pub fn exists_error(output: &Output) -> Error {

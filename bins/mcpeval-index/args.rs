@@ -1,8 +1,8 @@
 //! Command-line flags of `mcpeval-index`, checked into a [`Config`].
 
 use clap::{Parser, ValueEnum};
+use cli::{DatabaseArg, HomeArg};
 use shared::Result;
-use shared::cli::{DatabaseArg, HomeArg};
 use shared::home::Home;
 
 /// Index the capture journals into index.db.
@@ -41,7 +41,7 @@ rebuilds this machine's team view (<MCPEVAL_HOME>/team/) from every store's \
 calls and indexes it the same way, and prints a second line: `team DB: \
 uploaded U calls; the team's view holds N calls (M new) from K journals of S \
 stores`. The JSON summary then has a \"team\" object.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval index\n  \
 mcpeval index && mcpeval promote && mcpeval findings\n  \

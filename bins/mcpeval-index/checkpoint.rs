@@ -23,10 +23,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 use sha2::Digest;
-use shared::checkpoint::{self, Mark};
 use shared::error::{Error, IoContext, Result};
-use shared::hash::Hasher;
-use shared::journal;
+use store::checkpoint::{self, Mark};
+use store::hash::Hasher;
+use store::journal;
 
 use crate::lines::Lines;
 use crate::schema;
@@ -286,7 +286,7 @@ pub enum Plan {
 }
 
 /// Compares the journals on disk with the checkpoints, by the rules of
-/// `shared::checkpoint`, and keeps what this run needs: the stamps of the
+/// `store::checkpoint`, and keeps what this run needs: the stamps of the
 /// verified journals, to check again before committing, and the last one
 /// open where its checkpoint ends. With `defer`, a last journal that grew
 /// comes back with its prefix not yet hashed.

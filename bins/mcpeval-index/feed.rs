@@ -28,7 +28,7 @@ use std::sync::mpsc::SyncSender;
 use shared::id::{Prefixed, SessionToken, TemplateId};
 
 use crate::row::Row;
-use crate::windows::{Session, Window};
+use crate::windows::{Derived, Session};
 
 /// Entries per sorted run: a few MB of memory.
 const RUN: usize = 1 << 17;
@@ -289,13 +289,6 @@ impl Feed {
             windows: windows.finish(),
         }
     }
-}
-
-/// The windows of one session of one server.
-pub struct Derived {
-    pub session: String,
-    pub server: String,
-    pub windows: Vec<Window>,
 }
 
 /// A sorted run: the last one in memory, the others on disk.

@@ -14,8 +14,8 @@ use std::thread;
 
 use sha2::Digest;
 use shared::error::{Error, Result};
-use shared::hash::Hasher;
 use shared::record::MAX_LINE;
+use store::hash::Hasher;
 
 use crate::progress::Progress;
 
@@ -301,7 +301,7 @@ mod tests {
         let (got, seen, hash) = lines_of(b"a\nbb\ncc", 100);
         assert_eq!(got.unwrap(), Consumed { bytes: 5, lines: 2 });
         assert_eq!(seen, vec![(1, b"a".to_vec()), (2, b"bb".to_vec())]);
-        assert_eq!(hash, shared::hash::sha256(b"a\nbb\n"));
+        assert_eq!(hash, store::hash::sha256(b"a\nbb\n"));
     }
 
     #[test]
@@ -328,7 +328,7 @@ mod tests {
             }
         );
         assert!(seen.iter().all(|(_, l)| l.len() == 1000));
-        assert_eq!(hash, shared::hash::sha256(&bytes));
+        assert_eq!(hash, store::hash::sha256(&bytes));
     }
 
     #[test]
@@ -396,7 +396,7 @@ mod tests {
         let mut expected = b"before\n".to_vec();
         expected.extend_from_slice(&bytes[..whole]);
         let hash: [u8; 32] = hashing.finish().finalize().into();
-        assert_eq!(hash, shared::hash::sha256(&expected));
+        assert_eq!(hash, store::hash::sha256(&expected));
     }
 
     #[test]

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use rusqlite::Connection;
 use shared::error::Result;
-use shared::index_db::{self, Link};
-use shared::lifecycle::Annotation;
+use store::index_db::{self, Link};
+use store::lifecycle::Annotation;
 
 use crate::schema;
 

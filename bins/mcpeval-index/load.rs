@@ -16,7 +16,7 @@ use std::thread;
 use rusqlite::{Connection, Statement, ToSql, params};
 use sha2::Digest;
 use shared::error::{Error, IoContext, Result};
-use shared::hash::Hasher;
+use store::hash::Hasher;
 
 use crate::checkpoint::{self, Continuation, Observed, Prefix, Stamp};
 use crate::feed::Feed;

@@ -24,7 +24,7 @@ pub struct Progress {
 impl Progress {
     pub fn new() -> Progress {
         Progress {
-            enabled: shared::cli::decorate_stderr(),
+            enabled: cli::decorate_stderr(),
             started: Instant::now(),
             total: 0,
             done: 0,

@@ -24,12 +24,12 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, TransactionBehavior};
 use sha2::Digest;
 use shared::error::{Error, Result};
-use shared::hash::Hasher;
 use shared::home::Home;
-use shared::index_db::{self, State};
-use shared::journal;
-use shared::lifecycle::{self, Annotation};
-use shared::lock::LockFile;
+use store::hash::Hasher;
+use store::index_db::{self, State};
+use store::journal;
+use store::lifecycle::{self, Annotation};
+use store::lock::LockFile;
 
 use crate::args::Config;
 use crate::aside::{self, Aside};
@@ -102,7 +102,7 @@ enum Attempt {
 pub fn run(config: &Config) -> Result<Outcome> {
     let started = Instant::now();
     let home = &config.home;
-    home.ensure()?;
+    store::dir::ensure(home)?;
     let db = home.index_db();
     if db.exists() {
         // Earlier releases kept verification results in index.db; opening
@@ -268,7 +268,7 @@ impl Pending {
             && files
                 .iter()
                 .zip(checkpoints)
-                .all(|(f, c)| shared::checkpoint::file_name(f) == c.name);
+                .all(|(f, c)| store::checkpoint::file_name(f) == c.name);
         if !same {
             return None;
         }
@@ -389,7 +389,7 @@ impl Run<'_> {
             links::relink(&tx, db, &self.annotations.list)?;
             // Findings were derived from the evidence that just changed:
             // drop them so no reader sees findings of calls that are gone.
-            shared::catalog::clear(&tx, db)?;
+            store::catalog::clear(&tx, db)?;
         }
         let (calls, new) = match loaded.rebuild {
             Some(_) => {

@@ -15,9 +15,10 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
+use shared::Error;
+use shared::Result;
 use shared::id::EventId;
 use shared::record::{Call, LegacyCall, Origin, SCHEMA_V0, SCHEMA_V1, Unknown, is_stored_time};
-use shared::{Error, Result};
 
 /// A record flattened to the `calls` columns (see `schema.rs`), borrowing
 /// its text from a [`Batch`].

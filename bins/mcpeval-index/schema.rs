@@ -2,7 +2,7 @@
 //! that bracket a run: clearing for a rebuild, and the completion state.
 //!
 //! The tables themselves are the suite's contract and live in
-//! `shared::index_db`. This module must never delete a database that is
+//! `store::index_db`. This module must never delete a database that is
 //! healthy: a rebuild of a good index happens inside a transaction, so
 //! readers see the old index until the new one commits.
 
@@ -13,10 +13,10 @@ use std::path::Path;
 use std::sync::Once;
 
 use rusqlite::Connection;
-use shared::db;
 use shared::error::{Error, IoContext, Result};
 use shared::exit;
-use shared::index_db::{SCHEMA, State};
+use store::db;
+use store::index_db::{SCHEMA, State};
 
 /// Opens `index.db`. A damaged or foreign file is reported (status 3), or,
 /// with `recreate`, deleted and created anew.

@@ -5,8 +5,8 @@ use std::io::{self, Write};
 use shared::error::Result;
 
 use crate::args::Format;
+use crate::pool::Synced;
 use crate::refresh::Outcome;
-use crate::team::Synced;
 
 /// Reports `outcome` (and with a team database what was synced) in `format`.
 pub fn print(outcome: &Outcome, team: Option<&Synced>, format: Format) -> Result<()> {

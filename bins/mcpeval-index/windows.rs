@@ -26,8 +26,14 @@ use std::sync::mpsc::Receiver;
 use rusqlite::{Connection, Statement, params};
 use shared::error::Result;
 
-use crate::feed::Derived;
 use crate::schema;
+
+/// The windows of one session of one server.
+pub struct Derived {
+    pub session: String,
+    pub server: String,
+    pub windows: Vec<Window>,
+}
 
 /// Which sessions to recompute.
 pub enum Scope {

@@ -3,9 +3,11 @@
 
 use std::io::Write;
 
+use shared::Error;
+use shared::Result;
+use shared::exit;
 use shared::manifest::{Case, Manifest};
 use shared::probe_result::{ProbeResult, Verdict};
-use shared::{Error, Result, exit};
 
 use crate::args::{Config, Format};
 use crate::junit;

@@ -4,13 +4,14 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use shared::cli::{DatabaseArg, HomeArg};
-use shared::endpoint::Endpoint;
+use cli::probe_args::ServerArgs;
+use cli::{DatabaseArg, HomeArg};
+use shared::Error;
+use shared::Result;
 use shared::file_arg::Input;
 use shared::home::Home;
 use shared::id::FindingId;
-use shared::probe_args::ServerArgs;
-use shared::{Error, Result};
+use store::endpoint::Endpoint;
 
 /// Run one manifest case against an MCP server and print the signed result.
 #[derive(Debug, Parser)]
@@ -129,7 +130,7 @@ error an <error>; each case's signed result is its <system-out>, ready for `mcpe
 --record`. Status with --all: 1 when any case was red; else 5 when any case met a transport \
 error; else 0. Red wins because it is evidence about the server that CI must fail on, while a \
 transport error is a broken run.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval probe --manifest mcp-eval.manifest.json --case literal-status -- my-server --flag\n  \
 mcpeval probe --manifest m.json --case flaky-search --format text -- python3 server.py\n  \

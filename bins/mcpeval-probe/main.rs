@@ -1,36 +1,5 @@
-//! `mcpeval-probe`: run one manifest case (or, with `--all`, every case)
-//! against an MCP server, over stdio or Streamable HTTP, and print the
-//! signed results.
-//!
-//! It changes no lifecycle state; it only journals its own calls (origin
-//! `probe`). stdout carries the result and nothing else; the server's
-//! output is judged, never echoed.
+//! The `mcpeval-probe` binary: its code is the library beside this file.
 
-mod all;
-mod args;
-mod junit;
-mod output;
-mod run;
-mod target;
-
-use std::process::ExitCode;
-
-use crate::args::Args;
-
-const PROGRAM: &str = "mcpeval-probe";
-
-fn main() -> ExitCode {
-    let passed = take_endpoint();
-    shared::cli::main_status(|args: Args| run::run(args.into_config(passed)?))
-}
-
-/// Takes [`shared::ENDPOINT_ENV`] out of this process's environment: what
-/// verify passed is read once, and no server, sibling or later read of the
-/// environment sees it again.
-fn take_endpoint() -> Option<String> {
-    let value = std::env::var_os(shared::ENDPOINT_ENV)?;
-    // SAFETY: called first thing in `main`, before this program starts any
-    // thread, so nothing reads the environment while it changes.
-    unsafe { std::env::remove_var(shared::ENDPOINT_ENV) };
-    value.into_string().ok()
+fn main() -> std::process::ExitCode {
+    mcpeval_probe::main()
 }

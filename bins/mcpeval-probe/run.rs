@@ -3,48 +3,72 @@
 
 use std::io::Write;
 
-use shared::binding;
-use shared::credit::{self, Claim, Subject};
+use mcp::StderrTail;
+use mcp::probe::{self, Setup};
+use shared::Error;
+use shared::Result;
 use shared::escape;
 use shared::file_arg::Input;
 use shared::finding::Probe;
+use shared::findings::Findings;
 use shared::home::Home;
-use shared::journal::Writer;
 use shared::manifest::{Case, Manifest};
-use shared::mcp::StderrTail;
-use shared::probe::{self, Setup};
 use shared::probe_result::{ProbeResult, SCHEMA, StepClaim, Verdict};
-use shared::salt::Salt;
-use shared::team::Scope;
-use shared::{Error, Result};
+use shared::sibling::{self, Failure};
+use store::binding;
+use store::credit::{self, Claim, Subject};
+use store::journal::Writer;
+use store::salt::Salt;
+use store::signed::Signed;
 
 use crate::PROGRAM;
 use crate::args::Config;
 use crate::{output, target};
 
-/// Runs the configured case, or with `--all` every case; returns the exit
-/// status of the verdicts.
-pub fn run(config: Config) -> Result<u8> {
-    let manifest = Manifest::load(&config.manifest)?;
-    if config.all {
-        return crate::all::run(&config, &manifest);
-    }
-    let case = select(&manifest, &config)?;
-    let view = view(&config, &[case])?;
-    let admitted = admit(case, &config, &view)?;
-    let mut runner = Runner::new(&config)?;
-    let result = runner.run(&manifest, case, admitted)?;
+/// Runs the configured case of `manifest`; returns the exit status of its
+/// verdict.
+pub fn run(config: &Config, manifest: &Manifest) -> Result<u8> {
+    let case = select(manifest, config)?;
+    let view = view(config, &[case])?;
+    let admitted = admit(case, config, &view)?;
+    let mut runner = Runner::new(config)?;
+    let result = runner.run(manifest, case, admitted)?;
     output::print(&result, config.format)?;
     explain(&result, runner.server_stderr(), config.hint);
     Ok(result.result.exit_status())
 }
 
 /// The store to read what `cases` are about from: with a team database,
-/// the team view, refused (status 3) when a row of their findings is; a
-/// forged row of another finding stops nothing here.
+/// the team view, brought up to date for their findings by
+/// `mcpeval-findings --finding …` (so this program links no database
+/// client); its refusal (status 3 for a refused row of their findings, 6
+/// for a database this store cannot use) is ours. A forged row of another
+/// finding stops nothing here.
 pub fn view(config: &Config, cases: &[&Case]) -> Result<Home> {
-    let findings = cases.iter().map(|c| c.finding.clone()).collect();
-    shared::team::view(&config.home, Scope::Findings(findings))
+    if shared::config::database_url(&config.home)?.is_none() {
+        return Ok(config.home.clone());
+    }
+    let mut args = vec!["--format", "json"];
+    for case in cases {
+        args.extend(["--finding", case.finding.as_str()]);
+    }
+    let home = config.home.root().as_std_path();
+    match sibling::json::<Findings>("findings", home, &args) {
+        Ok(_) => Ok(config.home.team_view()),
+        Err(failure) => Err(failure.own_error().unwrap_or_else(|| {
+            let why = match failure {
+                Failure::Missing => "is not installed beside it or on PATH".to_owned(),
+                Failure::Io(e) => format!("could not be run: {e}"),
+                Failure::Failed { ended, .. } => ended.describe(),
+                Failure::Unreadable { .. } => "printed output it cannot read".to_owned(),
+            };
+            Error::unavailable(format!(
+                "{PROGRAM} reads a team's findings through mcpeval-findings, which {why}; \
+                 nothing was run"
+            ))
+            .with_hint("install mcpeval-probe and its siblings from the same release")
+        })),
+    }
 }
 
 /// What a case was admitted with.
@@ -58,7 +82,7 @@ pub struct Admitted {
 }
 
 /// Refuses a case that cannot be judged (placeholders left) or cannot earn
-/// its finding credit by the proof rules (see `shared::credit`), before
+/// its finding credit by the proof rules (see `store::credit`), before
 /// any server starts; returns its attempt budget and the finding's
 /// subject. A finding this store does not know is probed all the same:
 /// the result carries what the rules need, and `verify --record` holds it
@@ -76,7 +100,7 @@ pub fn admit(case: &Case, config: &Config, view: &Home) -> Result<Admitted> {
     // a false-success finding.
     let indexed = match &known {
         Some(_) => None,
-        None => shared::index_db::finding_facts(view, &case.finding)?,
+        None => store::index_db::finding_facts(view, &case.finding)?,
     };
     let rate = match &known {
         Some(k) => k.evidence.failure_rate,

@@ -6,11 +6,11 @@
 
 use std::path::PathBuf;
 
+use mcp::{Launch, Remote, Target};
 use shared::Result;
-use shared::binding::{self, Pinned};
 use shared::manifest::{Case, Manifest};
-use shared::mcp::{Launch, Remote, Target};
-use shared::salt::Salt;
+use store::binding::{self, Pinned};
+use store::salt::Salt;
 
 use crate::PROGRAM;
 use crate::args::{Config, Server};
@@ -50,7 +50,7 @@ pub fn prepare(
             Ok(Prepared {
                 target: Target::Stdio(launch),
                 pinned,
-                fallback_server: shared::credit::command_name(&arg0),
+                fallback_server: store::credit::command_name(&arg0),
             })
         }
         Server::Endpoint(endpoint) => Ok(Prepared {

@@ -1,9 +1,9 @@
 //! Command-line flags of `mcpeval-promote`, checked into a [`Config`].
 
 use clap::{Parser, ValueEnum};
+use cli::{DatabaseArg, HomeArg};
 use jiff::Timestamp;
 use shared::Result;
-use shared::cli::{DatabaseArg, HomeArg};
 use shared::config::{Config as StoreConfig, check_threshold};
 use shared::home::Home;
 
@@ -36,7 +36,7 @@ With a team database it promotes the team's evidence: when this machine's \
 team view is behind the database it runs `mcpeval index` first, then \
 promotes the view and writes the findings and new lifecycle rows back in one \
 transaction under the team's lock.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval index && mcpeval promote\n  \
 mcpeval promote --threshold 0.15\n  \

@@ -11,8 +11,8 @@ use std::path::Path;
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 use shared::Result;
-use shared::db::sql_error;
 use shared::finding::{Evidence, Kind};
+use store::db::sql_error;
 
 /// A group's key: kind, server, tool and (errors only) template id.
 pub type Key = (Kind, String, String, Option<String>);

@@ -13,15 +13,19 @@ mod select;
 use std::io::Write;
 use std::process::ExitCode;
 
-use shared::catalog::{self, Promotion};
+use shared::Result;
 use shared::home::Home;
-use shared::salt::Salt;
-use shared::{Result, db, index_db, lifecycle, time};
+use shared::time;
+use store::catalog::{self, Promotion};
+use store::db;
+use store::index_db;
+use store::lifecycle;
+use store::salt::Salt;
 
 use crate::args::{Args, Config, Format};
 
 fn main() -> ExitCode {
-    shared::cli::main(|args: Args| run(args.into_config()?))
+    cli::main(|args: Args| run(args.into_config()?))
 }
 
 fn run(config: Config) -> Result<()> {
@@ -33,12 +37,12 @@ fn run(config: Config) -> Result<()> {
     // view that fell behind again meanwhile is refused). Opening the team
     // first refuses another salt or a newer database in promote's own
     // words.
-    if let Some(mut team) = shared::team::Team::open(&config.home)?
+    if let Some(mut team) = team::Team::open(&config.home)?
         && !team.view_is_current(&config.home)?
     {
         catch_up(&config.home)?;
     }
-    let promotion = shared::team::promote(&config.home, |home| promote(home, &config))?;
+    let promotion = team::promote(&config.home, |home| promote(home, &config))?;
     let mut out = std::io::stdout().lock();
     match config.format {
         Format::Text => writeln!(out, "{}", summary(&promotion))?,

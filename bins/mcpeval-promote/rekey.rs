@@ -10,10 +10,11 @@ use std::path::Path;
 
 use rusqlite::Transaction;
 use shared::Result;
-use shared::finding::{Kind, finding_id, legacy_finding_id};
+use shared::finding::Kind;
 use shared::id::FindingId;
-use shared::lifecycle;
-use shared::salt::Salt;
+use store::ids::{finding_id, legacy_finding_id};
+use store::lifecycle;
+use store::salt::Salt;
 
 use crate::groups::Group;
 

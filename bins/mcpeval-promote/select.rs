@@ -6,10 +6,11 @@
 
 use jiff::Timestamp;
 use serde_json::Value;
-use shared::catalog::Derived;
-use shared::finding::{DefectClass, Kind, finding_id};
-use shared::salt::Salt;
+use shared::finding::{DefectClass, Kind};
 use shared::score::{Signals, median, wilson_lower};
+use store::catalog::Derived;
+use store::ids::finding_id;
+use store::salt::Salt;
 
 use crate::groups::Group;
 

@@ -1,14 +1,17 @@
 //! Command-line flags of `mcpeval-readiness`, checked into a [`Config`].
 
 use clap::{Parser, ValueEnum};
+use cli::{DatabaseArg, HomeArg};
 use jiff::Timestamp;
-use shared::cli::{DatabaseArg, HomeArg};
+use shared::Error;
+use shared::Result;
 use shared::home::Home;
-use shared::{Error, Result};
-
-use crate::verdict::RATE_LIMIT_PERCENT;
 
 /// Report how ready each server is, from recent traffic and open findings.
+/// A tool failing more than this share of its calls on the last day puts
+/// its server at risk (percent).
+pub const RATE_LIMIT_PERCENT: u32 = 5;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "mcpeval-readiness",
@@ -41,7 +44,7 @@ The status is 0 whatever the verdicts: they are data. --format json prints one o
 {{as_of, days, rate_limit, findings, servers: [{{server, verdict, reasons, open_findings, \
 verifying: [{{id, tool, severity, streak}}], tools: [{{tool, calls, failures, daily: [{{day, calls, \
 failures, failure_rate}}]}}]}}], cache}}; open_findings and verifying are null without an index."),
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval readiness\n  \
 mcpeval readiness --days 14 --server weather\n  \
@@ -101,10 +104,7 @@ impl Args {
             })?,
         };
         Ok(Config {
-            home: shared::team::view(
-                &self.database.apply(self.home.resolve()?),
-                shared::team::Scope::All,
-            )?,
+            home: team::view(&self.database.apply(self.home.resolve()?), team::Scope::All)?,
             days: self.days,
             format: self.format,
             servers: self.server,

@@ -1,5 +1,5 @@
 //! `trends.db`: per-journal daily call and failure counts, kept in step
-//! with the journals by the index's own byte rules (`shared::checkpoint`).
+//! with the journals by the index's own byte rules (`store::checkpoint`).
 //!
 //! A journal's identity is its content: the cache keeps, per journal, how
 //! many bytes it read and their SHA-256, and re-hashes those bytes on every
@@ -16,15 +16,15 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, Transaction, params};
 use sha2::Digest;
-use shared::checkpoint::{self, Mark, file_name};
-use shared::db::{self, Schema, sql_error};
 use shared::error::{Error, IoContext, Result};
-use shared::hash::Hasher;
 use shared::home::Home;
-use shared::journal;
 use shared::lines::Line;
-use shared::lock::LockFile;
 use shared::record::{MAX_LINE, Origin, Outcome, Record, Unknown};
+use store::checkpoint::{self, Mark, file_name};
+use store::db::{self, Schema, sql_error};
+use store::hash::Hasher;
+use store::journal;
+use store::lock::LockFile;
 
 /// The migrations of `trends.db`; append new steps, never edit one.
 pub const SCHEMA: Schema = Schema {
@@ -101,7 +101,7 @@ pub fn refresh(home: &Home) -> Result<Refresh> {
         .then(|| LockFile::open(home.journal_lock().as_std_path()))
         .transpose()?;
     let _guard = lock.as_ref().map(LockFile::shared).transpose()?;
-    let files = shared::journal::files(journals_dir.as_std_path())?;
+    let files = store::journal::files(journals_dir.as_std_path())?;
 
     let path = home.trends_db();
     let mut conn = db::open(path.as_std_path(), &SCHEMA)?;
@@ -172,7 +172,7 @@ fn load(conn: &Connection, path: &Path) -> Result<Vec<Checkpoint>> {
 }
 
 /// Checks every cached journal against the disk by the index's rules
-/// (`shared::checkpoint`); `Some(reason)` when the cache must be rebuilt.
+/// (`store::checkpoint`); `Some(reason)` when the cache must be rebuilt.
 /// The hash state after each verified prefix is kept in `hashers`, so the
 /// last journal's growth is hashed once.
 fn plan(

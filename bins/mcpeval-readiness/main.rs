@@ -23,13 +23,13 @@ use crate::args::{Args, Config, Format};
 const PROGRAM: &str = "mcpeval-readiness";
 
 fn main() -> ExitCode {
-    shared::cli::main(|args: Args| run(args.into_config()?))
+    cli::main(|args: Args| run(args.into_config()?))
 }
 
 fn run(config: Config) -> Result<()> {
     // Findings not promoted since the index changed end the run first,
     // before the trends cache is touched.
-    let catalog = shared::catalog::load_if_indexed(&config.home)?;
+    let catalog = store::catalog::load_if_indexed(&config.home)?;
     let refresh = cache::refresh(&config.home)?;
     if let Some(reason) = &refresh.rebuilt {
         let _ = writeln!(

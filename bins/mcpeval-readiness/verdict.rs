@@ -14,17 +14,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::ToSpan;
 use serde::{Serialize, Serializer};
-use shared::catalog::Catalog;
 use shared::finding::State;
 use shared::score::Severity;
-use shared::verification::GREENS_TO_CLOSE;
+use store::catalog::Catalog;
+use store::verification::GREENS_TO_CLOSE;
 
-use crate::args::Config;
+use crate::args::{Config, RATE_LIMIT_PERCENT};
 use crate::cache::Refresh;
-
-/// A tool failing more than this share of its calls on the last day puts
-/// its server at risk (percent).
-pub const RATE_LIMIT_PERCENT: u32 = 5;
 
 /// One day of one tool.
 #[derive(Debug, Serialize)]

@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use shared::cli::{DatabaseArg, HomeArg};
+use cli::{DatabaseArg, HomeArg};
+use shared::Error;
+use shared::Result;
 use shared::file_arg::Output;
 use shared::home::Home;
-use shared::{Error, Result};
 
 /// Write one self-contained HTML page of readiness, findings and fixes.
 #[derive(Debug, Parser)]
@@ -35,7 +36,7 @@ malformed journal 4.\n\n\
 --output FILE is written to a temporary file beside FILE and renamed into place, so FILE is never \
 half-written; --output - writes to stdout, and a FILE that is not a regular file (a FIFO, a device, \
 a symbolic link such as /dev/stdout) is written in place, never replaced.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval report --output report.html\n  \
 mcpeval report --days 14 --server weather --output weather.html\n  \
@@ -91,7 +92,7 @@ impl Args {
                 // Its siblings read the team; a store that cannot is
                 // refused here, in the report's own words.
                 let home = self.database.apply(self.home.resolve()?);
-                shared::team::check(&home)?;
+                team::check(&home)?;
                 home
             },
             output,

@@ -23,7 +23,7 @@ use crate::args::{Args, Config};
 const PROGRAM: &str = "mcpeval-report";
 
 fn main() -> ExitCode {
-    shared::cli::main(|args: Args| run(args.into_config()?))
+    cli::main(|args: Args| run(args.into_config()?))
 }
 
 fn run(config: Config) -> Result<()> {

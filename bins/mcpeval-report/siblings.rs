@@ -13,56 +13,50 @@ use std::io::Write;
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
-use shared::sibling::{self, Ended, Options, Stderr};
-use shared::{Error, Result, exit};
+use shared::Error;
+use shared::Result;
+use shared::exit;
+use shared::sibling::{self, Ended, Failure};
 
 use crate::PROGRAM;
 
 /// Runs `mcpeval-<sub> --home HOME ARGS…` and parses its stdout as `T`.
 pub fn json<T: DeserializeOwned>(sub: &str, home: &Path, args: &[&str]) -> Result<T> {
-    let shown = printable(&format!("mcpeval-{sub} {}", args.join(" ")));
-    let program = sibling::find(sub).ok_or_else(|| {
-        Error::unavailable(format!(
+    let shown = sibling::printable(&format!("mcpeval-{sub} {}", args.join(" ")));
+    match sibling::json(sub, home, args) {
+        Ok((parsed, said)) => {
+            if !said.is_empty() {
+                let _ = std::io::stderr().lock().write_all(said.as_bytes());
+            }
+            Ok(parsed)
+        }
+        Err(Failure::Missing) => Err(Error::unavailable(format!(
             "mcpeval-{sub} is not installed beside {PROGRAM} or on PATH; the report is built from its JSON"
         ))
         .with_hint(format!(
             "install the whole mcpeval suite, or put mcpeval-{sub} on PATH"
-        ))
-    })?;
-    let options = Options {
-        dir: None,
-        stderr: Stderr::Capture,
-        env: &[],
-    };
-    let out = sibling::run(&program, home, args.iter().copied(), options)
-        .map_err(|e| Error::io(format_args!("cannot run {}", program.display()), e))?;
-    let stderr = printable(&String::from_utf8_lossy(&out.stderr));
-    if !out.success() {
-        return Err(Error::new(report_status(out.ended), {
-            let ended = out.ended.describe();
-            let said = stderr.trim_end();
+        ))),
+        Err(Failure::Io(e)) => Err(Error::io(format_args!("cannot run mcpeval-{sub}"), e)),
+        Err(Failure::Failed { ended, said }) => Err(Error::new(report_status(ended), {
+            let described = ended.describe();
+            let said = said.trim_end();
             if said.is_empty() {
-                format!("{shown} {ended} and said nothing; the report needs its JSON")
+                format!("{shown} {described} and said nothing; the report needs its JSON")
             } else {
-                format!("{shown} {ended}; the report needs its JSON:\n{said}")
+                format!("{shown} {described}; the report needs its JSON:\n{said}")
             }
-        }));
-    }
-    if !stderr.is_empty() {
-        let _ = std::io::stderr().lock().write_all(stderr.as_bytes());
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| {
+        })),
         // serde's message may quote the offending value: say where, not what.
-        Error::unavailable(format!(
-            "{shown} printed output this report cannot read ({:?} error at line {} column {}); \
-             is {} from another release?",
-            e.classify(),
-            e.line(),
-            e.column(),
-            program.display()
+        Err(Failure::Unreadable {
+            category,
+            line,
+            column,
+        }) => Err(Error::unavailable(format!(
+            "{shown} printed output this report cannot read ({category:?} error at line {line} \
+             column {column}); is mcpeval-{sub} from another release?"
         ))
-        .with_hint("install mcpeval-report and its siblings from the same release")
-    })
+        .with_hint("install mcpeval-report and its siblings from the same release")),
+    }
 }
 
 /// The report's own status for a sibling that failed with `status`: what
@@ -74,20 +68,6 @@ fn report_status(ended: Ended) -> u8 {
         Ok(s @ (exit::REJECTED | exit::REFUSED | exit::IO)) => s,
         _ => exit::UNAVAILABLE,
     }
-}
-
-/// `text` with every control character but the newline escaped, so a
-/// relayed message cannot drive the terminal.
-fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() && c != '\n' {
-            out.push_str(&c.escape_default().to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -105,10 +85,5 @@ mod tests {
         assert_eq!(code(2), exit::UNAVAILABLE);
         assert_eq!(report_status(Ended::Signal(9)), exit::UNAVAILABLE);
         assert_eq!(code(-1), exit::UNAVAILABLE);
-    }
-
-    #[test]
-    fn relayed_text_cannot_drive_a_terminal() {
-        assert_eq!(printable("a\u{1b}[31mb\n"), "a\\u{1b}[31mb\n");
     }
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Parser};
-use shared::cli::HomeArg;
+use cli::HomeArg;
 
 /// Export the store's salt to a file, or import one from a file.
 #[derive(Debug, Parser)]
@@ -28,7 +28,7 @@ The file is a secret: whoever holds it can tell which ids come from which values
 probe results this store accepts. Move it by a private channel and delete it afterwards. The \
 salt is never printed on stderr.",
     group(ArgGroup::new("mode").args(["export", "import"]).required(true)),
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval salt --export team.salt            # on the first machine\n  \
 mcpeval salt --import team.salt            # on each other machine, before capturing\n  \

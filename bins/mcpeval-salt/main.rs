@@ -10,10 +10,11 @@ mod args;
 use std::io::Write;
 use std::process::ExitCode;
 
+use shared::Error;
+use shared::Result;
 use shared::file_arg::{Input, Output};
 use shared::home::Home;
-use shared::salt::{Installed, Salt};
-use shared::{Error, Result};
+use store::salt::{Installed, Salt};
 
 use crate::args::Args;
 
@@ -23,7 +24,7 @@ const PROGRAM: &str = "mcpeval-salt";
 const LIMIT: u64 = 4096;
 
 fn main() -> ExitCode {
-    shared::cli::main(run)
+    cli::main(run)
 }
 
 fn run(args: Args) -> Result<()> {
@@ -94,7 +95,7 @@ fn has_journals(home: &Home) -> Result<bool> {
         if entry
             .file_name()
             .to_str()
-            .is_some_and(shared::journal::is_journal_name)
+            .is_some_and(store::journal::is_journal_name)
         {
             return Ok(true);
         }

@@ -13,7 +13,8 @@
 //! port and path): reaching a URL acts with the user's network position as
 //! surely as a command acts with their rights on the machine.
 
-use shared::{Error, Result};
+use shared::Error;
+use shared::Result;
 
 /// The server commands verify_finding may run.
 #[derive(Debug, Clone)]

@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use shared::cli::{DatabaseArg, HomeArg};
+use cli::{DatabaseArg, HomeArg};
+use shared::Error;
+use shared::Result;
 use shared::home::Home;
-use shared::{Error, Result};
 
 use crate::allowlist::{self, AllowedCommand, Allowlist};
 use crate::workspace::Workspace;
@@ -65,7 +66,7 @@ Requests are JSON-RPC lines of at most 4 MiB (a generate_manifest call with the 
 expect a manifest may hold fits well within it); a longer line is read through and dropped, \
 never held, and answered with an Invalid Request error (id null), and serve goes on with the \
 next line. The server ends when its stdin closes.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval serve --allow-command 'python3 server.py'\n  \
 mcpeval serve --workspace ~/src/weather --allow-command 'npx -y weather-mcp'\n  \

@@ -25,10 +25,10 @@ use crate::args::Args;
 const PROGRAM: &str = "mcpeval-serve";
 
 fn main() -> ExitCode {
-    shared::cli::main(|args: Args| {
+    cli::main(|args: Args| {
         let config = args.into_config()?;
         if let Allowlist::Any = config.commands {
-            shared::cli::warn(
+            cli::warn(
                 PROGRAM,
                 "--allow-any-command: verify_finding will run ANY command an MCP client of \
                  this server names, with your rights; allow only your server's command with \

@@ -71,7 +71,7 @@ pub fn serve(config: &Config) -> Result<()> {
                 )),
             },
             Line::Oversized(len) => {
-                shared::cli::warn(
+                cli::warn(
                     crate::PROGRAM,
                     format_args!(
                         "refused a request line of {len} bytes, over the limit of {MAX_REQUEST} (4 MiB); it was not read"

@@ -10,9 +10,10 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use shared::Error;
+use shared::Result;
 use shared::error::Kind;
 use shared::sibling::{self, Options, Stderr};
-use shared::{Error, Result};
 
 /// What a command did.
 #[derive(Debug)]

@@ -22,8 +22,8 @@ use crate::failure::Failure;
 use crate::siblings::{self, Ran};
 
 use shared::id::FindingId;
-use shared::lifecycle::{Kind, State};
-use shared::verification::GREENS_TO_CLOSE;
+use store::lifecycle::{Kind, State};
+use store::verification::GREENS_TO_CLOSE;
 
 /// The names a client may give, as the lifecycle spells them.
 fn spelled_list<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> String {

@@ -32,9 +32,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use shared::Error;
+use shared::Result;
 use shared::error::Kind as ErrorKind;
 use shared::manifest::{MAX_MANIFEST_BYTES, Manifest};
-use shared::{Error, Result};
 
 use crate::failure::Failure;
 

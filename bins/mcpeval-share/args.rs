@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use shared::cli::{DatabaseArg, HomeArg};
+use cli::{DatabaseArg, HomeArg};
 
 /// Pack share-safe findings and evidence into one file for a server's maintainer.
 #[derive(Debug, Parser)]
@@ -35,7 +35,7 @@ findings (said on stderr); a damaged or incomplete index is status 3; a malforme
 one over 64 KiB (measured as it is read, never held), is status 4, naming its file and line, and \
 nothing is written. A name in journals/ that is not a regular file (a FIFO, a device) is skipped \
 with a warning on stderr, never opened.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval share --output weather.share.json --server weather\n  \
 mcpeval share --output all.share.json --include-notes\n  \

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use shared::envelope::ToolEvidence as Tool;
 use shared::record::{Origin, Outcome, Record, Unknown};
+use store::envelope::ToolEvidence as Tool;
 
 /// Aggregates `records` per (server, tool), in name order.
 pub fn per_tool(records: &[Record]) -> Vec<Tool> {

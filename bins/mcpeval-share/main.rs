@@ -21,5 +21,5 @@ use crate::args::Args;
 const PROGRAM: &str = "mcpeval-share";
 
 fn main() -> ExitCode {
-    shared::cli::main(|args: Args| pack::run(args))
+    cli::main(|args: Args| pack::run(args))
 }

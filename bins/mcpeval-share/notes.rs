@@ -5,10 +5,10 @@
 use std::collections::HashSet;
 
 use shared::Result;
-use shared::db::sql_error;
-use shared::envelope::Note;
 use shared::home::Home;
 use shared::record::Record;
+use store::db::sql_error;
+use store::envelope::Note;
 
 /// The call `note` is about, as people name it (in this store's tokens).
 pub fn target(note: &Note) -> String {
@@ -21,7 +21,7 @@ pub fn target(note: &Note) -> String {
 
 /// The notes whose call is among `records`, oldest first.
 pub fn on(home: &Home, records: &[Record]) -> Result<Vec<Note>> {
-    let Some(conn) = shared::lifecycle::open_if_present(home)? else {
+    let Some(conn) = store::lifecycle::open_if_present(home)? else {
         return Ok(Vec::new());
     };
     let events: HashSet<&str> = records.iter().filter_map(Record::event_id).collect();

@@ -10,15 +10,15 @@ use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
-use shared::catalog::Finding;
-use shared::envelope::{Note, SCHEMA, ToolEvidence};
 use shared::error::{Error, IoContext, Result};
 use shared::escape::{quoted, terminal};
 use shared::file_arg::Output;
 use shared::home::Home;
-use shared::journal;
 use shared::lines::Line;
 use shared::record::{MAX_LINE, Record};
+use store::catalog::Finding;
+use store::envelope::{Note, SCHEMA, ToolEvidence};
+use store::journal;
 
 use crate::PROGRAM;
 use crate::args::Args;
@@ -41,11 +41,8 @@ struct Envelope {
 
 /// Runs `share`.
 pub fn run(args: Args) -> Result<()> {
-    let home = shared::team::view(
-        &args.database.apply(args.home.resolve()?),
-        shared::team::Scope::All,
-    )?;
-    let catalog = shared::catalog::load_if_indexed(&home)?;
+    let home = team::view(&args.database.apply(args.home.resolve()?), team::Scope::All)?;
+    let catalog = store::catalog::load_if_indexed(&home)?;
     let records = read_journals(&home)?;
 
     let known: BTreeSet<&str> = records
@@ -171,7 +168,7 @@ fn count(n: usize, noun: &str) -> String {
 /// whole run before anything is written.
 fn read_journals(home: &Home) -> Result<Vec<Record>> {
     let mut out = Vec::new();
-    for path in shared::journal::files(home.journals().as_std_path())? {
+    for path in store::journal::files(home.journals().as_std_path())? {
         read_journal(&path, &mut out)?;
     }
     Ok(out)

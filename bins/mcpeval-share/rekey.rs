@@ -14,11 +14,11 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
-use shared::catalog::Finding;
 use shared::error::{Error, Result};
 use shared::escape::clean_name;
 use shared::record::Record;
-use shared::salt::Salt;
+use store::catalog::Finding;
+use store::salt::Salt;
 
 /// The key of one share file.
 pub struct Rekey(Salt);
@@ -26,7 +26,7 @@ pub struct Rekey(Salt);
 impl Rekey {
     /// A fresh random key.
     pub fn new() -> Result<Rekey> {
-        let mut bytes = [0u8; shared::salt::LEN];
+        let mut bytes = [0u8; store::salt::LEN];
         getrandom::fill(&mut bytes)
             .map_err(|e| Error::new(shared::exit::IO, format!("cannot draw random bytes: {e}")))?;
         Ok(Rekey(Salt::from_bytes(bytes)))

@@ -3,13 +3,14 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use shared::cli::{DatabaseArg, HomeArg};
-use shared::endpoint::Endpoint;
+use cli::probe_args::ServerArgs;
+use cli::{DatabaseArg, HomeArg};
+use shared::Error;
+use shared::Result;
 use shared::file_arg::Input;
 use shared::home::Home;
 use shared::id::FindingId;
-use shared::probe_args::ServerArgs;
-use shared::{Error, Result};
+use store::endpoint::Endpoint;
 
 /// Probe a claimed fix and credit the finding's lifecycle.
 #[derive(Debug, Parser)]
@@ -74,7 +75,7 @@ reason=R and is followed by an indented hint: line. A replayed result prints FIN
 run=UUID already recorded: no credit added (state=S streak=N/3). With --format json, one object \
 with the same facts. mcpeval-probe's own diagnostics (notes, the detail of a red run) appear on \
 stderr.",
-    after_help = shared::cli::footer(
+    after_help = cli::footer(
         "Examples:\n  \
 mcpeval verify --finding finding-0123456789abcdef --case literal-status \\\n      \
 --manifest mcp-eval.manifest.json -- my-server --flag\n  \

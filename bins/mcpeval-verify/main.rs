@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use crate::args::{Args, Config, Mode};
 
 fn main() -> ExitCode {
-    shared::cli::main_status(|args: Args| verify(args.into_config()?))
+    cli::main_status(|args: Args| verify(args.into_config()?))
 }
 
 fn verify(config: Config) -> shared::Result<u8> {
@@ -27,8 +27,8 @@ fn verify(config: Config) -> shared::Result<u8> {
             let mut pending = output::Pending::default();
             // The rows of the findings it records, and no other.
             let findings = lines.iter().map(|l| l.result.finding.clone()).collect();
-            let scope = shared::team::Scope::Findings(findings);
-            let status = shared::team::write(&config.home, scope, |home| {
+            let scope = team::Scope::Findings(findings);
+            let status = team::write(&config.home, scope, |home| {
                 record::record_all(home, input, &lines, config.format, policy, &mut pending)
             })?;
             pending.emit()?;
@@ -39,9 +39,9 @@ fn verify(config: Config) -> shared::Result<u8> {
 
 /// What this store asks of a closing streak: `require_witnessed` in its
 /// config.json, or in its team's settings.
-pub fn policy(home: &shared::home::Home) -> shared::Result<shared::verification::Policy> {
-    Ok(shared::verification::Policy {
+pub fn policy(home: &shared::home::Home) -> shared::Result<store::verification::Policy> {
+    Ok(store::verification::Policy {
         require_witnessed: shared::config::Config::load(home)?.require_witnessed
-            || shared::team::require_witnessed(home)?,
+            || team::require_witnessed(home)?,
     })
 }

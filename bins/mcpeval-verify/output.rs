@@ -6,7 +6,7 @@ use std::io::Write;
 use serde::Serialize;
 use shared::Result;
 use shared::probe_result::ProbeResult;
-use shared::verification::{GREENS_TO_CLOSE, Recorded};
+use store::verification::{GREENS_TO_CLOSE, Recorded};
 
 use crate::args::Format;
 

@@ -2,15 +2,19 @@
 //! store's salt, and hand it to the lifecycle. Both modes end here, so a
 //! run and a recorded file earn credit by exactly the same rules.
 
-use shared::credit::{self, Claim, Known};
+use shared::Error;
+use shared::Result;
 use shared::error::Kind;
+use shared::exit;
 use shared::file_arg::Input;
 use shared::finding::{DefectClass, Probe};
 use shared::home::Home;
 use shared::probe_result::{ProbeResult, Reason, Verdict};
-use shared::salt::Salt;
-use shared::verification::{self, Policy, Recorded};
-use shared::{Error, Result, exit, lifecycle};
+use store::credit::{self, Claim, Known};
+use store::lifecycle;
+use store::salt::Salt;
+use store::signed::Signed;
+use store::verification::{self, Policy, Recorded};
 
 use crate::args::Format;
 use crate::output::Pending;
@@ -157,7 +161,7 @@ pub fn record_all(
                         None => named,
                     }
                 };
-                shared::cli::report(PROGRAM, &err);
+                cli::report(PROGRAM, &err);
                 failed.push(err.status());
             }
         }
@@ -287,7 +291,7 @@ fn hint(result: &ProbeResult, known: &Known) -> Option<String> {
 }
 
 /// Holds a result to the proof rules a probe applies where the finding
-/// is known (`shared::credit`): rules 1, 3 and 4 (status 4), then the
+/// is known (`store::credit`): rules 1, 3 and 4 (status 4), then the
 /// server's identity (status 6). Returns what the store knows of the
 /// finding.
 fn earns_credit(home: &Home, source: &str, result: &ProbeResult) -> Result<Known> {

@@ -9,11 +9,16 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use shared::Error;
+use shared::Result;
+use shared::exit;
 use shared::home::Home;
 use shared::probe_result::ProbeResult;
 use shared::sibling::{self, Ended, Options, Stderr, Stdin};
-use shared::team::Scope;
-use shared::{Error, Result, credit, exit, lifecycle, verification};
+use store::credit;
+use store::lifecycle;
+use store::verification;
+use team::Scope;
 
 use crate::args::{Format, RunConfig};
 use crate::record;
@@ -28,7 +33,7 @@ const PROBE: &str = "mcpeval-probe";
 /// result's reason, so the probe is asked to leave it out.
 pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     {
-        let view = shared::team::view(home, Scope::Finding(config.finding.clone()))?;
+        let view = team::view(home, Scope::Finding(config.finding.clone()))?;
         let conn = lifecycle::open(&view)?;
         verification::standing(&view, &conn, &config.finding)?
             .require(&config.finding, exit::USAGE)?;
@@ -102,7 +107,7 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     }
     let mut pending = crate::output::Pending::default();
     let scope = Scope::Finding(config.finding.clone());
-    let status = shared::team::write(home, scope, |home| {
+    let status = team::write(home, scope, |home| {
         record::record(home, PROBE, &result, format, policy, &mut pending)
     })?;
     pending.emit()?;

@@ -12,7 +12,8 @@
 use std::io::{self, Write};
 
 use clap::{ArgAction, Command, ValueHint};
-use shared::{Error, Result};
+use shared::Error;
+use shared::Result;
 
 use crate::builtin;
 

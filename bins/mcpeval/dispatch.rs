@@ -7,7 +7,9 @@
 
 use std::ffi::OsString;
 
-use shared::{Error, FRONT_ENV, HOME_ENV};
+use shared::Error;
+use shared::FRONT_ENV;
+use shared::HOME_ENV;
 
 use crate::args::Request;
 use crate::builtin;

@@ -21,7 +21,7 @@ pub fn write(search: &Search, format: Format) -> Result<()> {
     match format {
         Format::Json => {
             let json = to_json(&commands, |left_out| {
-                shared::cli::warn(
+                cli::warn(
                     "mcpeval",
                     format!(
                         "{left_out:?} is not valid UTF-8, which JSON cannot carry; it is left out of the listing"
@@ -35,7 +35,7 @@ pub fn write(search: &Search, format: Format) -> Result<()> {
             let place = search
                 .own_dir()
                 .map_or(String::new(), |d| format!(" in {} or", d.display()));
-            shared::cli::warn(
+            cli::warn(
                 "mcpeval",
                 format!("no mcpeval-NAME commands found{place} on PATH"),
             );

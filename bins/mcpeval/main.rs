@@ -17,8 +17,6 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use shared::cli;
-
 use crate::args::Action;
 use shared::sibling::Search;
 

@@ -9,6 +9,7 @@ fix-claimed\t''
 verifying\t''
 closed\t''"
 complete -c mcpeval-findings -l server -d 'Only findings of this server (repeatable)' -r
+complete -c mcpeval-findings -l finding -d 'Only this finding (repeatable); with a team database, only its rows are read' -r
 complete -c mcpeval-findings -l history -d 'Print each listed finding\'s lifecycle history instead (with --format json)'
 complete -c mcpeval-findings -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpeval-findings -s V -l version -d 'Print version'

@@ -1,6 +1,5 @@
 #![no_main]
 
-#[path = "../targets.rs"]
-mod targets;
+use mcpeval_testkit::fuzz as targets;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| targets::record(data));

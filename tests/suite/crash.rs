@@ -1,6 +1,6 @@
 //! Crash safety: `index`, `promote` and `verify` killed with SIGKILL at
 //! every SQL statement they run, through the debug builds' fault hook
-//! (`MCPEVAL_FAULT_AFTER_STATEMENTS`, see `shared/src/fault.rs`).
+//! (`MCPEVAL_FAULT_AFTER_STATEMENTS`, see `shared/store/src/fault.rs`).
 //!
 //! After each kill both databases pass SQLite's integrity check, a reader
 //! sees the state before the run or the state after it and nothing in
@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use rusqlite::{Connection, OpenFlags};
-use shared::fault::{FAULT_ENV, FAULT_IN_ENV};
 use shared::home::Home;
-use shared::lifecycle::{self, Kind, Target};
+use store::fault::{FAULT_ENV, FAULT_IN_ENV};
+use store::lifecycle::{self, Kind, Target};
 
 use crate::dump::{Dump, evidence, findings, rows, scratch};
 use crate::records::{self, Rec, lines};
@@ -158,7 +158,7 @@ fn journal(home: &Path, n: u32) -> PathBuf {
 fn unindexed(dir: &Path) -> PathBuf {
     let home = dir.join("template");
     // Finding ids are salted: every copy must share the salt.
-    shared::salt::Salt::load_or_create(&Home::at(&home)).unwrap();
+    store::salt::Salt::load_or_create(&Home::at(&home)).unwrap();
     fs::write(journal(&home, 1), lines(&calls(0, 1..3))).unwrap();
     fs::write(journal(&home, 2), lines(&calls(100, 3..4))).unwrap();
     annotate(&home, Kind::FalseSuccess, 14);

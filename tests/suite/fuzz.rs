@@ -10,8 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-#[path = "../../fuzz/targets.rs"]
-mod targets;
+use mcpeval_testkit::fuzz as targets;
 
 /// Tokens that move structured input somewhere interesting.
 const TOKENS: &[&[u8]] = &[

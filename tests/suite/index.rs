@@ -209,7 +209,7 @@ fn a_changed_prefix_of_a_grown_last_journal_rebuilds() {
     let recorded: Vec<u8> = db(&store)
         .query_row("SELECT sha256 FROM journals", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(recorded, shared::hash::sha256(&fs::read(&path).unwrap()));
+    assert_eq!(recorded, store::hash::sha256(&fs::read(&path).unwrap()));
 }
 
 #[test]
@@ -656,7 +656,7 @@ fn a_grown_journal_rewritten_during_runs_is_never_committed_as_a_mix() {
         let bytes = format!("{prefix}{}", &appended[..length - prefix.len()]);
         assert_eq!(
             sha256,
-            shared::hash::sha256(bytes.as_bytes()),
+            store::hash::sha256(bytes.as_bytes()),
             "calls of one version were committed with the checkpoint of another"
         );
         tools
@@ -1183,7 +1183,7 @@ fn writers_appending_during_indexing_never_get_a_torn_record_committed() {
         let writers: Vec<_> = (1..=2u32)
             .map(|w| {
                 let path = journal(&store, w);
-                let lock = shared::lock::LockFile::open(&lock).unwrap();
+                let lock = store::lock::LockFile::open(&lock).unwrap();
                 scope.spawn(move || {
                     for seq in 1..=PER_WRITER {
                         let mut rec =

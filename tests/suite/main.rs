@@ -20,7 +20,6 @@ mod index;
 mod inspector;
 mod markdown;
 mod names;
-mod pg_host;
 mod pipes;
 mod postgres;
 mod privacy;

@@ -27,7 +27,9 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::pg_host::{free_port, is_executable, is_root, newest_packaged_initdb, postgres_user};
+use mcpeval_testkit::pg_host::{
+    free_port, is_executable, is_root, newest_packaged_initdb, postgres_user,
+};
 
 /// The superuser every test database belongs to.
 pub const USER: &str = "mcpeval";

@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use store::signed::Signed;
 
 use serde_json::{Value, json};
 use shared::home::Home;
 use shared::probe_result::ProbeResult;
-use shared::salt::Salt;
+use store::salt::Salt;
 
 use crate::support::{Deps, Store, contains, fixture, text};
 

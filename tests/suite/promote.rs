@@ -290,7 +290,8 @@ fn ambiguous_or_other_annotations_cannot_form_false_success() {
 
 #[test]
 fn legacy_ids_are_rekeyed_once_and_history_is_kept() {
-    use shared::finding::{Kind, finding_id, legacy_finding_id};
+    use shared::finding::Kind;
+    use store::ids::{finding_id, legacy_finding_id};
     let store = Store::new();
     let recs: Vec<Rec> = (1..=4)
         .map(|s| with_code(Rec::error(s, s, 1, "forecast", Some(1)), -32602))
@@ -298,7 +299,7 @@ fn legacy_ids_are_rekeyed_once_and_history_is_kept() {
     records::write(&store, 1, &records::lines(&recs));
     ok(&store, "mcpeval-index", &[]);
     ok(&store, "mcpeval-promote", &["--threshold", "0"]); // creates salt and lifecycle.db
-    let salt = shared::salt::Salt::load(&shared::home::Home::at(&store.home()))
+    let salt = store::salt::Salt::load(&shared::home::Home::at(&store.home()))
         .unwrap()
         .unwrap();
     let current = finding_id(
@@ -639,7 +640,7 @@ fn findings_from_the_seed_corpus_hold_nothing_raw() {
 }
 
 fn hex_salt(home: &Path) -> String {
-    shared::hash::hex(&std::fs::read(home.join(".salt")).unwrap())
+    store::hash::hex(&std::fs::read(home.join(".salt")).unwrap())
 }
 
 #[test]

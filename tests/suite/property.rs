@@ -25,7 +25,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
 use shared::home::Home;
-use shared::lifecycle::{self, Kind, Target};
+use store::lifecycle::{self, Kind, Target};
 
 use crate::dump::{everything, evidence, findings, same, scratch};
 use crate::records::{event, journal_name, session, template};
@@ -163,7 +163,7 @@ impl Model {
     fn new(home: PathBuf) -> Model {
         crate::support::private_dir(&home.join("journals"));
         // Finding ids are salted: both sides must share one salt.
-        shared::salt::Salt::load_or_create(&Home::at(&home)).unwrap();
+        store::salt::Salt::load_or_create(&Home::at(&home)).unwrap();
         Model {
             home,
             files: BTreeMap::new(),

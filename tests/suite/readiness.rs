@@ -399,7 +399,7 @@ fn open_findings_decide_the_verdict_when_an_index_exists() {
 
     // With an attached probe the same score is high: not ready.
     let home = shared::home::Home::at(&store.home());
-    let conn = shared::lifecycle::open(&home).unwrap();
+    let conn = store::lifecycle::open(&home).unwrap();
     conn.execute(
         "UPDATE finding_state SET probe_attached = 1 WHERE finding_id = ?1",
         [&id],

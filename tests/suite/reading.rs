@@ -312,7 +312,7 @@ fn agent_entry(store: &Store, tool: &str) -> String {
 fn set(store: &Store, id: &str, state: &str, streak: u32, probe: bool) {
     set_state(store, id, state);
     let home = shared::home::Home::at(&store.home());
-    let conn = shared::lifecycle::open(&home).unwrap();
+    let conn = store::lifecycle::open(&home).unwrap();
     conn.execute(
         "UPDATE finding_state SET streak = ?2, probe_attached = ?3, witnessed = NULL
          WHERE finding_id = ?1",
@@ -364,7 +364,7 @@ fn the_agent_format_suggests_what_each_state_needs() {
         ),
     ] {
         let home = shared::home::Home::at(&store.home());
-        let conn = shared::lifecycle::open(&home).unwrap();
+        let conn = store::lifecycle::open(&home).unwrap();
         conn.execute(
             "UPDATE finding_state SET witnessed = ?2 WHERE finding_id = ?1",
             rusqlite::params![id, witnessed],

@@ -13,7 +13,7 @@ const HEADER: &str = "mcpeval.salt/1 ";
 
 /// The store's `.salt` as hex, as an export file holds it.
 fn hex_salt(store: &Store) -> String {
-    shared::hash::hex(&std::fs::read(store.home().join(".salt")).unwrap())
+    store::hash::hex(&std::fs::read(store.home().join(".salt")).unwrap())
 }
 
 /// Exports `store`'s salt into a file of the scratch directory.

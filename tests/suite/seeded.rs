@@ -97,7 +97,7 @@ pub fn finding_of(store: &Store, server: &str, tool: &str) -> Value {
 /// verify and close stages would leave it.
 pub fn set_state(store: &Store, id: &str, state: &str) {
     let home = shared::home::Home::at(&store.home());
-    let conn = shared::lifecycle::open(&home).unwrap();
+    let conn = store::lifecycle::open(&home).unwrap();
     conn.execute(
         "INSERT INTO finding_state(finding_id, state, updated_at) VALUES (?1, ?2, '2026-12-01T00:00:00.000Z')
          ON CONFLICT(finding_id) DO UPDATE SET state = excluded.state",
@@ -125,7 +125,7 @@ pub fn secrets() -> Vec<String> {
 /// The store's salt as hex.
 pub fn salt_hex(store: &Store) -> String {
     let bytes = std::fs::read(store.home().join(".salt")).unwrap();
-    shared::hash::hex(&bytes)
+    store::hash::hex(&bytes)
 }
 
 /// A store with one finding on the fixture server's `status` tool, in

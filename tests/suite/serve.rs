@@ -222,7 +222,7 @@ fn before_the_first_index_and_with_a_damaged_one() {
     records::write(&store, 1, &records::lines(&[Rec::ok(1, 1, 1, "forecast")]));
     ok(&store, "mcpeval-index", &[]);
     let home = shared::home::Home::at(&store.home());
-    let conn = shared::db::open(home.index_db(), &shared::index_db::SCHEMA).unwrap();
+    let conn = store::db::open(home.index_db(), &store::index_db::SCHEMA).unwrap();
     conn.execute("DELETE FROM state", []).unwrap();
     drop(conn);
     let words = cli_words(&store, "mcpeval-findings", &["--format", "json"]);

@@ -38,19 +38,37 @@ pub fn copy_bin(name: &str, dest: &Path) {
     assert!(status.success(), "cp {name} {}", dest.display());
 }
 
-/// The directory holding every built binary (`target/<profile>/`).
+/// The directory holding every built binary (`target/<profile>/`), as
+/// cargo names it for this test crate.
 pub fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/suite-<hash>
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target dir")
+    bin("mcpeval")
+        .parent()
+        .expect("a binary lies in a directory")
         .to_path_buf()
 }
 
-/// The path of one of the suite's binaries.
+/// The path of one of the suite's binaries, as cargo gives it.
 pub fn bin(name: &str) -> PathBuf {
-    bin_dir().join(name)
+    let path = match name {
+        "mcpeval" => env!("CARGO_BIN_EXE_mcpeval"),
+        "mcpeval-capture" => env!("CARGO_BIN_EXE_mcpeval-capture"),
+        "mcpeval-index" => env!("CARGO_BIN_EXE_mcpeval-index"),
+        "mcpeval-promote" => env!("CARGO_BIN_EXE_mcpeval-promote"),
+        "mcpeval-findings" => env!("CARGO_BIN_EXE_mcpeval-findings"),
+        "mcpeval-annotate" => env!("CARGO_BIN_EXE_mcpeval-annotate"),
+        "mcpeval-probe" => env!("CARGO_BIN_EXE_mcpeval-probe"),
+        "mcpeval-export-issues" => env!("CARGO_BIN_EXE_mcpeval-export-issues"),
+        "mcpeval-readiness" => env!("CARGO_BIN_EXE_mcpeval-readiness"),
+        "mcpeval-share" => env!("CARGO_BIN_EXE_mcpeval-share"),
+        "mcpeval-salt" => env!("CARGO_BIN_EXE_mcpeval-salt"),
+        "mcpeval-serve" => env!("CARGO_BIN_EXE_mcpeval-serve"),
+        "mcpeval-verify" => env!("CARGO_BIN_EXE_mcpeval-verify"),
+        "mcpeval-close" => env!("CARGO_BIN_EXE_mcpeval-close"),
+        "mcpeval-generate" => env!("CARGO_BIN_EXE_mcpeval-generate"),
+        "mcpeval-report" => env!("CARGO_BIN_EXE_mcpeval-report"),
+        other => panic!("{other} is not a binary of the suite"),
+    };
+    PathBuf::from(path)
 }
 
 /// The repository root.

@@ -1,7 +1,7 @@
 //! Crash safety of the team store: `index`, `promote` and `verify` killed
 //! with SIGKILL at the statements they send the team database (the debug
 //! builds' fault hook with `MCPEVAL_FAULT_COUNT=team`, see
-//! `shared/src/fault.rs`: statements, transaction starts, commits and the
+//! `shared/store/src/fault.rs`: statements, transaction starts, commits and the
 //! moments after them, and rows inside a `COPY` or a pull), sampled at a
 //! fixed stride and always at a run's last statements; and `index` killed
 //! at the statements of every database, so inside the team view's own
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use shared::fault::{FAULT_COUNT_ENV, FAULT_ENV, FAULT_IN_ENV};
+use store::fault::{FAULT_COUNT_ENV, FAULT_ENV, FAULT_IN_ENV};
 
 use crate::postgres::Database;
 use crate::support::{SYSTEM_PATH, bin, private_dir, text};

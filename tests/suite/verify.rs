@@ -5,12 +5,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use store::signed::Signed;
 
 use rusqlite::Connection;
 use serde_json::{Value, json};
 use shared::home::Home;
 use shared::probe_result::{ProbeResult, Reason, Verdict};
-use shared::salt::Salt;
+use store::salt::Salt;
 
 use crate::records::{self, Rec};
 use crate::support::{Deps, SYSTEM_PATH, Store, fixture, text};
@@ -488,7 +489,7 @@ fn editing_the_server_script_starts_a_fresh_streak() {
 #[test]
 fn swapping_the_interpreter_starts_a_fresh_streak() {
     let b = Bench::new();
-    let python = shared::binding::resolve("python3".as_ref(), Some(SYSTEM_PATH.as_ref())).unwrap();
+    let python = store::binding::resolve("python3".as_ref(), Some(SYSTEM_PATH.as_ref())).unwrap();
     // Another interpreter under the same name, first on PATH.
     let dir = b.store.scratch().join("other-python");
     std::fs::create_dir(&dir).unwrap();
@@ -903,7 +904,7 @@ fn index_only_evidence_is_imported_once_and_never_counts() {
     // The finding id is stable: compute it as promote will.
     let salt = Salt::load_or_create(&Home::at(&store.home())).unwrap();
     let template = crate::records::template(1);
-    let id = shared::finding::finding_id(
+    let id = store::ids::finding_id(
         &salt,
         shared::finding::Kind::Error,
         FIXTURE_SERVER,
@@ -1233,7 +1234,7 @@ fn recording_a_result_for_another_tool_or_server_is_refused() {
     succeed(&store, "mcpeval-index", &[]);
     let salt = Salt::load_or_create(&Home::at(&store.home())).unwrap();
     let template = crate::records::template(1);
-    let id = shared::finding::finding_id(
+    let id = store::ids::finding_id(
         &salt,
         shared::finding::Kind::Error,
         FIXTURE_SERVER,

@@ -27,7 +27,7 @@ use crate::http::json::Scanner;
 use crate::http::sessions::{Key, Observer};
 use crate::limits::OBSERVE_LIMIT;
 use crate::session::Side;
-use shared::sse::{Decoder, Item};
+use mcp::sse::{Decoder, Item};
 
 /// How a body's messages are found.
 #[derive(Debug)]

@@ -32,10 +32,11 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use shared::Error;
+use shared::Result;
 use shared::home::Home;
-use shared::journal::Writer;
-use shared::salt::Salt;
-use shared::{Error, Result};
+use store::journal::Writer;
+use store::salt::Salt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{SignalKind, signal};
@@ -95,7 +96,7 @@ async fn serve(http: Http, observer: Observer) -> Result<()> {
         loopback,
     )?);
     if !loopback {
-        shared::cli::warn(
+        cli::warn(
             PROGRAM,
             format_args!(
                 "{local} is not a loopback address: anyone who can reach it can use the upstream server through capture"
@@ -117,7 +118,7 @@ async fn serve(http: Http, observer: Observer) -> Result<()> {
                 Ok((stream, _)) if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS => {
                     observer.turned_away();
                     if !std::mem::replace(&mut said_full, true) {
-                        shared::cli::warn(
+                        cli::warn(
                             PROGRAM,
                             format_args!("{MAX_CONNECTIONS} connections are open: a new one got 503 (further ones are counted)"),
                         );
@@ -132,7 +133,7 @@ async fn serve(http: Http, observer: Observer) -> Result<()> {
                 }
                 Err(err) => {
                     // Out of descriptors and the like: wait, then go on.
-                    shared::cli::warn(PROGRAM, format_args!("cannot accept a connection: {err}"));
+                    cli::warn(PROGRAM, format_args!("cannot accept a connection: {err}"));
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
@@ -259,7 +260,7 @@ fn summary(tally: &Tally) {
             tally.unparsed
         ),
     );
-    if shared::cli::decorate_stderr() {
+    if cli::decorate_stderr() {
         eprintln!(
             "{PROGRAM}: journaled {} tool call(s){}",
             tally.journaled,

@@ -25,9 +25,10 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use jiff::Timestamp;
+use mcp::connector::Connector;
 use serde_json::{Value, json};
-use shared::connector::Connector;
-use shared::{Error, Result};
+use shared::Error;
+use shared::Result;
 
 use crate::http::body::{Observed, Watch};
 use crate::http::budget::Budget;
@@ -215,7 +216,7 @@ impl Proxy {
     fn refuse(&self, refusal: Refusal) -> Response<ProxyBody> {
         self.observer.refused();
         if !self.said_refused.swap(true, Ordering::Relaxed) {
-            shared::cli::warn(
+            cli::warn(
                 crate::PROGRAM,
                 format_args!(
                     "refused a request: {}; the client got 403 (further refusals are counted)",
@@ -239,7 +240,7 @@ impl Proxy {
         };
         let cause = causes(err);
         let message = format!("upstream {} {what}: {cause}", self.upstream);
-        shared::cli::warn(
+        cli::warn(
             crate::PROGRAM,
             format_args!("{message}; the client got 502 and the request was not recorded"),
         );
@@ -283,16 +284,14 @@ fn json_error(status: StatusCode, id: Value, message: &str) -> Response<ProxyBod
     response
 }
 
-/// The suite's connector (`shared::connector`), with a bounded connect.
+/// The suite's connector (`mcp::connector`), with a bounded connect.
 fn connector(upstream: &Upstream) -> Result<Connector> {
-    shared::connector::connector(upstream.is_https(), Some(Duration::from_secs(10))).map_err(
-        |err| {
-            let what = format!("cannot load the trusted certificates for {upstream}");
-            Error::transport(what)
-                .with_source(err)
-                .with_hint("install the CA certificates, or name a PEM file in SSL_CERT_FILE")
-        },
-    )
+    mcp::connector::connector(upstream.is_https(), Some(Duration::from_secs(10))).map_err(|err| {
+        let what = format!("cannot load the trusted certificates for {upstream}");
+        Error::transport(what)
+            .with_source(err)
+            .with_hint("install the CA certificates, or name a PEM file in SSL_CERT_FILE")
+    })
 }
 
 fn plain(status: StatusCode, body: Bytes) -> Response<ProxyBody> {

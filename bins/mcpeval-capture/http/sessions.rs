@@ -27,9 +27,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use jiff::Timestamp;
 use sha2::{Digest, Sha256};
-use shared::journal::Writer;
 use shared::record::{Call, Transport};
-use shared::salt::Salt;
+use store::journal::Writer;
+use store::salt::Salt;
 
 use crate::limits::{MAX_SESSIONS, SESSIONS_BYTES};
 use crate::recent::Recent;
@@ -328,7 +328,7 @@ impl State {
                 // journal. Say so once, loudly.
                 Err(err) if !self.failed_write => {
                     self.failed_write = true;
-                    shared::cli::warn(
+                    cli::warn(
                         crate::PROGRAM,
                         format_args!("{err}; further records are lost"),
                     );

@@ -14,7 +14,8 @@ use std::fmt;
 
 use http::Uri;
 use http::uri::{Authority, PathAndQuery, Scheme};
-use shared::{Error, Result};
+use shared::Error;
+use shared::Result;
 
 /// A checked `--upstream` URL.
 #[derive(Clone)]

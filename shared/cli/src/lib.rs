@@ -1,0 +1,194 @@
+//! The entry point every binary shares: parse, run, report, exit.
+//!
+//! One error path (`mcpeval-index: error: …` on stderr, the status of
+//! [`shared::exit`]), a closed stdout treated as a quiet success, and the
+//! hidden `--generate KIND` switch that writes the man page and shell
+//! completions from the same clap definition the binary parses with.
+
+pub mod probe_args;
+
+use std::ffi::OsString;
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use shared::error::{Error, Result};
+use shared::exit;
+
+/// Parses `A` from the process arguments, runs `work`, and maps the outcome
+/// to an exit status.
+pub fn main<A: Parser>(work: impl FnOnce(A) -> Result<()>) -> ExitCode {
+    main_status(|args: A| work(args).map(|()| exit::SUCCESS))
+}
+
+/// Like [`main`], for commands that can end well with more than one
+/// status: a probe that ran and was red exits 1 with its result printed,
+/// not with an error message.
+pub fn main_status<A: Parser>(work: impl FnOnce(A) -> Result<u8>) -> ExitCode {
+    let program = A::command().get_name().to_owned();
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "--generate") {
+        let kind = args.get(2).and_then(|k| k.to_str()).unwrap_or("");
+        return finish(&program, generate(A::command(), kind));
+    }
+    let parsed = match A::try_parse_from(&args) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            // Help and version go to stdout with status 0; mistakes to stderr with 2.
+            let status = if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            };
+            let _ = err.print();
+            return ExitCode::from(status);
+        }
+    };
+    match work(parsed) {
+        Ok(status) => ExitCode::from(status),
+        Err(err) => finish(&program, Err(err)),
+    }
+}
+
+/// Reports `outcome` the way every binary does and returns its exit status.
+///
+/// This is the one place a closed pipe is decided: when a broken pipe is
+/// among the causes (the reader of `| head` went away), the binary ends
+/// quietly with status 0, as a reader expects.
+pub fn finish(program: &str, outcome: Result<()>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => ExitCode::from(conclude(program, &err)),
+    }
+}
+
+/// The status `err` ends the binary with, after reporting it (or, for a
+/// closed pipe, saying nothing).
+fn conclude(program: &str, err: &Error) -> u8 {
+    if err.is_broken_pipe() {
+        return exit::SUCCESS;
+    }
+    report(program, err);
+    err.status()
+}
+
+/// Prints `program: error: message: cause: cause` (and the hint) on stderr.
+pub fn report(program: &str, err: &Error) {
+    let mut stderr = io::stderr().lock();
+    let _ = writeln!(stderr, "{program}: error: {err}");
+}
+
+pub use store::warning::warn;
+
+/// Writes the man page (`man`) or a completion script (`complete-bash`,
+/// `complete-zsh`, `complete-fish`) for `cmd` to stdout.
+pub fn generate(mut cmd: clap::Command, kind: &str) -> Result<()> {
+    use clap_complete::Shell;
+    let name = cmd.get_name().to_owned();
+    let mut out = io::stdout().lock();
+    let shell = match kind {
+        "man" => {
+            clap_mangen::Man::new(cmd).render(&mut out)?;
+            return Ok(out.flush()?);
+        }
+        "complete-bash" => Shell::Bash,
+        "complete-zsh" => Shell::Zsh,
+        "complete-fish" => Shell::Fish,
+        other => {
+            return Err(Error::usage(format!(
+                "unknown --generate kind '{other}'; use man, complete-bash, complete-zsh or complete-fish"
+            )));
+        }
+    };
+    clap_complete::generate(shell, &mut cmd, name, &mut out);
+    Ok(out.flush()?)
+}
+
+/// Whether human decoration (progress bars, colour) may go to stderr:
+/// only on a terminal, and never when `NO_COLOR` is set.
+pub fn decorate_stderr() -> bool {
+    io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The help footer every binary shares: its own examples, then the store's
+/// environment and the exit statuses, so `--help` and the man page teach
+/// the whole contract.
+pub fn footer(examples: &str) -> String {
+    format!(
+        "{examples}\n\n\
+Environment:\n  \
+MCPEVAL_HOME   the store directory (overridden by --home)\n  \
+XDG_DATA_HOME  the store is $XDG_DATA_HOME/mcpeval when MCPEVAL_HOME is unset\n  \
+NO_COLOR       no colour or progress bars on stderr\n\n\
+Exit status:\n  \
+0  success (also: nothing to report, explained on stderr)\n  \
+1  a verification or probe ran and was red\n  \
+2  usage: bad flags or arguments\n  \
+3  evidence unavailable: index missing, corrupt or incomplete\n  \
+4  input rejected (journal record, manifest, expect file, config); nothing changed\n  \
+5  transport failure: the server could not be started or reached, or broke the protocol\n  \
+6  refused to record: conflicting run id, binding changed, database newer than this binary\n  \
+74 an operating-system I/O error (disk full, permission denied)"
+    )
+}
+
+/// The `--home DIR` flag every binary takes: flatten it into the clap
+/// struct (`#[command(flatten)] home: HomeArg`) and `resolve()` it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HomeArg {
+    /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<std::path::PathBuf>,
+}
+
+/// The `--database URL` flag of the commands that read or write a team
+/// store: flatten it beside [`HomeArg`] and pass it to
+/// [`DatabaseArg::apply`].
+#[derive(Debug, Clone, clap::Args)]
+pub struct DatabaseArg {
+    /// Team database: a libpq connection string or postgres:// URL, password from PGPASSWORD or ~/.pgpass [default: $MCPEVAL_DATABASE_URL, else database_url in config.json, else none: this store alone]
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
+}
+
+impl DatabaseArg {
+    /// The store with this flag's database, if one was given.
+    pub fn apply(&self, home: shared::home::Home) -> shared::home::Home {
+        if let Some(url) = &self.database {
+            shared::sibling::pass_database(url);
+        }
+        home.with_database_flag(self.database.clone())
+    }
+}
+
+impl HomeArg {
+    /// The store: `--home`, else the environment (see [`shared::home::Home::resolve`]).
+    pub fn resolve(&self) -> Result<shared::home::Home> {
+        shared::home::Home::resolve(self.home.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broken_pipe_deep_in_the_chain_ends_quietly_with_success() {
+        let pipe = io::Error::from(io::ErrorKind::BrokenPipe);
+        let err = Error::rejected("cannot print the findings")
+            .with_source(Error::io("cannot write output", pipe));
+        assert_eq!(conclude("mcpeval-test", &err), exit::SUCCESS);
+    }
+
+    #[test]
+    fn any_other_error_ends_with_its_kind_status() {
+        let full = io::Error::from(io::ErrorKind::StorageFull);
+        let err = Error::io("cannot write output", full);
+        assert_eq!(conclude("mcpeval-test", &err), exit::IO);
+        assert_eq!(
+            conclude("mcpeval-test", &Error::usage("bad flag")),
+            exit::USAGE
+        );
+    }
+}

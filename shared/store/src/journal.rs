@@ -1,0 +1,322 @@
+//! Journal files: where they live, how they are named, how records are
+//! appended.
+//!
+//! A journal is `journals/YYYYMMDDTHHMMSS.fffZ-<8 hex>.jsonl`, so the byte
+//! order of names is creation order. Every reader of journals lists them
+//! with [`files`], opens them with [`open`] and reads their lines with
+//! [`lines`], so all of them share one set of bounds: a name that is not a
+//! regular file (a FIFO would block a reader forever) is skipped with a
+//! warning, and a line over [`MAX_LINE`] is measured, never held. Each record is one line written with
+//! one `write` on an `O_APPEND` file under a shared lock on `journals/.lock`,
+//! so concurrent writers never interleave and the index never sees a torn
+//! line it would take for complete. A writer rotates to a new file when its
+//! file passes [`ROTATE_BYTES`] or the UTC day changes, so old files freeze.
+
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, ErrorKind, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::lock::LockFile;
+use shared::error::{Error, IoContext, Result};
+use shared::home::Home;
+use shared::lines::BoundedLines;
+use shared::record::{Call, MAX_LINE};
+use shared::time;
+
+/// A journal passing this size is frozen and a new one started.
+pub const ROTATE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Whether `name` is a journal file name (`…Z-xxxxxxxx.jsonl`).
+pub fn is_journal_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".jsonl") else {
+        return false;
+    };
+    let b = stem.as_bytes();
+    // 20261130T070000.123Z-0123abcd
+    b.len() == 29
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'T'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'.'
+        && b[16..19].iter().all(u8::is_ascii_digit)
+        && b[19] == b'Z'
+        && b[20] == b'-'
+        && b[21..]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+}
+
+/// The journal files under `dir`, in byte order of their names. Other files
+/// (the lock, editor backups) are not journals and are skipped, and so,
+/// with a warning on stderr naming it, is a journal's name that is not a
+/// regular file (a FIFO, a device, a directory; a symbolic link counts as
+/// what it points to). Looking needs no open, so nothing here can block.
+pub fn files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => {
+            return Err(Error::io(
+                format_args!("cannot list {}", dir.display()),
+                err,
+            ));
+        }
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.context(format_args!("cannot list {}", dir.display()))?;
+        let file_name = entry.file_name();
+        let Some(name) = file_name.to_str().filter(|n| is_journal_name(n)) else {
+            continue;
+        };
+        match fs::metadata(entry.path()) {
+            Ok(meta) if meta.is_file() => names.push(name.to_owned()),
+            Ok(meta) => crate::warning::warning(format_args!(
+                "skipped {}: it is {}, not a regular file; move it out of journals/",
+                entry.path().display(),
+                kind(&meta)
+            )),
+            // Removed since it was listed: it is no journal any more.
+            Err(err) if err.kind() == ErrorKind::NotFound => {}
+            Err(err) => crate::warning::warning(format_args!(
+                "skipped {}: cannot look at it: {err}",
+                entry.path().display()
+            )),
+        }
+    }
+    names.sort_unstable();
+    Ok(names.into_iter().map(|n| dir.join(n)).collect())
+}
+
+/// What a file that is not a regular file is, for a message.
+fn kind(meta: &Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "something else"
+    }
+}
+
+/// Opens a journal for reading, without ever blocking: `O_NONBLOCK` makes
+/// opening a FIFO return at once, and the opened handle's own metadata is
+/// what is checked, so a regular file swapped for something else after
+/// [`files`] listed it is an error (`InvalidInput`), not a hang. (On a
+/// regular file `O_NONBLOCK` changes nothing.)
+pub fn open(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file; move it out of journals/",
+                kind(&meta)
+            ),
+        ));
+    }
+    Ok(file)
+}
+
+/// The lines of a journal, each at most [`MAX_LINE`] bytes held; a longer
+/// one comes as its length alone ([`shared::lines::Line::Oversized`]), and
+/// an unfinished last line is left for a later read.
+pub fn lines<R: io::Read>(reader: R) -> BoundedLines<R> {
+    BoundedLines::new(reader, MAX_LINE)
+}
+
+/// Tool and server names are cut to this many bytes in a record that would
+/// otherwise be oversized.
+const MAX_NAME: usize = 1024;
+
+/// One record as the journal line capture writes (newline included): never
+/// over [`MAX_LINE`], so the index can always read it.
+pub fn encode(call: &Call) -> Vec<u8> {
+    let mut line = Vec::with_capacity(1024);
+    encode_into(call, &mut line);
+    line
+}
+
+fn encode_into(call: &Call, line: &mut Vec<u8>) {
+    line.clear();
+    serde_json::to_writer(&mut *line, call).expect("records serialize");
+    if line.len() > MAX_LINE {
+        // A huge argument object, or a client or server sending names
+        // tens of kilobytes long: keep the record readable by the index
+        // rather than lose the call or stop the index at this line.
+        let mut slim = call.clone();
+        slim.args_shape = serde_json::Value::String("object".into());
+        for name in [&mut slim.tool, &mut slim.server] {
+            let cut = crate::sanitize::truncate(name, MAX_NAME).len();
+            name.to_mut().truncate(cut);
+        }
+        line.clear();
+        serde_json::to_writer(&mut *line, &slim).expect("records serialize");
+    }
+    line.push(b'\n');
+}
+
+/// Appends records to this process's journal, rotating as needed.
+#[derive(Debug)]
+pub struct Writer {
+    dir: PathBuf,
+    lock: LockFile,
+    current: Option<Current>,
+    line: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Current {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    day: String,
+}
+
+impl Writer {
+    /// A writer for the store's journals; the first file is created with
+    /// the first record, so a session without tool calls leaves no file.
+    pub fn new(home: &Home) -> Result<Writer> {
+        // A team view's journals are rebuilt from the database; new
+        // records go to the store's own.
+        let home = &home.own();
+        crate::dir::ensure(home)?;
+        Ok(Writer {
+            dir: home.journals().into_std_path_buf(),
+            lock: LockFile::open(home.journal_lock().as_std_path())?,
+            current: None,
+            line: Vec::with_capacity(1024),
+        })
+    }
+
+    /// Appends one record as one whole line.
+    pub fn append(&mut self, call: &Call) -> Result<()> {
+        match self.append_all(std::slice::from_ref(call)) {
+            (_, Some(err)) => Err(err),
+            (_, None) => Ok(()),
+        }
+    }
+
+    /// Appends records, each as one whole line with one `write`, taking the
+    /// lock once for all of them (two system calls saved per record on a
+    /// busy session). Stops at the first failure; returns how many were
+    /// appended, and the failure.
+    pub fn append_all(&mut self, calls: &[Call]) -> (usize, Option<Error>) {
+        if calls.is_empty() {
+            return (0, None);
+        }
+        let _guard = match self.lock.shared() {
+            Ok(guard) => guard,
+            Err(err) => return (0, Some(err)),
+        };
+        for (done, call) in calls.iter().enumerate() {
+            if let Err(err) = write_record(&self.dir, &mut self.current, &mut self.line, call) {
+                return (done, Some(err));
+            }
+        }
+        (calls.len(), None)
+    }
+
+    /// The file records currently go to, once one exists.
+    pub fn path(&self) -> Option<&Path> {
+        self.current.as_ref().map(|c| c.path.as_path())
+    }
+}
+
+/// Writes `call` as one line with one `write`, rotating first when due;
+/// the caller holds the lock.
+fn write_record(
+    dir: &Path,
+    current: &mut Option<Current>,
+    line: &mut Vec<u8>,
+    call: &Call,
+) -> Result<()> {
+    encode_into(call, line);
+    let now = jiff::Timestamp::now();
+    let day = time::utc_day(now);
+    let rotate = match current {
+        None => true,
+        Some(cur) => cur.day != day || cur.len + line.len() as u64 > ROTATE_BYTES,
+    };
+    if rotate {
+        *current = Some(create(dir, now, day)?);
+    }
+    let cur = current.as_mut().expect("journal open");
+    cur.file
+        .write_all(line)
+        .context(format_args!("cannot append to {}", cur.path.display()))?;
+    cur.len += line.len() as u64;
+    Ok(())
+}
+
+/// A new journal file named for `now`.
+fn create(dir: &Path, now: jiff::Timestamp, day: String) -> Result<Current> {
+    let stamp = time::file_stamp(now);
+    loop {
+        let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
+        let path = dir.join(format!("{stamp}-{tag}.jsonl"));
+        match OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(file) => {
+                return Ok(Current {
+                    file,
+                    path,
+                    len: 0,
+                    day,
+                });
+            }
+            Err(err) if err.kind() == ErrorKind::AlreadyExists => continue,
+            Err(err) => {
+                return Err(Error::io(
+                    format_args!("cannot create journal {}", path.display()),
+                    err,
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_names() {
+        assert!(is_journal_name("20261130T070000.123Z-0123abcd.jsonl"));
+        assert!(!is_journal_name("20261130T070000.123Z-0123ABCD.jsonl"));
+        assert!(!is_journal_name(".lock"));
+        assert!(!is_journal_name("20261130T070000.123Z-0123abcd.jsonl~"));
+    }
+
+    #[test]
+    fn an_encoded_record_is_never_oversized() {
+        let line = r#"{"schema":"mcpeval.call/1","identity":{"event_id":"6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b","session":"s-1a2b3c4d5e6f7a8b","seq":1},"origin":"capture","transport":"stdio","server":"w","tool":"t","started_at":"2026-11-30T07:00:00.123Z","duration_ms":1,"advertised":null,"args_shape":{},"outcome":"ok"}"#;
+        let mut call: Call = serde_json::from_str(line).unwrap();
+        assert_eq!(encode(&call), format!("{line}\n").into_bytes());
+        // Found by fuzzing capture: names tens of kilobytes long (from a
+        // client, or a server's serverInfo) made a line the index refuses.
+        call.tool = "é".repeat(40_000).into();
+        call.server = "\u{1}".repeat(40_000).into();
+        let encoded = encode(&call);
+        assert!(encoded.len() <= MAX_LINE + 1, "{}", encoded.len());
+        let slim: Call = serde_json::from_slice(&encoded).unwrap();
+        assert_eq!((slim.tool.len(), slim.server.len()), (1024, 1024));
+        assert_eq!(slim.args_shape, "object");
+    }
+}

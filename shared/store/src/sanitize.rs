@@ -1,0 +1,481 @@
+//! Turning raw values into what the store may keep: shapes, clean names
+//! and salted ids.
+//!
+//! Nothing returned from here contains a raw argument value or message text.
+//! Template text exists only inside [`template_id`], transiently. Argument
+//! keys are data too (a map keyed by e-mail addresses or tokens), so a shape
+//! keeps a key only when the tool's schema declares it or it looks like a
+//! field name; every other key is folded into one [`FOLDED`] key.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use crate::salt::Salt;
+use shared::escape::clean_name;
+
+/// Containers nested deeper than this are replaced by `"object"`/`"array"`.
+pub const MAX_SHAPE_DEPTH: usize = 4;
+
+/// Error text beyond this many bytes does not shape the template.
+pub const MAX_TEMPLATE_INPUT: usize = 1024;
+
+/// The key under which a shape folds every key it does not keep.
+pub const FOLDED: &str = "*";
+
+/// Undeclared keys that look like field names are kept up to this many
+/// per object; the rest are folded.
+pub const MAX_NAMED_KEYS: usize = 16;
+
+/// A key longer than this (bytes) never looks like a field name.
+pub const MAX_FIELD_NAME: usize = 32;
+
+/// The keys a tool's advertised `inputSchema` declares, place by place: the
+/// `properties` of each object and the `items` of each array, followed as
+/// deep as shapes go. Anything more elaborate (`$ref`, `anyOf`, …) is not
+/// followed, and such a place counts as open.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Declared {
+    keys: BTreeMap<String, Declared>,
+    /// Whether keys beyond `keys` are allowed: no `properties`, or
+    /// `additionalProperties` (other than `false`) or `patternProperties`.
+    open: bool,
+    items: Option<Box<Declared>>,
+}
+
+impl Declared {
+    /// What `schema` (an `inputSchema`) declares.
+    pub fn from_schema(schema: &Value) -> Declared {
+        let mut unbounded = usize::MAX;
+        Declared::at(schema, 1, &mut unbounded).unwrap_or_default()
+    }
+
+    /// What `schema` declares, when that takes at most `*budget` bytes (an
+    /// estimate of the memory it holds, [`Declared::bytes`]); the bytes it
+    /// takes are subtracted. `None` when it would take more: the caller
+    /// then treats the tool as declaring nothing, so its keys are judged by
+    /// the field-name rule. Building stops as soon as the budget is out,
+    /// so a huge schema costs no more than the budget to look at.
+    pub fn from_schema_within(schema: &Value, budget: &mut usize) -> Option<Declared> {
+        let mut left = *budget;
+        let declared = Declared::at(schema, 1, &mut left)?;
+        *budget = left;
+        Some(declared)
+    }
+
+    /// An estimate of the memory this holds, in bytes: what
+    /// [`Declared::from_schema_within`] charges for it.
+    pub fn bytes(&self) -> usize {
+        let here = std::mem::size_of::<Declared>();
+        let keys: usize = self
+            .keys
+            .iter()
+            .map(|(key, below)| key_bytes(key) + below.bytes())
+            .sum();
+        let items = self.items.as_deref().map_or(0, Declared::bytes);
+        here + keys + items
+    }
+
+    /// The place of an object or array at `depth` (1 for the arguments):
+    /// what lies below it is followed only as deep as shapes go. `None`
+    /// once it would take more than `*left` bytes.
+    fn at(schema: &Value, depth: usize, left: &mut usize) -> Option<Declared> {
+        *left = left.checked_sub(std::mem::size_of::<Declared>())?;
+        let deeper = depth < MAX_SHAPE_DEPTH;
+        let properties = schema.get("properties").and_then(Value::as_object);
+        let mut keys = BTreeMap::new();
+        // A declared key the name rule would change is not kept either:
+        // it would carry control or bidi characters into the store.
+        for (key, sub) in properties.into_iter().flatten() {
+            if key.as_str() == FOLDED || clean_name(key) != key.as_str() {
+                continue;
+            }
+            *left = left.checked_sub(key_bytes(key))?;
+            let below = if deeper {
+                Declared::at(sub, depth + 1, left)?
+            } else {
+                *left = left.checked_sub(std::mem::size_of::<Declared>())?;
+                Declared::default()
+            };
+            keys.insert(key.clone(), below);
+        }
+        let open = properties.is_none()
+            || schema
+                .get("additionalProperties")
+                .is_some_and(|a| *a != Value::Bool(false))
+            || schema.get("patternProperties").is_some();
+        let items = match schema.get("items").filter(|i| i.is_object() && deeper) {
+            Some(items) => Some(Box::new(Declared::at(items, depth + 1, left)?)),
+            None => None,
+        };
+        Some(Declared { keys, open, items })
+    }
+}
+
+/// What one declared key costs besides its place: its text and its share
+/// of the map's nodes.
+fn key_bytes(key: &str) -> usize {
+    key.len() + 64
+}
+
+/// The arguments with every scalar replaced by its JSON type name, arrays by
+/// `[shape of first element]`, and nesting kept to [`MAX_SHAPE_DEPTH`].
+/// A key is kept when `declared` (the tool's schema, when one was seen)
+/// declares it at its place, or, where no schema was seen or the object is
+/// open, when it looks like a field name ([`is_field_name`]), at most
+/// [`MAX_NAMED_KEYS`] of those per object. Every other key is folded into
+/// one [`FOLDED`] key shaped like the first folded value, in key order.
+pub fn args_shape(args: &Value, declared: Option<&Declared>) -> Value {
+    shape(args, declared, 1)
+}
+
+fn shape(value: &Value, place: Option<&Declared>, depth: usize) -> Value {
+    let name = |s: &str| Value::String(s.to_owned());
+    match value {
+        Value::Null => name("null"),
+        Value::Bool(_) => name("boolean"),
+        Value::Number(n) if n.is_i64() || n.is_u64() => name("integer"),
+        Value::Number(_) => name("number"),
+        Value::String(_) => name("string"),
+        Value::Array(_) | Value::Object(_) if depth > MAX_SHAPE_DEPTH => {
+            name(if value.is_array() { "array" } else { "object" })
+        }
+        Value::Array(items) => {
+            let element = place.and_then(|d| d.items.as_deref());
+            Value::Array(
+                items
+                    .first()
+                    .map(|v| shape(v, element, depth + 1))
+                    .into_iter()
+                    .collect(),
+            )
+        }
+        Value::Object(map) => {
+            let open = place.is_none_or(|d| d.open);
+            let mut out = Map::new();
+            let mut named = 0;
+            let mut folded = None;
+            // serde_json's map iterates in key order, so the keys kept under
+            // the cap and the folded value shown are the same every time.
+            for (key, value) in map {
+                if let Some(below) = place.and_then(|d| d.keys.get(key)) {
+                    out.insert(key.clone(), shape(value, Some(below), depth + 1));
+                } else if open && named < MAX_NAMED_KEYS && is_field_name(key) {
+                    named += 1;
+                    out.insert(key.clone(), shape(value, None, depth + 1));
+                } else if folded.is_none() {
+                    folded = Some(value);
+                }
+            }
+            if let Some(value) = folded {
+                out.insert(FOLDED.to_owned(), shape(value, None, depth + 1));
+            }
+            Value::Object(out)
+        }
+    }
+}
+
+static SNAKE_OR_KEBAB: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9]*([_-][a-z0-9]+)*$").expect("field pattern"));
+static LOWER_CAMEL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9]*([A-Z][a-z0-9]+)*$").expect("field pattern"));
+
+/// Whether `key` looks like a field name rather than data: at most
+/// [`MAX_FIELD_NAME`] bytes of snake, kebab or lower camel case, with no
+/// run of more than 4 digits (which an id, a phone or card number has).
+pub fn is_field_name(key: &str) -> bool {
+    let mut digits = 0;
+    let short_runs = key.bytes().all(|b| {
+        digits = if b.is_ascii_digit() { digits + 1 } else { 0 };
+        digits <= 4
+    });
+    key.len() <= MAX_FIELD_NAME
+        && short_runs
+        && (SNAKE_OR_KEBAB.is_match(key) || LOWER_CAMEL.is_match(key))
+}
+
+struct Rule {
+    pattern: Regex,
+    replacement: &'static str,
+}
+
+/// Replacement rules, applied in order: the broad, structured kinds first
+/// so that a URL is not half-eaten by the path rule, then numbers last.
+static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    let rule = |p: &str, replacement| Rule {
+        pattern: Regex::new(p).expect("sanitizer pattern"),
+        replacement,
+    };
+    vec![
+        rule(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s]+", "<url>"),
+        rule(
+            r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+",
+            "<email>",
+        ),
+        rule(
+            r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+\-]\d{2}:?\d{2})?)?",
+            "<time>",
+        ),
+        rule(
+            r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
+            "<uuid>",
+        ),
+        // A quote opens after a non-word character and closes before one, so
+        // the apostrophe in "can't" does not start a string.
+        rule(r#"(^|[^\w])"(?:[^"\\]|\\.)*"(\W|$)"#, "${1}<str>${2}"),
+        rule(r"(^|[^\w])'[^'\n]*'(\W|$)", "${1}<str>${2}"),
+        rule(r"(^|[^\w])`[^`\n]*`(\W|$)", "${1}<str>${2}"),
+        rule(
+            r"(^|[\s(=:,\[])(?:~|[A-Za-z]:\\|/)[^\s:,;)\]]*",
+            "${1}<path>",
+        ),
+        rule(r"\b0[xX][0-9A-Fa-f]+\b", "<hex>"),
+        rule(r"[0-9A-Fa-f]{8,}", "<hex>"),
+        rule(r"\d+(?:\.\d+)?(?:[eE][+\-]?\d+)?", "<n>"),
+        rule(r"\s+", " "),
+    ]
+});
+
+/// The message with volatile parts replaced by placeholders and whitespace
+/// folded, so the same error with other values yields the same template.
+pub fn normalize(message: &str) -> String {
+    let mut text = truncate(message, MAX_TEMPLATE_INPUT).to_owned();
+    for rule in RULES.iter() {
+        // Quote rules can overlap at a shared boundary; run them to a fixpoint.
+        loop {
+            let next = rule
+                .pattern
+                .replace_all(&text, rule.replacement)
+                .into_owned();
+            if next == text {
+                break;
+            }
+            text = next;
+        }
+    }
+    text.trim().to_owned()
+}
+
+/// `t-` + the salted hash of the normalized message; the text is dropped.
+pub fn template_id(salt: &Salt, message: &str) -> shared::id::TemplateId {
+    shared::id::TemplateId::from_hex16(&salt.id16(&[normalize(message).as_bytes()]))
+        .expect("id16 gives 16 hex digits")
+}
+
+/// The first `max` bytes of `s`, cut at a character boundary.
+pub fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn shapes_keep_keys_and_drop_values() {
+        let args = json!({"city": "Paris", "days": 3, "ratio": 0.5, "ok": true, "n": null,
+            "opts": {"units": "metric"}, "tags": ["a", "b"], "empty": []});
+        assert_eq!(
+            args_shape(&args, None),
+            json!({"city": "string", "days": "integer", "ratio": "number", "ok": "boolean",
+                "n": "null", "opts": {"units": "string"}, "tags": ["string"], "empty": []})
+        );
+    }
+
+    #[test]
+    fn shapes_stop_at_depth_four() {
+        let args = json!({"a": {"b": {"c": {"d": {"e": 1}}, "l": [[1]]}}});
+        assert_eq!(
+            args_shape(&args, None),
+            json!({"a": {"b": {"c": {"d": "object"}, "l": ["array"]}}})
+        );
+    }
+
+    #[test]
+    fn keys_that_are_data_are_folded() {
+        let mut users = Map::new();
+        for i in 0..200 {
+            users.insert(format!("user{i}@corp.example"), json!(i));
+        }
+        let long = "k".repeat(40 * 1024);
+        let args = json!({"users": users, "tokens": {
+            "sk-proj-Ab3dE5fGh7iJk9LmN0pQr2StU4vWx6Yz": "x",
+            "sk-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e": "x",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln": "y",
+            long.clone(): true}});
+        let shape = args_shape(&args, None);
+        assert_eq!(
+            shape,
+            json!({"users": {"*": "integer"}, "tokens": {"*": "string"}})
+        );
+        let text = shape.to_string();
+        assert!(!text.contains('@') && !text.contains("sk-") && !text.contains("eyJ"));
+    }
+
+    #[test]
+    fn field_names_follow_the_two_patterns() {
+        let kept = [
+            "a",
+            "city",
+            "max_results",
+            "dry-run",
+            "userId",
+            "pageToken2",
+            "item1234",
+            "v2_beta",
+            "abcdefghijklmnopqrstuvwxyzabcdef",
+        ];
+        let folded = [
+            "",
+            "*",
+            "City",
+            "getHTTP",
+            "snake__double",
+            "trailing_",
+            "_lead",
+            "mixed_camelCase",
+            "item12345",
+            "4111111111111111",
+            "a.b",
+            "with space",
+            "user@corp.example",
+            "abcdefghijklmnopqrstuvwxyzabcdefg",
+            "caf\u{e9}",
+        ];
+        for key in kept {
+            assert!(is_field_name(key), "{key:?} should be kept");
+        }
+        for key in folded {
+            assert!(!is_field_name(key), "{key:?} should be folded");
+        }
+    }
+
+    #[test]
+    fn at_most_sixteen_named_keys_per_object_and_the_fold_is_deterministic() {
+        let mut map = Map::new();
+        for c in 'a'..='t' {
+            // The first folded key in key order is "fieldq": its value shapes "*".
+            let value = if c == 'q' { json!("s") } else { json!(1) };
+            map.insert(format!("field{c}"), value);
+        }
+        map.insert("b@x.example".into(), json!([true]));
+        let shape = args_shape(&Value::Object(map), None);
+        let keys: Vec<&String> = shape.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 17);
+        assert_eq!(keys[0], "*");
+        assert_eq!(keys[16], "fieldp");
+        // "b@x.example" sorts before "fieldq", so its shape is the fold's.
+        assert_eq!(shape["*"], json!(["boolean"]));
+    }
+
+    #[test]
+    fn declared_keys_are_kept_at_their_place() {
+        let schema = json!({"type": "object", "properties": {
+            "Odd Key.v2": {"type": "string"},
+            "opts": {"type": "object", "properties": {"Mode!": {}}},
+            "rows": {"type": "array", "items": {"properties": {"ID": {}}}},
+            "free": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "pattern": {"patternProperties": {"^x": {}}, "properties": {"Known": {}}},
+            "shut": {"properties": {"Known": {}}, "additionalProperties": false},
+            "esc\u{1b}[31m": {}, "*": {}}});
+        let declared = Declared::from_schema(&schema);
+        let args = json!({"Odd Key.v2": "v", "extra": 1, "Extra": 2,
+            "opts": {"Mode!": 1, "other": 2, "Other": 3},
+            "rows": [{"ID": 1, "name": "n"}],
+            "free": {"limit": 1, "a@b.example": 2},
+            "pattern": {"Known": 1, "x1": 2, "X1": 3},
+            "shut": {"Known": 1, "other": 2},
+            "esc\u{1b}[31m": 1});
+        assert_eq!(
+            args_shape(&args, Some(&declared)),
+            json!({"Odd Key.v2": "string", "*": "integer",
+                "opts": {"Mode!": "integer", "*": "integer"},
+                "rows": [{"ID": "integer", "*": "string"}],
+                "free": {"limit": "integer", "*": "integer"},
+                "pattern": {"Known": "integer", "x1": "integer", "*": "integer"},
+                "shut": {"Known": "integer", "*": "integer"}})
+        );
+        // No `properties` at all: open, and field names are kept.
+        let bare = Declared::from_schema(&json!({"type": "object"}));
+        assert_eq!(
+            args_shape(&json!({"q": 1, "Q": 2}), Some(&bare)),
+            json!({"q": "integer", "*": "integer"})
+        );
+    }
+
+    #[test]
+    fn a_schema_is_declared_within_a_budget_or_not_at_all() {
+        let schema = json!({"type": "object", "properties": {
+            "city": {"type": "string"},
+            "opts": {"type": "object", "properties": {"units": {}}},
+            "rows": {"type": "array", "items": {"properties": {"ID": {}}}}}});
+        let whole = Declared::from_schema(&schema);
+        let cost = whole.bytes();
+        let mut budget = cost;
+        assert_eq!(
+            Declared::from_schema_within(&schema, &mut budget),
+            Some(whole.clone())
+        );
+        assert_eq!(budget, 0, "exactly what bytes() says is charged");
+        let mut short = cost - 1;
+        assert_eq!(Declared::from_schema_within(&schema, &mut short), None);
+        assert_eq!(short, cost - 1, "nothing is charged for a refusal");
+        // A schema of a hundred thousand keys stops at the budget.
+        let wide: serde_json::Map<String, Value> =
+            (0..100_000).map(|i| (format!("k{i}"), json!({}))).collect();
+        let mut budget = 1 << 20;
+        let huge = json!({"properties": wide});
+        assert_eq!(Declared::from_schema_within(&huge, &mut budget), None);
+        assert_eq!(budget, 1 << 20);
+    }
+
+    #[test]
+    fn placeholders_cover_every_kind() {
+        let cases = [
+            ("timeout after 30 ms", "timeout after <n> ms"),
+            ("no file /srv/data/x.csv here", "no file <path> here"),
+            ("user bob@example.com denied", "user <email> denied"),
+            ("see https://x.example/a?b=1 now", "see <url> now"),
+            (
+                "job 0f8fad5b-d9cb-469f-a165-70867728950e gone",
+                "job <uuid> gone",
+            ),
+            ("at 2026-11-30T07:00:00.123Z failed", "at <time> failed"),
+            ("blob deadbeefcafe missing", "blob <hex> missing"),
+            ("city \"Paris\" unknown", "city <str> unknown"),
+            ("can't find 'Lyon'", "can't find <str>"),
+            ("  folded \n\t spaces ", "folded spaces"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(normalize(input), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn same_message_other_values_same_id() {
+        let salt = Salt::from_bytes([1; 32]);
+        let a = template_id(&salt, "Order 1234 not found for 'alice' at /tmp/a");
+        let b = template_id(&salt, "Order 98 not found for 'bob' at /var/b/c");
+        let c = template_id(&salt, "Permission denied for 'alice'");
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_ne!(
+            a,
+            template_id(
+                &Salt::from_bytes([2; 32]),
+                "Order 1 not found for 'x' at /y"
+            )
+        );
+        assert!(a.starts_with("t-") && a.len() == 18);
+    }
+}
