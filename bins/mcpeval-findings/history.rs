@@ -12,46 +12,11 @@ use std::io::Write;
 use std::path::Path;
 
 use rusqlite::Connection;
-use serde::Serialize;
 use shared::Result;
+use shared::history::{Event, Histories, History, Run};
 use shared::home::Home;
 use store::catalog::Finding;
 use store::db;
-
-/// One line of a finding's history.
-#[derive(Debug, Serialize)]
-struct Event {
-    at: String,
-    event: String,
-    from: Option<String>,
-    to: Option<String>,
-    /// A red run that sent a verifying or closed finding back to open.
-    reopened: bool,
-}
-
-/// One recorded verification run.
-#[derive(Debug, Serialize)]
-struct Run {
-    run_id: Option<String>,
-    result: String,
-    reason: Option<String>,
-    started_at: Option<String>,
-    finished_at: Option<String>,
-    recorded_at: String,
-    /// Imported index-only evidence of an earlier release; never counts.
-    legacy: bool,
-}
-
-/// The history of one finding, oldest first.
-#[derive(Debug, Serialize)]
-struct History<'a> {
-    finding: &'a str,
-    state: &'a str,
-    streak: u32,
-    reopened: u32,
-    events: Vec<Event>,
-    runs: Vec<Run>,
-}
 
 /// `{"history": [...]}` on one line, one entry per finding in `findings`.
 pub fn json(out: &mut impl Write, home: &Home, findings: &[&Finding]) -> Result<()> {
@@ -67,15 +32,15 @@ pub fn json(out: &mut impl Write, home: &Home, findings: &[&Finding]) -> Result<
             None => (Vec::new(), Vec::new()),
         };
         entries.push(History {
-            finding: &f.derived.id,
-            state: f.state.as_str(),
+            finding: f.derived.id.clone(),
+            state: f.state,
             streak: f.streak,
             reopened: f.reopened,
             events,
             runs,
         });
     }
-    serde_json::to_writer(&mut *out, &serde_json::json!({ "history": entries }))
+    serde_json::to_writer(&mut *out, &Histories { history: entries })
         .map_err(std::io::Error::from)?;
     writeln!(out)?;
     Ok(())

@@ -52,7 +52,7 @@ pub fn markdown(out: &mut impl Write, report: &Report) -> Result<()> {
         if let Some(verifying) = s.verifying.as_ref().filter(|v| !v.is_empty()) {
             writeln!(out, "\nVerifying, not counted against the verdict:\n")?;
             for v in verifying {
-                writeln!(out, "- {}", v.sentence(name))?;
+                writeln!(out, "- {}", crate::verdict::verifying_sentence(v, name))?;
             }
         }
         if s.tools.is_empty() {

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use jiff::ToSpan;
 use serde::{Serialize, Serializer};
 use shared::finding::State;
+use shared::readiness::{Day, Open, Tool, Verifying};
 use shared::score::Severity;
 use store::catalog::Catalog;
 use store::verification::GREENS_TO_CLOSE;
@@ -22,56 +23,17 @@ use store::verification::GREENS_TO_CLOSE;
 use crate::args::{Config, RATE_LIMIT_PERCENT};
 use crate::cache::Refresh;
 
-/// One day of one tool.
-#[derive(Debug, Serialize)]
-pub struct Day {
-    pub day: String,
-    pub calls: u64,
-    pub failures: u64,
-    /// failures / calls; null without calls.
-    pub failure_rate: Option<f64>,
-}
-
-/// One tool over the window.
-#[derive(Debug, Serialize)]
-pub struct Tool {
-    pub tool: String,
-    pub calls: u64,
-    pub failures: u64,
-    pub daily: Vec<Day>,
-}
-
-/// The findings that count against a server (open and fix-claimed), by
-/// severity.
-#[derive(Debug, Default, Serialize)]
-pub struct Open {
-    pub high: u64,
-    pub medium: u64,
-    pub low: u64,
-}
-
-/// A verifying finding: shown beside the verdict, never a reason for it.
-#[derive(Debug, Serialize)]
-pub struct Verifying {
-    pub id: String,
-    pub tool: String,
-    pub severity: Severity,
-    /// Consecutive green runs, of [`GREENS_TO_CLOSE`].
-    pub streak: u32,
-}
-
-impl Verifying {
-    /// The line people read, with the finding id and the tool name passed
-    /// through `name` (a tool name is untrusted text, as in [`Reason`]).
-    pub fn sentence<'a>(&'a self, name: impl Fn(&'a str) -> Cow<'a, str>) -> String {
-        format!(
-            "{} finding {} on {}: verifying, streak {}/{GREENS_TO_CLOSE}",
-            self.severity,
-            name(&self.id),
-            name(&self.tool),
-            self.streak
-        )
-    }
+/// The line people read for a verifying finding, with its id and its tool
+/// name passed through `name` (a tool name is untrusted text, as in
+/// [`Reason`]).
+pub fn verifying_sentence<'a>(v: &'a Verifying, name: impl Fn(&'a str) -> Cow<'a, str>) -> String {
+    format!(
+        "{} finding {} on {}: verifying, streak {}/{GREENS_TO_CLOSE}",
+        v.severity,
+        name(&v.id),
+        name(&v.tool),
+        v.streak
+    )
 }
 
 /// What a finding's lifecycle state does to its server's verdict.

@@ -8,6 +8,9 @@
 
 use serde::Deserialize;
 use shared::Result;
+use shared::history::Histories;
+pub use shared::history::{History, Run};
+pub use shared::readiness::{Readiness, Server, Tool};
 
 use crate::args::Config;
 use crate::siblings;
@@ -18,58 +21,6 @@ pub struct Evidence {
     pub readiness: Readiness,
     pub findings: Vec<Finding>,
     pub history: Vec<History>,
-}
-
-/// `mcpeval-readiness --format json`.
-#[derive(Debug, Deserialize)]
-pub struct Readiness {
-    pub as_of: String,
-    pub days: Vec<String>,
-    pub rate_limit: f64,
-    pub servers: Vec<Server>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Server {
-    pub server: String,
-    pub verdict: String,
-    pub reasons: Vec<String>,
-    pub open_findings: Option<Open>,
-    /// Findings verifying a fix: shown, never counted in the verdict. Null
-    /// without an index, and absent from a readiness that predates it.
-    pub verifying: Option<Vec<Verifying>>,
-    pub tools: Vec<Tool>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Open {
-    pub high: u64,
-    pub medium: u64,
-    pub low: u64,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Verifying {
-    pub id: String,
-    pub tool: String,
-    pub severity: String,
-    pub streak: u32,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Tool {
-    pub tool: String,
-    pub calls: u64,
-    pub failures: u64,
-    pub daily: Vec<Day>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Day {
-    pub day: String,
-    pub calls: u64,
-    pub failures: u64,
-    pub failure_rate: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -97,36 +48,6 @@ pub struct Finding {
     /// witnessed. Absent from the output of earlier releases.
     #[serde(default)]
     pub witnessed: Option<bool>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Histories {
-    history: Vec<History>,
-}
-
-/// One finding of `mcpeval-findings --history --format json`.
-#[derive(Debug, Deserialize)]
-pub struct History {
-    pub finding: String,
-    pub events: Vec<Event>,
-    pub runs: Vec<Run>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Event {
-    pub at: String,
-    pub event: String,
-    pub from: Option<String>,
-    pub to: Option<String>,
-    pub reopened: bool,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Run {
-    pub result: String,
-    pub reason: Option<String>,
-    pub recorded_at: String,
-    pub legacy: bool,
 }
 
 /// Runs the three siblings; the first to fail ends the report with its

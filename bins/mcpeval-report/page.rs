@@ -162,7 +162,7 @@ fn server(out: &mut String, i: usize, s: &Server, evidence: &Evidence) {
                 text(&v.id),
                 text(&v.tool),
                 v.streak,
-                sev = text(&v.severity),
+                sev = text(v.severity.as_str()),
             );
         }
         out.push_str("</p>\n");

@@ -24,7 +24,9 @@
 //!   states, with their one spelling each ([`spelled!`]).
 //! - [`findings`]: the findings JSON (`mcpeval.findings/1`) that `mcpeval
 //!   findings --format json` prints; [`probe_result`]: the result
-//!   (`mcpeval.probe/1`) that `mcpeval probe` prints.
+//!   (`mcpeval.probe/1`) that `mcpeval probe` prints; [`history`]: a
+//!   finding's lifecycle history, as `findings --history` prints it;
+//!   [`readiness`]: the readiness report.
 //! - [`sibling`]: finding and running another `mcpeval-SUB` the way the
 //!   front does.
 //! - [`manifest`]: the probe manifest a server's maintainer writes.
@@ -92,11 +94,13 @@ pub mod exit;
 pub mod file_arg;
 pub mod finding;
 pub mod findings;
+pub mod history;
 pub mod home;
 pub mod id;
 pub mod lines;
 pub mod manifest;
 pub mod probe_result;
+pub mod readiness;
 pub mod record;
 pub mod score;
 pub mod sibling;
