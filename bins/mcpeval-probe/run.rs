@@ -55,7 +55,7 @@ pub fn view(config: &Config, cases: &[&Case]) -> Result<Home> {
     let home = config.home.root().as_std_path();
     match sibling::json::<Findings>("findings", home, &args) {
         Ok(_) => Ok(config.home.team_view()),
-        Err(failure) => Err(failure.own_error().unwrap_or_else(|| {
+        Err(failure) => Err(failure.own_error("findings").unwrap_or_else(|| {
             let why = match failure {
                 Failure::Missing => "is not installed beside it or on PATH".to_owned(),
                 Failure::Io(e) => format!("could not be run: {e}"),

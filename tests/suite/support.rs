@@ -325,14 +325,7 @@ impl Drop for Guard {
     }
 }
 
-/// A loopback port nobody listens on right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use mcpeval_testkit::pg_host::free_port;
 
 /// Waits (at most 20 s) until something accepts connections on `port`.
 pub fn wait_for_port(port: u16, what: &str) {

@@ -458,10 +458,11 @@ pub enum Failure {
 }
 
 impl Failure {
-    /// For a sibling that failed with a suite error of its own (`mcpeval-SUB:
-    /// error: MESSAGE`, perhaps a `  hint: …` line): that error, with the
-    /// sibling's status, as the caller's own. `None` for any other failure.
-    pub fn own_error(&self) -> Option<Error> {
+    /// For `mcpeval-SUB` that failed with a suite error of its own (a line
+    /// `mcpeval-SUB: error: MESSAGE`, perhaps then `  hint: …`): that
+    /// error, with the sibling's status, as the caller's own. `None` for
+    /// any other failure, or a sibling that said something else.
+    pub fn own_error(&self, sub: &str) -> Option<Error> {
         let Failure::Failed {
             ended: Ended::Exit(code),
             said,
@@ -470,7 +471,11 @@ impl Failure {
             return None;
         };
         let status = u8::try_from(*code).ok().filter(|s| *s != 0)?;
-        let (_, rest) = said.split_once(": error: ")?;
+        let prefix = format!("mcpeval-{sub}: error: ");
+        let rest = match said.strip_prefix(&prefix) {
+            Some(rest) => rest,
+            None => &said[said.find(&format!("\n{prefix}"))? + 1 + prefix.len()..],
+        };
         let (message, hint) = match rest.split_once("\n  hint: ") {
             Some((message, hint)) => (message, Some(hint.trim_end())),
             None => (rest.trim_end(), None),
@@ -588,24 +593,36 @@ mod tests {
             ended: Ended::Exit(code),
             said: said.to_owned(),
         };
+        // A warning before the error line, with error-like words in it.
         let err = failed(
             6,
-            "mcpeval-findings: error: refused; nothing was written\n  hint: restore it\n",
+            "mcpeval-findings: warning: a: error: b\n\
+             mcpeval-findings: error: refused; nothing was written\n  hint: restore it\n",
         )
-        .own_error()
+        .own_error("findings")
         .unwrap();
         assert_eq!(
             (err.status(), err.message(), err.hint()),
             (6, "refused; nothing was written", Some("restore it"))
         );
         let bare = failed(3, "mcpeval-findings: error: no store\n")
-            .own_error()
+            .own_error("findings")
             .unwrap();
         assert_eq!(
             (bare.status(), bare.message(), bare.hint()),
             (3, "no store", None)
         );
-        assert!(failed(1, "thread 'main' panicked").own_error().is_none());
-        assert!(Failure::Missing.own_error().is_none());
+        assert!(
+            failed(1, "thread 'main' panicked")
+                .own_error("findings")
+                .is_none()
+        );
+        // Another program's error line is not the sibling's.
+        assert!(
+            failed(3, "mcpeval-index: error: x\n")
+                .own_error("findings")
+                .is_none()
+        );
+        assert!(Failure::Missing.own_error("findings").is_none());
     }
 }
