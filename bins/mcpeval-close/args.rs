@@ -1,6 +1,7 @@
 //! Command-line flags of `mcpeval-close`.
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+pub use cli::Format;
 use cli::{DatabaseArg, HomeArg};
 
 /// Close a finding by hand.
@@ -42,13 +43,4 @@ pub struct Args {
     /// Output: one line for people, or one JSON object
     #[arg(long, value_enum, default_value_t = Format::Text, value_name = "FORMAT")]
     pub format: Format,
-}
-
-/// How the new state is printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// One line for people
-    Text,
-    /// One JSON object for scripts
-    Json,
 }

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+pub use cli::Format;
 use cli::{DatabaseArg, HomeArg};
 
 /// Write one issue-ready markdown file per open finding.
@@ -57,16 +58,7 @@ pub struct Args {
     #[arg(long)]
     pub prune: bool,
 
-    /// What stdout lists
+    /// What stdout lists: the written files, one path a line (text), or one JSON object with dir, written, unchanged, stale, pruned (json)
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-}
-
-/// What stdout carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// The written files, one path a line
-    Text,
-    /// One JSON object: dir, written, unchanged, stale, pruned
-    Json,
 }

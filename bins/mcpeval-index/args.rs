@@ -1,6 +1,7 @@
 //! Command-line flags of `mcpeval-index`, checked into a [`Config`].
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+pub use cli::Format;
 use cli::{DatabaseArg, HomeArg};
 use shared::Result;
 use shared::home::Home;
@@ -61,18 +62,9 @@ pub struct Args {
     #[arg(long)]
     pub rebuild: bool,
 
-    /// Summary format: a line on stderr (text), or one JSON object on stdout (json)
+    /// Summary format: `indexed N calls (M new) from K journals in S s` on stderr (text), or on stdout `{"calls":N,"new":M,"journals":K,"seconds":S,"rebuild":REASON|null}`, with a team database also `"team":{"database","uploaded","stores","calls","new","journals","seconds"}` (json)
     #[arg(long, value_enum, default_value_t = Format::Text, value_name = "FORMAT")]
     pub format: Format,
-}
-
-/// How the run's summary is reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// `indexed N calls (M new) from K journals in S s` on stderr.
-    Text,
-    /// `{"calls":N,"new":M,"journals":K,"seconds":S,"rebuild":REASON|null}` on stdout, and with a team database `"team":{"database","uploaded","stores","calls","new","journals","seconds"}`.
-    Json,
 }
 
 /// What an index run needs, validated.

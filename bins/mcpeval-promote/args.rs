@@ -1,6 +1,7 @@
 //! Command-line flags of `mcpeval-promote`, checked into a [`Config`].
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+pub use cli::Format;
 use cli::{DatabaseArg, HomeArg};
 use jiff::Timestamp;
 use shared::Result;
@@ -60,18 +61,9 @@ pub struct Args {
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub now: Option<Timestamp>,
 
-    /// Output format
+    /// Output: one line for people (text), or one JSON object (json)
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-}
-
-/// How the summary is printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// One line for people
-    Text,
-    /// One JSON object for scripts
-    Json,
 }
 
 /// A validated promote run.

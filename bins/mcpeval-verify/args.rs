@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+pub use cli::Format;
 use cli::probe_args::ServerArgs;
 use cli::{DatabaseArg, HomeArg};
 use shared::Error;
@@ -150,22 +151,13 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
 
-    /// Output: one line for people, or one JSON object
+    /// Output: one line (two when red) for people, or one JSON object
     #[arg(long, value_enum, default_value_t = Format::Text, value_name = "FORMAT")]
     pub format: Format,
 
     /// The server and how to reach it, as mcpeval-probe takes them
     #[command(flatten)]
     pub server: ServerArgs,
-}
-
-/// How the outcome is printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// One line (two when red) for people
-    Text,
-    /// One JSON object for scripts
-    Json,
 }
 
 /// What to do, validated.

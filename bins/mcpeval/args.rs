@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{Arg, Command, CommandFactory, Parser, Subcommand, ValueEnum, ValueHint};
+use clap::{Arg, Command, CommandFactory, Parser, Subcommand, ValueHint};
 use shared::Error;
 use shared::error::IoContext;
 
@@ -28,11 +28,7 @@ pub enum Action {
 }
 
 /// How `--list` prints.
-#[derive(Clone, Copy, Debug, PartialEq, ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
+pub use cli::Format;
 
 /// Run `mcpeval-NAME` with `args`.
 #[derive(Debug, PartialEq)]

@@ -4,8 +4,8 @@ complete -c mcpeval-verify -l finding -d 'The finding the case proves' -r
 complete -c mcpeval-verify -l case -d 'The id of the case to run (its finding must be --finding)' -r
 complete -c mcpeval-verify -l manifest -d 'The manifest file (mcp-eval.manifest.json), or - for standard input' -r -F
 complete -c mcpeval-verify -l record -d 'Record the results printed by mcpeval-probe (JSON Lines), from FILE or - for standard input' -r -F
-complete -c mcpeval-verify -l format -d 'Output: one line for people, or one JSON object' -r -f -a "text\t'One line (two when red) for people'
-json\t'One JSON object for scripts'"
+complete -c mcpeval-verify -l format -d 'Output: one line (two when red) for people, or one JSON object' -r -f -a "text\t'For people'
+json\t'One JSON object, for scripts'"
 complete -c mcpeval-verify -l handshake-timeout -d 'Passed to mcpeval-probe: how long each handshake request waits, start-up included' -r
 complete -c mcpeval-verify -l url -d 'Passed to mcpeval-probe: reach the server at this Streamable HTTP endpoint instead of starting a command' -r
 complete -c mcpeval-verify -l header -d 'Passed to mcpeval-probe: an extra request header for --url, as "Name: value" (repeatable); its value is never shown or stored' -r

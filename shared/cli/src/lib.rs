@@ -81,6 +81,16 @@ pub fn report(program: &str, err: &Error) {
 
 pub use store::warning::warn;
 
+/// `--format` of a command that prints for people or for scripts; the flag's
+/// own help says what each prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// For people
+    Text,
+    /// One JSON object, for scripts
+    Json,
+}
+
 /// Writes the man page (`man`) or a completion script (`complete-bash`,
 /// `complete-zsh`, `complete-fish`) for `cmd` to stdout.
 pub fn generate(mut cmd: clap::Command, kind: &str) -> Result<()> {
