@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use shared::error::Result;
+use shared::index_summary::{Summary, Team, TeamSeconds, millis};
 
 use crate::args::Format;
 use crate::pool::Synced;
@@ -21,34 +22,38 @@ pub fn print(outcome: &Outcome, team: Option<&Synced>, format: Format) -> Result
             Ok(())
         }
         Format::Json => {
-            // Written by hand to keep the documented key order.
-            let rounded = |s: f64| serde_json::Value::from((s * 1000.0).round() / 1000.0);
-            let seconds = rounded(outcome.seconds);
-            let rebuild = serde_json::Value::from(outcome.rebuild.clone());
-            let mut out = io::stdout().lock();
-            let team = match team {
-                Some(t) => format!(
-                    ",\"team\":{{\"database\":{},\"uploaded\":{},\"stores\":{},\"calls\":{},\"new\":{},\"journals\":{},\"seconds\":{{\"upload\":{},\"pull\":{},\"index\":{}}}}}",
-                    serde_json::Value::from(t.database.as_str()),
-                    t.uploaded.calls,
-                    t.pulled.stores,
-                    t.view.calls,
-                    t.view.new,
-                    t.view.journals,
-                    rounded(t.upload_seconds),
-                    rounded(t.pull_seconds),
-                    rounded(t.view.seconds)
-                ),
-                None => String::new(),
+            let team = team.map(|t| Team {
+                database: t.database.clone(),
+                uploaded: t.uploaded.calls,
+                stores: t.pulled.stores,
+                calls: count(t.view.calls),
+                new: count(t.view.new),
+                journals: count(t.view.journals),
+                seconds: TeamSeconds {
+                    upload: millis(t.upload_seconds),
+                    pull: millis(t.pull_seconds),
+                    index: millis(t.view.seconds),
+                },
+            });
+            let summary = Summary {
+                calls: count(outcome.calls),
+                new: count(outcome.new),
+                journals: count(outcome.journals),
+                seconds: millis(outcome.seconds),
+                rebuild: outcome.rebuild.clone(),
+                team,
             };
-            writeln!(
-                out,
-                "{{\"calls\":{},\"new\":{},\"journals\":{},\"seconds\":{seconds},\"rebuild\":{rebuild}{team}}}",
-                outcome.calls, outcome.new, outcome.journals
-            )?;
+            let mut out = io::stdout().lock();
+            serde_json::to_writer(&mut out, &summary).map_err(io::Error::from)?;
+            writeln!(out)?;
             Ok(out.flush()?)
         }
     }
+}
+
+/// A count as the summary reports it (SQLite counts are never negative).
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
 }
 
 /// `indexed N calls (M new) from K journals in S s[; full rebuild: REASON]`.

@@ -122,40 +122,36 @@ fn promote(home: &Home, config: &Config) -> Result<Promotion> {
 /// and brings the team view up to date. Its summary is not ours to print;
 /// its failure is, with its own words.
 fn catch_up(home: &Home) -> Result<()> {
-    use shared::sibling::{self, Options, Stderr};
-    let program = sibling::find("index").ok_or_else(|| {
-        shared::Error::unavailable(
+    use shared::index_summary::Summary;
+    use shared::sibling::{self, Failure};
+    let failed =
+        match sibling::json::<Summary>("index", home.root().as_std_path(), &["--format", "json"]) {
+            Ok(_) => return Ok(()),
+            Err(failed) => failed,
+        };
+    Err(match failed {
+        Failure::Missing => shared::Error::unavailable(
             "mcpeval-index is not installed beside mcpeval-promote or on PATH; \
              with a team database promote runs it to bring the team view up to date",
         )
-        .with_hint("install the whole mcpeval suite")
-    })?;
-    let options = Options {
-        dir: None,
-        stderr: Stderr::Capture,
-        env: &[],
-    };
-    let out = sibling::run(
-        &program,
-        home.root().as_std_path(),
-        ["--format", "json"],
-        options,
-    )
-    .map_err(|e| shared::Error::io(format_args!("cannot run {}", program.display()), e))?;
-    if out.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let said: Vec<_> = stderr.lines().map(shared::escape::terminal).collect();
-    let status = u8::try_from(out.ended.status()).unwrap_or(shared::exit::IO);
-    Err(shared::Error::new(
-        shared::error::Kind::from_status(status).unwrap_or(shared::error::Kind::Io),
-        format!(
-            "bringing the team view up to date failed (mcpeval-index {}); nothing was promoted:\n{}",
-            out.ended.describe(),
-            said.join("\n")
-        ),
-    ))
+        .with_hint("install the whole mcpeval suite"),
+        Failure::Io(e) => shared::Error::io("cannot run mcpeval-index", e),
+        Failure::Failed { ended, said } => {
+            let status = u8::try_from(ended.status()).unwrap_or(shared::exit::IO);
+            shared::Error::new(
+                shared::error::Kind::from_status(status).unwrap_or(shared::error::Kind::Io),
+                format!(
+                    "bringing the team view up to date failed (mcpeval-index {}); nothing was promoted:\n{}",
+                    ended.describe(),
+                    said.trim_end()
+                ),
+            )
+        }
+        Failure::Unreadable { .. } => shared::Error::unavailable(
+            "mcpeval-index printed a summary promote cannot read; nothing was promoted",
+        )
+        .with_hint("install mcpeval-promote and mcpeval-index from the same release"),
+    })
 }
 
 /// `promoted F of I issues`, and the two reasons when there is anything.

@@ -26,7 +26,8 @@
 //!   findings --format json` prints; [`probe_result`]: the result
 //!   (`mcpeval.probe/1`) that `mcpeval probe` prints; [`history`]: a
 //!   finding's lifecycle history, as `findings --history` prints it;
-//!   [`readiness`]: the readiness report.
+//!   [`readiness`]: the readiness report; [`index_summary`]: what `index
+//!   --format json` prints.
 //! - [`sibling`]: finding and running another `mcpeval-SUB` the way the
 //!   front does.
 //! - [`manifest`]: the probe manifest a server's maintainer writes.
@@ -97,6 +98,7 @@ pub mod findings;
 pub mod history;
 pub mod home;
 pub mod id;
+pub mod index_summary;
 pub mod lines;
 pub mod manifest;
 pub mod probe_result;
