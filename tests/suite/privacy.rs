@@ -1500,6 +1500,9 @@ fn verify_over_http(net: &mut Net, store: &Store, finding: &Value, config: &Path
 /// command line of every process the suite's commands started (not of
 /// the commands this test typed itself: their arguments are the user's
 /// own choice), and the environment of every server a probe started.
+/// Only processes below a command this test typed count (its `HOME` is
+/// the store's scratch directory): the other tests of this binary run
+/// beside it, with arguments of their own.
 /// Each joins the net's artifacts, so every canary is searched for in
 /// them; a server's environment holding a variable of the suite's own, or
 /// of libpq's, is a problem.
@@ -1526,21 +1529,24 @@ fn proc_stat(pid: u32) -> Option<(String, u32, u64)> {
 }
 
 impl Watch {
-    fn start() -> Watch {
+    fn start(store: &Store) -> Watch {
         use std::sync::atomic::{AtomicBool, Ordering};
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let me = std::process::id();
+        let ours = format!("HOME={}", store.scratch().display()).into_bytes();
         let thread = std::thread::spawn(move || {
             let mut seen = std::collections::BTreeSet::new();
             let mut found = Vec::new();
             let mut problems = Vec::new();
+            // Whether `pid` is, or descends from, a command this test typed.
             let descends = |mut pid: u32| {
                 for _ in 0..16 {
-                    if pid == me {
-                        return true;
-                    }
                     match proc_stat(pid) {
+                        Some((_, ppid, _)) if ppid == me => {
+                            return std::fs::read(format!("/proc/{pid}/environ"))
+                                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == ours));
+                        }
                         Some((_, ppid, _)) if ppid > 1 => pid = ppid,
                         _ => return false,
                     }
@@ -1717,7 +1723,7 @@ fn no_canary_survives_capture_or_any_later_stage() {
     }
     let store = Store::new();
     let mut net = Net::new(&store);
-    let watch = Watch::start();
+    let watch = Watch::start(&store);
 
     // Capture: two stdio sessions and two HTTP sessions.
     let tool = tool_name(&secrets);
