@@ -1,7 +1,7 @@
 //! Command-line flags of `mcpeval-annotate`, checked into a [`Config`].
 
 use clap::{ArgGroup, Parser};
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 use shared::Error;
 use shared::Result;
 use shared::home::Home;
@@ -42,9 +42,7 @@ mcpeval index    # records the link for mcpeval promote"
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// The call's identity.event_id (a UUID) from the journal
     #[arg(long, value_name = "UUID")]
@@ -121,7 +119,7 @@ impl Args {
         lifecycle::check_note(&self.note)
             .map_err(|msg| Error::usage(format!("--note: {msg}; nothing was stored")))?;
         Ok(Config {
-            home: self.database.apply(self.home.resolve()?),
+            home: self.store.resolve()?,
             target,
             kind: self.kind.into(),
             note: self.note,

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 pub use cli::Format;
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 
 /// Close a finding by hand.
 #[derive(Debug, Parser)]
@@ -28,9 +28,7 @@ mcpeval close --finding finding-0123456789abcdef --reason \"accepted: upstream l
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// The finding to close
     #[arg(long, value_name = "ID")]

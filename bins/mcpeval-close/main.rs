@@ -27,7 +27,7 @@ fn close(args: Args) -> Result<()> {
     let finding: FindingId = shared::id::parse_flag("--finding", &args.finding)?;
     verification::check_reason(&args.reason)
         .map_err(|why| Error::usage("invalid --reason").with_source(why))?;
-    let home = args.database.apply(args.home.resolve()?);
+    let home = args.store.resolve()?;
     let scope = team::Scope::Finding(finding.clone());
     let changed = team::write(&home, scope, |home| {
         let mut conn = lifecycle::open(home)?;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 pub use cli::Format;
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 
 /// Write one issue-ready markdown file per open finding.
 #[derive(Debug, Parser)]
@@ -42,9 +42,7 @@ mcpeval export-issues --dir issues/ --format json | jq -r '.stale[]'"
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// Directory the issue files go to (created if missing)
     #[arg(long, value_name = "DIR")]

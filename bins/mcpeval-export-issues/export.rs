@@ -33,7 +33,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         (_, text) => text.unwrap_or_default().to_owned(),
     };
-    let home = team::view(&args.database.apply(args.home.resolve()?), team::Scope::All)?;
+    let home = team::view(&args.store.resolve()?, team::Scope::All)?;
     let catalog = catalog::load(&home)?;
     let open: Vec<&catalog::Finding> = catalog
         .findings

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 use shared::id::FindingId;
 
 /// Read the promoted findings.
@@ -65,9 +65,7 @@ mcpeval findings --history --format json | jq '.history[] | {finding, runs: [.ru
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// Read the findings of this share envelope instead of the store (- for standard input)
     #[arg(long, value_name = "FILE")]

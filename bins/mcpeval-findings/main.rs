@@ -36,7 +36,7 @@ fn run(args: Args) -> Result<()> {
         // Every finding (or those of --finding), and with --history their
         // lifecycle.
         None => Some(team::view(
-            &args.database.apply(args.home.resolve()?),
+            &args.store.resolve()?,
             match args.finding.as_slice() {
                 [] => team::Scope::All,
                 ids => team::Scope::Findings(ids.to_vec()),
@@ -72,7 +72,7 @@ fn run(args: Args) -> Result<()> {
     if args.history {
         let home = match home {
             Some(home) => home,
-            None => args.database.apply(args.home.resolve()?),
+            None => args.store.resolve()?,
         };
         history::json(&mut out, &home, &findings)?;
         return Ok(out.flush()?);

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 use shared::Error;
 use shared::Result;
 use shared::file_arg::{Input, Output};
@@ -53,9 +53,7 @@ An expect file: {\"outcome\": \"ok\", \"equals_paths\": {\"/structuredContent/st
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// The finding to probe
     #[arg(long, value_name = "ID")]
@@ -108,10 +106,7 @@ impl Args {
             )));
         }
         Ok(Config {
-            home: team::view(
-                &self.database.apply(self.home.resolve()?),
-                team::Scope::Finding(finding.clone()),
-            )?,
+            home: self.store.resolve()?,
             finding,
             expect: self.expect.map(Input::new),
             output,

@@ -25,6 +25,11 @@ fn main() -> ExitCode {
 }
 
 fn generate(config: Config) -> Result<()> {
+    // With a team database: the team's view of the finding, up to date.
+    let config = Config {
+        home: team::view(&config.home, team::Scope::Finding(config.finding.clone()))?,
+        ..config
+    };
     if !config.force && config.output.replaces() {
         return Err(output::exists_error(&config.output));
     }

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 pub use cli::Format;
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 use shared::Result;
 use shared::home::Home;
 
@@ -54,9 +54,7 @@ index.db is disposable: deleting it and running `mcpeval index` and\n\
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// Rebuild the index from every journal; recreates a damaged or foreign index.db
     #[arg(long)]
@@ -78,7 +76,7 @@ pub struct Config {
 impl Args {
     pub fn into_config(self) -> Result<Config> {
         Ok(Config {
-            home: self.database.apply(self.home.resolve()?),
+            home: self.store.resolve()?,
             rebuild: self.rebuild,
             format: self.format,
         })

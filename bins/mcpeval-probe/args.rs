@@ -4,8 +4,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use cli::StoreArgs;
 use cli::probe_args::ServerArgs;
-use cli::{DatabaseArg, HomeArg};
 use shared::Error;
 use shared::Result;
 use shared::file_arg::Input;
@@ -147,9 +147,7 @@ its response stream) and is red with reason timeout."
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// The manifest file (mcp-eval.manifest.json), or - for standard input
     #[arg(long, value_name = "FILE")]
@@ -267,7 +265,7 @@ impl Args {
             None => Server::Command(s.command),
         };
         Ok(Config {
-            home: self.database.apply(self.home.resolve()?),
+            home: self.store.resolve()?,
             manifest: Input::new(self.manifest),
             case: self.case,
             all: self.all,

@@ -52,8 +52,7 @@ pub fn view(config: &Config, cases: &[&Case]) -> Result<Home> {
     for case in cases {
         args.extend(["--finding", case.finding.as_str()]);
     }
-    let home = config.home.root().as_std_path();
-    match sibling::json::<Findings>("findings", home, &args) {
+    match sibling::json::<Findings>("findings", &config.home, &args) {
         Ok(_) => Ok(config.home.team_view()),
         Err(failure) => Err(failure.own_error("findings").unwrap_or_else(|| {
             let why = match failure {

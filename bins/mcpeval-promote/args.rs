@@ -2,7 +2,7 @@
 
 use clap::Parser;
 pub use cli::Format;
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 use jiff::Timestamp;
 use shared::Result;
 use shared::config::{Config as StoreConfig, check_threshold};
@@ -49,9 +49,7 @@ Prints: promoted F of I issues (S seen in one session only, L below threshold)"
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// Minimum score for a finding, finite and ≥ 0 [default: config.json, else the calibrated default]
     #[arg(long, value_name = "NUMBER", value_parser = parse_threshold)]
@@ -77,7 +75,7 @@ pub struct Config {
 
 impl Args {
     pub fn into_config(self) -> Result<Config> {
-        let home = self.database.apply(self.home.resolve()?);
+        let home = self.store.resolve()?;
         let threshold = match self.threshold {
             Some(t) => t,
             None => StoreConfig::load(&home)?

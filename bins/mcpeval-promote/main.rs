@@ -124,11 +124,10 @@ fn promote(home: &Home, config: &Config) -> Result<Promotion> {
 fn catch_up(home: &Home) -> Result<()> {
     use shared::index_summary::Summary;
     use shared::sibling::{self, Failure};
-    let failed =
-        match sibling::json::<Summary>("index", home.root().as_std_path(), &["--format", "json"]) {
-            Ok(_) => return Ok(()),
-            Err(failed) => failed,
-        };
+    let failed = match sibling::json::<Summary>("index", home, &["--format", "json"]) {
+        Ok(_) => return Ok(()),
+        Err(failed) => failed,
+    };
     Err(match failed {
         Failure::Missing => shared::Error::unavailable(
             "mcpeval-index is not installed beside mcpeval-promote or on PATH; \

@@ -1,7 +1,7 @@
 //! Command-line flags of `mcpeval-readiness`, checked into a [`Config`].
 
 use clap::{Parser, ValueEnum};
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 use jiff::Timestamp;
 use shared::Error;
 use shared::Result;
@@ -53,9 +53,7 @@ mcpeval readiness --format json | jq -r '.servers[] | \"\\(.server) \\(.verdict)
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// How many UTC days to report, today included
     #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=366))]
@@ -104,7 +102,7 @@ impl Args {
             })?,
         };
         Ok(Config {
-            home: team::view(&self.database.apply(self.home.resolve()?), team::Scope::All)?,
+            home: self.store.resolve()?,
             days: self.days,
             format: self.format,
             servers: self.server,

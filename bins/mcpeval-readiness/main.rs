@@ -27,6 +27,11 @@ fn main() -> ExitCode {
 }
 
 fn run(config: Config) -> Result<()> {
+    // With a team database: the team's view, brought up to date.
+    let config = Config {
+        home: team::view(&config.home, team::Scope::All)?,
+        ..config
+    };
     // Findings not promoted since the index changed end the run first,
     // before the trends cache is touched.
     let catalog = store::catalog::load_if_indexed(&config.home)?;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 use shared::Error;
 use shared::Result;
 use shared::file_arg::Output;
@@ -45,9 +45,7 @@ mcpeval report --output - | wc -c"
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// The HTML file to write, or - for stdout
     #[arg(long, value_name = "FILE")]
@@ -88,13 +86,7 @@ impl Args {
         }
         let output = Output::new(self.output);
         Ok(Config {
-            home: {
-                // Its siblings read the team; a store that cannot is
-                // refused here, in the report's own words.
-                let home = self.database.apply(self.home.resolve()?);
-                team::check(&home)?;
-                home
-            },
+            home: self.store.resolve()?,
             output,
             days: self.days,
             servers: self.server,

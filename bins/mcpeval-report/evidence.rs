@@ -53,7 +53,7 @@ pub struct Finding {
 /// Runs the three siblings; the first to fail ends the report with its
 /// message (see [`siblings::json`]).
 pub fn gather(config: &Config) -> Result<Evidence> {
-    let home = config.home.root().as_std_path();
+    let home = &config.home;
     // `--server=NAME` in one word: a name starting with `-` stays a value.
     let servers: Vec<String> = config
         .servers
@@ -84,7 +84,7 @@ pub fn gather(config: &Config) -> Result<Evidence> {
 
 fn run<T: serde::de::DeserializeOwned>(
     sub: &str,
-    home: &std::path::Path,
+    home: &shared::home::Home,
     args: &[String],
 ) -> Result<T> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -27,6 +27,9 @@ fn main() -> ExitCode {
 }
 
 fn run(config: Config) -> Result<()> {
+    // Its siblings read the team; a store that cannot is refused here,
+    // in the report's own words.
+    team::check(&config.home)?;
     let evidence = evidence::gather(&config)?;
     let html = page::render(&evidence);
     config.output.write(html.as_bytes(), 0o644)?;

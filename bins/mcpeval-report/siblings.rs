@@ -10,18 +10,18 @@
 //! relayed text are escaped first.
 
 use std::io::Write;
-use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use shared::Error;
 use shared::Result;
 use shared::exit;
+use shared::home::Home;
 use shared::sibling::{self, Ended, Failure};
 
 use crate::PROGRAM;
 
 /// Runs `mcpeval-<sub> --home HOME ARGS…` and parses its stdout as `T`.
-pub fn json<T: DeserializeOwned>(sub: &str, home: &Path, args: &[&str]) -> Result<T> {
+pub fn json<T: DeserializeOwned>(sub: &str, home: &Home, args: &[&str]) -> Result<T> {
     let shown = sibling::printable(&format!("mcpeval-{sub} {}", args.join(" ")));
     match sibling::json(sub, home, args) {
         Ok((parsed, said)) => {

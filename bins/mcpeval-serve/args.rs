@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 use shared::Error;
 use shared::Result;
 use shared::home::Home;
@@ -77,9 +77,7 @@ An MCP client configuration (JSON) that starts it:\n  \
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// The directory generate_manifest writes in, and the directory of the commands serve runs [default: the current directory]
     #[arg(long, value_name = "DIR")]
@@ -106,11 +104,12 @@ impl Args {
     /// Resolves the store and opens the workspace.
     pub fn into_config(self) -> Result<Config> {
         // Absolute, as the commands serve runs start in the workspace.
-        let home = self.database.apply(self.home.resolve()?);
+        let home = self.store.resolve()?;
         let home = Home::at(
             &std::path::absolute(home.root())
                 .map_err(|e| Error::io("cannot find the current directory", e))?,
-        );
+        )
+        .with_database_flag(home.database_flag().map(str::to_owned));
         let dir = match self.workspace {
             Some(dir) => dir,
             None => std::env::current_dir()

@@ -13,6 +13,7 @@ use std::path::Path;
 use shared::Error;
 use shared::Result;
 use shared::error::Kind;
+use shared::home::Home;
 use shared::sibling::{self, Options, Stderr};
 
 /// What a command did.
@@ -26,7 +27,7 @@ pub struct Ran {
 
 /// Runs `mcpeval-<sub> --home HOME ARGS…` in `dir`. `Err` says why the
 /// command could not be run at all.
-pub fn run(sub: &str, home: &Path, dir: &Path, args: &[OsString]) -> Result<Ran> {
+pub fn run(sub: &str, home: &Home, dir: &Path, args: &[OsString]) -> Result<Ran> {
     let program = sibling::find(sub).ok_or_else(|| {
         Error::new(
             Kind::Io,

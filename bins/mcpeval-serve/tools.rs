@@ -422,12 +422,7 @@ impl Drop for Scratch {
 
 /// Runs `mcpeval-<sub>` for this store, in the workspace.
 fn run(config: &Config, sub: &str, argv: &[OsString]) -> Result<Ran, Failure> {
-    let ran = siblings::run(
-        sub,
-        config.home.root().as_std_path(),
-        config.workspace.root(),
-        argv,
-    )?;
+    let ran = siblings::run(sub, &config.home, config.workspace.root(), argv)?;
     Ok(ran)
 }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use cli::{DatabaseArg, HomeArg};
+use cli::StoreArgs;
 
 /// Pack share-safe findings and evidence into one file for a server's maintainer.
 #[derive(Debug, Parser)]
@@ -45,9 +45,7 @@ mcpeval share --output - --server weather | ssh maintainer mcpeval findings --fr
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// The envelope file to write, or - for standard output
     #[arg(long, value_name = "FILE")]

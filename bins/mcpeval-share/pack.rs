@@ -41,7 +41,7 @@ struct Envelope {
 
 /// Runs `share`.
 pub fn run(args: Args) -> Result<()> {
-    let home = team::view(&args.database.apply(args.home.resolve()?), team::Scope::All)?;
+    let home = team::view(&args.store.resolve()?, team::Scope::All)?;
     let catalog = store::catalog::load_if_indexed(&home)?;
     let records = read_journals(&home)?;
 

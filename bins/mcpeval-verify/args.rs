@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::Parser;
 pub use cli::Format;
+use cli::StoreArgs;
 use cli::probe_args::ServerArgs;
-use cli::{DatabaseArg, HomeArg};
 use shared::Error;
 use shared::Result;
 use shared::file_arg::Input;
@@ -116,9 +116,7 @@ does not verify, a conflicting run id, a server that is not the finding's server
 )]
 pub struct Args {
     #[command(flatten)]
-    pub home: HomeArg,
-    #[command(flatten)]
-    pub database: DatabaseArg,
+    pub store: StoreArgs,
 
     /// The finding the case proves
     #[arg(
@@ -191,7 +189,7 @@ pub struct RunConfig {
 
 impl Args {
     pub fn into_config(self) -> Result<Config> {
-        let home = self.database.apply(self.home.resolve()?);
+        let home = self.store.resolve()?;
         let manifest = self.manifest.map(Input::new);
         let record = self.record.map(Input::new);
         Input::one_stdin(&[

@@ -61,14 +61,8 @@ pub fn run(home: &Home, config: &RunConfig, format: Format) -> Result<u8> {
     } else {
         Stdin::Null
     };
-    let out = sibling::run_with_stdin(
-        &program,
-        home.root().as_std_path(),
-        probe_args(config),
-        options,
-        stdin,
-    )
-    .map_err(|e| Error::io(format_args!("cannot run {}", program.display()), e))?;
+    let out = sibling::run_with_stdin(&program, home, probe_args(config), options, stdin)
+        .map_err(|e| Error::io(format_args!("cannot run {}", program.display()), e))?;
 
     let code = match out.ended {
         Ended::Exit(code) => code,

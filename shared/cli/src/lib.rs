@@ -144,7 +144,8 @@ Exit status:\n  \
 }
 
 /// The `--home DIR` flag every binary takes: flatten it into the clap
-/// struct (`#[command(flatten)] home: HomeArg`) and `resolve()` it.
+/// struct (`#[command(flatten)] home: HomeArg`) and `resolve()` it. A
+/// command that can use a team database takes [`StoreArgs`] instead.
 #[derive(Debug, Clone, clap::Args)]
 pub struct HomeArg {
     /// Store directory [default: $MCPEVAL_HOME, else $XDG_DATA_HOME/mcpeval, else ~/.local/share/mcpeval]
@@ -152,30 +153,36 @@ pub struct HomeArg {
     pub home: Option<std::path::PathBuf>,
 }
 
-/// The `--database URL` flag of the commands that read or write a team
-/// store: flatten it beside [`HomeArg`] and pass it to
-/// [`DatabaseArg::apply`].
-#[derive(Debug, Clone, clap::Args)]
-pub struct DatabaseArg {
-    /// Team database: a libpq connection string or postgres:// URL, password from PGPASSWORD or ~/.pgpass [default: $MCPEVAL_DATABASE_URL, else database_url in config.json, else none: this store alone]
-    #[arg(long, value_name = "URL")]
-    pub database: Option<String>,
-}
-
-impl DatabaseArg {
-    /// The store with this flag's database, if one was given.
-    pub fn apply(&self, home: shared::home::Home) -> shared::home::Home {
-        if let Some(url) = &self.database {
-            shared::sibling::pass_database(url);
-        }
-        home.with_database_flag(self.database.clone())
-    }
-}
-
 impl HomeArg {
     /// The store: `--home`, else the environment (see [`shared::home::Home::resolve`]).
     pub fn resolve(&self) -> Result<shared::home::Home> {
         shared::home::Home::resolve(self.home.as_deref())
+    }
+}
+
+/// The store flags of the commands that read or write a team store,
+/// `--home DIR` and `--database URL`: flatten them into the clap struct
+/// and `resolve()` them once, in `into_config`. Nothing is opened or
+/// reached there; the store's `--database` travels in the [`Home`], to
+/// the team crate and to every sibling the command runs.
+///
+/// [`Home`]: shared::home::Home
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    #[command(flatten)]
+    home: HomeArg,
+    /// Team database: a libpq connection string or postgres:// URL, password from PGPASSWORD or ~/.pgpass [default: $MCPEVAL_DATABASE_URL, else database_url in config.json, else none: this store alone]
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
+}
+
+impl StoreArgs {
+    /// The store, with `--database` if it was given.
+    pub fn resolve(&self) -> Result<shared::home::Home> {
+        Ok(self
+            .home
+            .resolve()?
+            .with_database_flag(self.database.clone()))
     }
 }
 

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::HOME_ENV;
+use crate::home::Home;
 
 /// What every suite command's file name starts with.
 pub const PREFIX: &str = "mcpeval-";
@@ -343,18 +344,11 @@ pub enum Stdin {
     Inherit,
 }
 
-/// The `--database` this process was given, handed to every sibling it
-/// runs as `MCPEVAL_DATABASE_URL` (siblings take the store from `--home`).
-static DATABASE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Makes every sibling run from now on use the team database `url`.
-pub fn pass_database(url: &str) {
-    let _ = DATABASE.set(url.to_owned());
-}
-
-/// Runs `program --home HOME ARGS…` with `MCPEVAL_HOME=HOME`, stdin closed
-/// and stdout captured. `Err` only when it could not be started or waited for.
-pub fn run<I, A>(program: &Path, home: &Path, args: I, options: Options<'_>) -> std::io::Result<Ran>
+/// Runs `program --home HOME ARGS…` with `MCPEVAL_HOME=HOME` (and the
+/// store's `--database`, if it was given one, as `MCPEVAL_DATABASE_URL`),
+/// stdin closed and stdout captured. `Err` only when it could not be
+/// started or waited for.
+pub fn run<I, A>(program: &Path, home: &Home, args: I, options: Options<'_>) -> std::io::Result<Ran>
 where
     I: IntoIterator<Item = A>,
     A: Into<OsString>,
@@ -365,7 +359,7 @@ where
 /// Like [`run`], with the sibling's stdin as `stdin` says.
 pub fn run_with_stdin<I, A>(
     program: &Path,
-    home: &Path,
+    home: &Home,
     args: I,
     options: Options<'_>,
     stdin: Stdin,
@@ -374,13 +368,14 @@ where
     I: IntoIterator<Item = A>,
     A: Into<OsString>,
 {
-    let mut argv: Vec<OsString> = vec!["--home".into(), home.into()];
+    let root = home.root().as_std_path();
+    let mut argv: Vec<OsString> = vec!["--home".into(), root.into()];
     argv.extend(args.into_iter().map(Into::into));
     let mut expression = duct::cmd(program, argv)
-        .env(HOME_ENV, home)
+        .env(HOME_ENV, root)
         .stdout_capture()
         .unchecked();
-    if let Some(url) = DATABASE.get() {
+    if let Some(url) = home.database_flag() {
         expression = expression.env(crate::DATABASE_ENV, url);
     }
     for (name, value) in options.env {
@@ -494,7 +489,7 @@ impl Failure {
 /// it said on stderr (printable; a note the caller may relay).
 pub fn json<T: serde::de::DeserializeOwned>(
     sub: &str,
-    home: &Path,
+    home: &Home,
     args: &[&str],
 ) -> std::result::Result<(T, String), Failure> {
     let program = find(sub).ok_or(Failure::Missing)?;
