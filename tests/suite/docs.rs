@@ -67,14 +67,14 @@ fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
+/// The bad-input table lives in its own page, which the README links.
 #[test]
 fn every_bad_input_row_names_a_test_that_exists() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let section = readme
-        .split("## When input is bad\n")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("README has a section 'When input is bad'");
+    assert!(
+        doc("README.md").contains("](docs/bad-input.md)"),
+        "the README links docs/bad-input.md"
+    );
+    let section = doc_section("docs/bad-input.md", "# When input is bad");
     let mut files = Vec::new();
     for dir in ["tests/suite", "tests/kit", "bins", "shared"] {
         sources(&repo().join(dir), &mut files);
@@ -101,7 +101,10 @@ fn every_bad_input_row_names_a_test_that_exists() {
                     .unwrap()
                     .contains(&format!("fn {name}("))
         });
-        assert!(found, "README names {test}, which no {file}.rs defines");
+        assert!(
+            found,
+            "docs/bad-input.md names {test}, which no {file}.rs defines"
+        );
     }
 }
 
@@ -140,16 +143,50 @@ fn the_front_help_reads_as_reviewed() {
     insta::assert_snapshot!("mcpeval_help", help);
 }
 
-/// The fenced blocks of the README's section `heading`, in order, as
-/// (info string, body).
-fn readme_blocks(heading: &str) -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let section = readme
-        .split(&format!("\n{heading}\n"))
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .unwrap_or_else(|| panic!("README has a section {heading:?}"))
-        .to_owned();
+/// A file of the repository, by its path from the root.
+fn doc(rel: &str) -> String {
+    std::fs::read_to_string(repo().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// Whether `line` opens or closes a fenced code block.
+fn is_fence(line: &str) -> bool {
+    line.starts_with("```")
+}
+
+/// The level of the heading `line` (outside a fence), if it is one.
+fn heading_level(line: &str) -> Option<usize> {
+    let level = line.len() - line.trim_start_matches('#').len();
+    (level > 0 && line[level..].starts_with(' ')).then_some(level)
+}
+
+/// The section of the markdown file `rel` under the line `heading` (its
+/// `#`s included), up to the next heading of the same level or above;
+/// `#` lines inside fenced blocks are not headings.
+fn doc_section(rel: &str, heading: &str) -> String {
+    let text = doc(rel);
+    let level = heading_level(heading).expect("a heading");
+    let mut lines = text.lines();
+    assert!(
+        lines.any(|l| l == heading),
+        "{rel} has a section {heading:?}"
+    );
+    let mut section = String::new();
+    let mut fenced = false;
+    for line in lines {
+        fenced ^= is_fence(line);
+        if !fenced && heading_level(line).is_some_and(|l| l <= level) {
+            break;
+        }
+        section.push_str(line);
+        section.push('\n');
+    }
+    section
+}
+
+/// The fenced blocks of the section `heading` of the markdown file `rel`,
+/// in order, as (info string, body).
+fn blocks(rel: &str, heading: &str) -> Vec<(String, String)> {
+    let section = doc_section(rel, heading);
     let mut blocks = Vec::new();
     let mut open: Option<(String, String)> = None;
     for line in section.lines() {
@@ -182,18 +219,23 @@ fn same_ids(text: &str) -> String {
     out
 }
 
+/// The README's verify example: its script and the output it shows.
+fn verify_example() -> (String, String) {
+    let blocks = blocks("README.md", "## Verify a fix");
+    let at = blocks
+        .iter()
+        .position(|(info, _)| info == "sh")
+        .expect("a sh block");
+    (blocks[at].1.clone(), blocks[at + 1].1.clone())
+}
+
 /// The verify example runs as printed on a fresh clone: in a directory
 /// holding only the bundled corpus, with the suite on PATH and a cleared
 /// environment, it ends with the red line and hint the README shows, and
 /// keeps its store in the temporary directory it makes.
 #[test]
 fn the_readme_verify_example_runs_as_printed() {
-    let blocks = readme_blocks("## Verify a fix");
-    let at = blocks
-        .iter()
-        .position(|(info, _)| info == "sh")
-        .expect("a sh block");
-    let (script, shown) = (&blocks[at].1, &blocks[at + 1].1);
+    let (script, shown) = verify_example();
     let store = Store::new();
     let clone = store.scratch().join("clone");
     let tmp = store.scratch().join("tmp");
@@ -217,7 +259,7 @@ fn the_readme_verify_example_runs_as_printed() {
         .env_remove("MCPEVAL_HOME")
         .env("PATH", path)
         .env("TMPDIR", &tmp)
-        .args(["-e", "-c", script])
+        .args(["-e", "-c", &script])
         .current_dir(&clone)
         .output()
         .unwrap();
@@ -235,6 +277,198 @@ fn the_readme_verify_example_runs_as_printed() {
     let stores: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert_eq!(stores.len(), 1, "{stores:?}");
     assert!(!store.home().exists());
+}
+
+/// The README is the first hour: what mcpeval is, how to set it up and
+/// run it, and links to the rest. Reference belongs in docs/.
+#[test]
+fn the_readme_fits_in_300_lines() {
+    let lines = doc("README.md").lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines; move reference into docs/"
+    );
+}
+
+/// The command table names every binary under bins/: a command a reader
+/// cannot find in it does not exist for them.
+#[test]
+fn the_readme_command_table_names_every_binary() {
+    let section = doc_section("README.md", "## Commands");
+    let rows: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("| `mcpeval"))
+        .collect();
+    for name in binaries() {
+        let heads = match name.strip_prefix("mcpeval-") {
+            Some(sub) => vec![format!("| `mcpeval {sub}`"), format!("| `mcpeval {sub} ")],
+            None => vec!["| `mcpeval --list`".to_owned()],
+        };
+        assert!(
+            rows.iter()
+                .any(|row| heads.iter().any(|head| row.starts_with(head.as_str()))),
+            "the README's command table has no row for {name}"
+        );
+    }
+}
+
+/// The markdown a reader meets: the README and every page under docs/,
+/// as paths from the repository root.
+fn markdown_pages() -> Vec<String> {
+    let mut pages = vec!["README.md".to_owned()];
+    for entry in std::fs::read_dir(repo().join("docs")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".md") {
+            pages.push(format!("docs/{name}"));
+        }
+    }
+    pages.sort();
+    pages
+}
+
+/// `text` without its code spans: a run of backticks up to the next run
+/// of the same length is code, not markup.
+fn without_code_spans(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('`') {
+        out.push_str(&rest[..at]);
+        let run = rest[at..].len() - rest[at..].trim_start_matches('`').len();
+        let after = &rest[at + run..];
+        let mut closing = None;
+        let mut from = 0;
+        while let Some(next) = after[from..].find('`') {
+            let start = from + next;
+            let len = after[start..].len() - after[start..].trim_start_matches('`').len();
+            if len == run {
+                closing = Some(start + len);
+                break;
+            }
+            from = start + len;
+        }
+        match closing {
+            Some(end) => rest = &after[end..],
+            None => {
+                out.push_str(&rest[at..at + run]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The paragraphs of the markdown `text` outside fenced blocks, with
+/// their code spans taken out: the text where a link can be.
+fn prose(text: &str) -> Vec<String> {
+    let mut paragraphs = Vec::new();
+    let mut paragraph = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if is_fence(line) {
+            fenced = !fenced;
+        } else if !fenced && !line.trim().is_empty() {
+            paragraph.push_str(line);
+            paragraph.push('\n');
+            continue;
+        }
+        if !paragraph.is_empty() {
+            paragraphs.push(without_code_spans(&std::mem::take(&mut paragraph)));
+        }
+    }
+    paragraphs.push(without_code_spans(&paragraph));
+    paragraphs
+}
+
+/// The link targets in the markdown `text`: `[text](target)` and
+/// `![alt](target)`, outside code.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    for paragraph in prose(text) {
+        let mut rest = paragraph.as_str();
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let end = rest.find(')').unwrap_or(rest.len());
+            targets.push(rest[..end].trim().to_owned());
+            rest = &rest[end..];
+        }
+    }
+    targets
+}
+
+/// The anchors GitHub gives the headings of the markdown `text`: lower
+/// case, spaces as hyphens, other punctuation dropped.
+fn anchors(text: &str) -> Vec<String> {
+    let mut anchors = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        fenced ^= is_fence(line);
+        let Some(level) = heading_level(line).filter(|_| !fenced) else {
+            continue;
+        };
+        let slug: String = line[level..]
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        anchors.push(slug);
+    }
+    anchors
+}
+
+/// Moving text into docs/ must not leave a reader at a dead link: every
+/// relative link of the README and of docs/ names a file of the
+/// repository, and an anchor in it names a heading of that file.
+#[test]
+fn every_relative_link_in_the_docs_points_at_a_file_that_exists() {
+    let root = repo().canonicalize().unwrap();
+    let mut checked = 0;
+    for page in markdown_pages() {
+        let here = std::path::Path::new(&page).parent().unwrap();
+        for target in link_targets(&doc(&page)) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let file = if path.is_empty() {
+                repo().join(&page)
+            } else {
+                repo().join(here).join(path)
+            };
+            let file = file
+                .canonicalize()
+                .unwrap_or_else(|_| panic!("{page} links {target}, which does not exist"));
+            assert!(
+                file.starts_with(&root),
+                "{page} links {target}, outside the repository"
+            );
+            if !anchor.is_empty() {
+                let text = std::fs::read_to_string(&file).unwrap();
+                assert!(
+                    anchors(&text).iter().any(|a| a == anchor),
+                    "{page} links {target}, and no heading there makes #{anchor}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} relative links found");
+}
+
+/// Every page under docs/ can be reached from the README.
+#[test]
+fn every_docs_page_is_linked_from_the_readme() {
+    let targets = link_targets(&doc("README.md"));
+    for page in markdown_pages().into_iter().filter(|p| p != "README.md") {
+        assert!(
+            targets
+                .iter()
+                .any(|t| t.split('#').next() == Some(page.as_str())),
+            "the README links no {page}"
+        );
+    }
 }
 
 /// The demo, with its output read by a program rather than a terminal,

@@ -1,7 +1,7 @@
 //! `-` as a file argument, and the suite's commands piped into each other
 //! as a shell would: `probe --all | verify --record -`, generate into
 //! `probe --manifest -`, and `share --output - | findings --from -`; outputs
-//! that are FIFOs, devices or links to them; and the README's Makefile
+//! that are FIFOs, devices or links to them; and the Makefile of docs/ci.md
 //! gating CI on the statuses.
 
 use std::os::unix::fs::{FileTypeExt, symlink};
@@ -563,20 +563,20 @@ fn outputs_that_are_not_regular_files_are_written_in_place() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), manifest);
 }
 
-/// The ```make block of the README, as a file in `dir`.
-fn readme_makefile(dir: &Path) -> PathBuf {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let start = readme
+/// The ```make block of docs/ci.md, as a file in `dir`.
+fn documented_makefile(dir: &Path) -> PathBuf {
+    let page = std::fs::read_to_string(repo().join("docs/ci.md")).unwrap();
+    let start = page
         .find("```make\n")
-        .expect("README has a ```make block")
+        .expect("docs/ci.md has a ```make block")
         + 8;
-    let len = readme[start..].find("```\n").unwrap();
+    let len = page[start..].find("```\n").unwrap();
     let path = dir.join("Makefile");
-    std::fs::write(&path, &readme[start..start + len]).unwrap();
+    std::fs::write(&path, &page[start..start + len]).unwrap();
     path
 }
 
-/// One way a CI run can go, and what the README's gate makes of it.
+/// One way a CI run can go, and what the documented gate makes of it.
 struct Gate {
     name: &'static str,
     /// Prepares the bench and returns the server command.
@@ -641,14 +641,14 @@ fn gates() -> Vec<Gate> {
 }
 
 #[test]
-fn the_readme_makefile_gates_ci_on_the_statuses() {
+fn the_documented_makefile_gates_ci_on_the_statuses() {
     for gate in gates() {
         let b = Bench::new();
         // Two cases, so verify records JSON Lines, as it does in CI.
         let mut again = status_case(&b.finding);
         again["id"] = json!("again");
         b.cases(json!([status_case(&b.finding), again]));
-        let makefile = readme_makefile(b.store.scratch());
+        let makefile = documented_makefile(b.store.scratch());
         let server = (gate.server)(&b);
         let path = format!("{}:{SYSTEM_PATH}", bin_dir().display());
         let mut env = b.store.env_pairs();
