@@ -229,12 +229,68 @@ fn verify_example() -> (String, String) {
     (blocks[at].1.clone(), blocks[at + 1].1.clone())
 }
 
-/// The verify example runs as printed on a fresh clone: in a directory
-/// holding only the bundled corpus, with the suite on PATH and a cleared
-/// environment, it ends with the red line and hint the README shows, and
-/// keeps its store in the temporary directory it makes.
+/// Runs `args` of git in `dir`, which must succeed; its stdout.
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .env_clear()
+        .env("PATH", crate::support::SYSTEM_PATH)
+        .env("HOME", dir)
+        .args([
+            "-c",
+            "user.name=docs",
+            "-c",
+            "user.email=docs@example.invalid",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "git {args:?}: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A reader pastes the verify example into their own shell, so it keeps
+/// to itself: one subshell, which makes a temporary directory, removes it
+/// when it exits, and works only inside it.
 #[test]
-fn the_readme_verify_example_runs_as_printed() {
+fn the_readme_verify_example_is_a_subshell_in_a_directory_it_removes() {
+    let (script, _) = verify_example();
+    let lines: Vec<&str> = script.lines().collect();
+    assert_eq!(lines.first(), Some(&"("), "{script}");
+    assert_eq!(lines.last(), Some(&")"), "{script}");
+    let inner = &lines[1..lines.len() - 1];
+    assert!(
+        inner.iter().all(|l| l.is_empty() || l.starts_with("  ")),
+        "every line between the parentheses is indented into the subshell:\n{script}"
+    );
+    let dir = inner
+        .iter()
+        .find_map(|l| l.trim().strip_suffix("=$(mktemp -d)"))
+        .unwrap_or_else(|| panic!("a variable set to $(mktemp -d):\n{script}"));
+    let trap = format!("trap 'rm -rf \"${dir}\"' EXIT");
+    let cd = format!("cd \"${dir}\"");
+    let at = |want: &str| inner.iter().position(|l| l.trim() == want);
+    let (made, trapped, entered) = (
+        at(&format!("{dir}=$(mktemp -d)")).unwrap(),
+        at(&trap).unwrap_or_else(|| panic!("{trap}:\n{script}")),
+        at(&cd).unwrap_or_else(|| panic!("{cd}:\n{script}")),
+    );
+    assert!(made < trapped && trapped < entered, "{script}");
+    // Nothing before the cd writes a file: no redirection, no store.
+    for line in &inner[..entered] {
+        assert!(!line.contains('>'), "{line}");
+    }
+}
+
+/// The verify example runs as printed on a fresh clone and leaves
+/// nothing behind. In a git repository holding only the bundled corpus,
+/// with the suite on PATH and a cleared environment, it prints the red
+/// line, the hint and the green lines the README shows; afterwards the
+/// clone's `git status` is as before, the temporary directory is gone, and
+/// the shell that ran it is still in the clone with no MCPEVAL_* variable.
+#[test]
+fn the_readme_verify_example_runs_as_printed_and_leaves_nothing_behind() {
     let (script, shown) = verify_example();
     let store = Store::new();
     let clone = store.scratch().join("clone");
@@ -248,6 +304,25 @@ fn the_readme_verify_example_runs_as_printed() {
         .status()
         .unwrap();
     assert!(copied.success());
+    git(&clone, &["init", "-q"]);
+    git(&clone, &["add", "-A"]);
+    git(&clone, &["commit", "-q", "-m", "the bundled corpus"]);
+    let status = [
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--ignored",
+    ];
+    let before = git(&clone, &status);
+    assert_eq!(before, "");
+
+    // The shell the example is pasted into, which lists its environment
+    // once the example is done.
+    let env_after = store.scratch().join("env-after");
+    let shell = format!(
+        "{script}status=$?\nenv >'{}'\nexit $status\n",
+        env_after.display()
+    );
     let mut cmd = std::process::Command::new("bash");
     store.env(&mut cmd);
     let path = format!(
@@ -259,24 +334,30 @@ fn the_readme_verify_example_runs_as_printed() {
         .env_remove("MCPEVAL_HOME")
         .env("PATH", path)
         .env("TMPDIR", &tmp)
-        .args(["-e", "-c", &script])
+        .args(["-c", &shell])
         .current_dir(&clone)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "a red verify\n{stdout}\n{stderr}"
-    );
-    let last: Vec<&str> = stdout.lines().rev().take(2).collect();
-    let last = format!("{}\n{}", last[1], last[0]);
-    assert_eq!(same_ids(&last), same_ids(shown.trim()), "{stderr}");
-    // The store went where the example said: a fresh temporary directory.
-    let stores: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
-    assert_eq!(stores.len(), 1, "{stores:?}");
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let shown = shown.trim_end();
+    let printed: Vec<&str> = stdout.lines().collect();
+    let last = printed[printed.len().saturating_sub(shown.lines().count())..].join("\n");
+    assert_eq!(same_ids(&last), same_ids(shown), "{stderr}");
+
+    assert_eq!(git(&clone, &status), before, "the clone is as it was");
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
     assert!(!store.home().exists());
+    let env = std::fs::read_to_string(&env_after).unwrap();
+    let leaked: Vec<&str> = env.lines().filter(|l| l.starts_with("MCPEVAL")).collect();
+    assert!(leaked.is_empty(), "leaked into the shell: {leaked:?}");
+    let clone = clone.canonicalize().unwrap();
+    assert!(
+        env.lines().any(|l| l == format!("PWD={}", clone.display())),
+        "the shell is still in the clone:\n{env}"
+    );
 }
 
 /// The README is the first hour: what mcpeval is, how to set it up and
