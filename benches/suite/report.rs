@@ -1,7 +1,7 @@
 //! The printed result: the machine, the tools, and one table row per figure
 //! with our time, the baseline's, their ratio and the target.
 //!
-//! The table is Markdown, so a run's output can go into the README as is.
+//! The table is Markdown, so a run's output can go into docs/performance.md as is.
 
 use std::process::Command;
 use std::time::Duration;
