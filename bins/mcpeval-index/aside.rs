@@ -13,21 +13,21 @@
 //! `index.db.new` is held under an exclusive `flock` for as long as it is
 //! being built, so a run never builds into, or removes, another's file.
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File};
 use std::io::ErrorKind;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 use shared::error::{Error, IoContext, Result};
+use store::lock::{Exclusive, LockFile};
 
 use crate::schema;
 
 /// The file a first index is built in.
 pub struct Aside {
     path: PathBuf,
-    /// The open file holding the lock.
-    lock: File,
+    /// The file, open and locked.
+    lock: Exclusive,
 }
 
 fn aside_path(db: &Path) -> PathBuf {
@@ -41,49 +41,6 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
-}
-
-/// Locks `path` (creating it) when no other run holds it, making sure the
-/// lock is on the file the path names now.
-fn lock(path: &Path) -> Result<Option<File>> {
-    loop {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)
-            .context(format_args!("cannot open {}", path.display()))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Ok(None),
-            Err(TryLockError::Error(err)) => {
-                return Err(Error::io(
-                    format_args!("cannot lock {}", path.display()),
-                    err,
-                ));
-            }
-        }
-        // A run that removed the file while this one waited leaves the lock
-        // on a file no path names: try again.
-        let held = file
-            .metadata()
-            .context(format_args!("cannot stat {}", path.display()))?;
-        match fs::metadata(path) {
-            Ok(now) if (now.dev(), now.ino()) == (held.dev(), held.ino()) => {
-                return Ok(Some(file));
-            }
-            Ok(_) => continue,
-            Err(err) if err.kind() == ErrorKind::NotFound => continue,
-            Err(err) => {
-                return Err(Error::io(
-                    format_args!("cannot stat {}", path.display()),
-                    err,
-                ));
-            }
-        }
-    }
 }
 
 /// Removes `path` and SQLite's files beside it, if present.
@@ -113,7 +70,7 @@ pub fn clean(db: &Path) -> Result<()> {
     if !path.exists() {
         return Ok(());
     }
-    match lock(&path)? {
+    match LockFile::try_exclusive(&path)? {
         Some(_held) => remove(&path),
         None => Ok(()),
     }
@@ -127,15 +84,16 @@ impl Aside {
             return Ok(None);
         }
         let path = aside_path(db);
-        let Some(file) = lock(&path)? else {
+        let Some(lock) = LockFile::try_exclusive(&path)? else {
             return Ok(None);
         };
         // Whatever a killed run left here is worthless.
-        file.set_len(0)
+        lock.file()
+            .set_len(0)
             .context(format_args!("cannot empty {}", path.display()))?;
         remove(&sibling(&path, "-wal"))?;
         remove(&sibling(&path, "-shm"))?;
-        let aside = Aside { path, lock: file };
+        let aside = Aside { path, lock };
         let conn = schema::open(&aside.path, false)?;
         let fail = schema::fail(db);
         // Nothing needs undoing on disk if this run fails: the file is
@@ -157,6 +115,7 @@ impl Aside {
             .map_err(&fail)?;
         conn.close().map_err(|(_, e)| fail(e))?;
         self.lock
+            .file()
             .sync_all()
             .context(format_args!("cannot sync {}", self.path.display()))?;
         if db.exists() {

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, ErrorCode};
 use shared::error::Result;
+use shared::record::COLUMN_NAMES;
 
 use crate::lines;
 use crate::schema;
@@ -67,18 +68,12 @@ fn resolve_repeats(conn: &Connection, db: &Path, journals: &Path) -> Result<u64>
     let fail = schema::fail(db);
     conn.execute_batch("CREATE INDEX temp_calls_repeats ON calls(event_id, id)")
         .map_err(&fail)?;
+    let same = COLUMN_NAMES
+        .map(|name| format!("first.{name} IS later.{name}"))
+        .join(" AND ");
     let mut stmt = conn
-        .prepare(
-            "SELECT later.id, lj.name, later.line, fj.name, first.line, later.event_id,
-                    first.schema IS later.schema AND first.session IS later.session
-                    AND first.seq IS later.seq AND first.origin IS later.origin
-                    AND first.transport IS later.transport AND first.server IS later.server
-                    AND first.tool IS later.tool AND first.started_at IS later.started_at
-                    AND first.duration_ms IS later.duration_ms AND first.advertised IS later.advertised
-                    AND first.args_shape IS later.args_shape AND first.outcome IS later.outcome
-                    AND first.unknown IS later.unknown AND first.channel IS later.channel
-                    AND first.code IS later.code AND first.template_id IS later.template_id
-                    AND first.retryable IS later.retryable
+        .prepare(&format!(
+            "SELECT later.id, lj.name, later.line, fj.name, first.line, later.event_id, {same}
              FROM calls later
              JOIN calls first ON first.id =
                  (SELECT min(id) FROM calls WHERE event_id = later.event_id)
@@ -88,8 +83,8 @@ fn resolve_repeats(conn: &Connection, db: &Path, journals: &Path) -> Result<u64>
                  (SELECT event_id FROM calls WHERE event_id IS NOT NULL
                   GROUP BY event_id HAVING count(*) > 1)
                AND later.id > first.id
-             ORDER BY later.id",
-        )
+             ORDER BY later.id"
+        ))
         .map_err(&fail)?;
     let repeats: Vec<(i64, String, i64, String, i64, String, bool)> = stmt
         .query_map([], |r| {

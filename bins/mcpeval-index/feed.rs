@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::SyncSender;
 
 use shared::id::{Prefixed, SessionToken, TemplateId};
+use shared::record::Columns;
 
-use crate::row::Row;
 use crate::windows::{Derived, Session};
 
 /// Entries per sorted run: a few MB of memory.
@@ -144,7 +144,7 @@ impl Feed {
     }
 
     /// Takes the next row inserted into `calls`, in insertion order.
-    pub fn push(&mut self, row: &Row<'_>) -> io::Result<()> {
+    pub fn push(&mut self, row: &Columns<'_>) -> io::Result<()> {
         let id = self.next_id;
         self.next_id += 1;
         if self.abandoned || row.origin != "capture" {
@@ -344,7 +344,7 @@ mod tests {
     /// Pushes a capture call of server `srv` with these facts.
     fn push(feed: &mut Feed, session: &str, seq: i64, outcome: &'static str, t: Option<u64>) {
         let template = t.map(|t| format!("t-{t:016x}"));
-        feed.push(&Row {
+        feed.push(&Columns {
             schema: 1,
             event_id: None,
             session,

@@ -16,13 +16,14 @@ use std::thread;
 use rusqlite::{Connection, Statement, ToSql, params};
 use sha2::Digest;
 use shared::error::{Error, IoContext, Result};
+use shared::record::{COLUMN_NAMES, Columns};
 use store::hash::Hasher;
 
 use crate::checkpoint::{self, Continuation, Observed, Prefix, Stamp};
 use crate::feed::Feed;
 use crate::lines::{self, Hashing, Lines};
-use crate::many::Many;
-use crate::row::{Batch, Row};
+use crate::many::{Many, PER_ROW};
+use crate::row::Batch;
 use crate::schema;
 use crate::sessions::Numbers;
 use crate::windows::Scope;
@@ -111,19 +112,15 @@ impl Opened {
     }
 }
 
-/// The columns of `calls` a row fills, in the order of [`columns`].
-const INSERT: &str = "INSERT INTO calls(journal_id, line, schema, event_id, session, seq, origin,
-    transport, server, tool, started_at, duration_ms, advertised, args_shape, outcome, unknown,
-    channel, code, template_id, retryable, session_no)";
-const COLUMNS: usize = 21;
-
-/// A row's values for [`INSERT`], with the number of its session.
+/// A row's values, as the statements of a [`Loader`] take them: where it
+/// was read, its columns in the order of `COLUMN_NAMES`, and the number of
+/// its session.
 fn columns<'r>(
     journal_id: &'r i64,
     line: &'r u64,
-    r: &'r Row<'_>,
+    r: &'r Columns<'_>,
     session_no: &'r i64,
-) -> [&'r dyn ToSql; COLUMNS] {
+) -> [&'r dyn ToSql; PER_ROW] {
     [
         journal_id,
         line,
@@ -182,10 +179,15 @@ impl<'a> Loader<'a> {
         feed: Option<Feed>,
     ) -> Result<Loader<'a>> {
         let fail = schema::fail(db);
+        // The columns of `calls` a row fills, in the order of `columns`.
+        let into = format!(
+            "INSERT INTO calls(journal_id, line, {}, session_no)",
+            COLUMN_NAMES.join(", ")
+        );
+        let values = format!("({})", ["?"; PER_ROW].join(", "));
         let insert = conn
             .prepare(&format!(
-                "{INSERT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
-                    ?16, ?17, ?18, ?19, ?20, ?21){}",
+                "{into} VALUES {values}{}",
                 if bulk {
                     ""
                 } else {
@@ -194,23 +196,23 @@ impl<'a> Loader<'a> {
             ))
             .map_err(&fail)?;
         // Bound with the same values as `insert` (?1 and ?2, the place, go
-        // unused): where the event id was indexed before, and whether that
-        // was this very call.
+        // unused): where the event id (?4) was indexed before, and whether
+        // that was this very call.
+        let same = COLUMN_NAMES
+            .iter()
+            .zip(3..)
+            .map(|(name, at)| format!("c.{name} IS ?{at}"))
+            .collect::<Vec<_>>()
+            .join(" AND ");
         let existing = conn
-            .prepare(
-                "SELECT j.name, c.line,
-                    c.schema = ?3 AND c.session = ?5 AND c.seq = ?6 AND c.origin = ?7
-                    AND c.transport IS ?8 AND c.server = ?9 AND c.tool = ?10 AND c.started_at = ?11
-                    AND c.duration_ms IS ?12 AND c.advertised IS ?13 AND c.args_shape = ?14
-                    AND c.outcome = ?15 AND c.unknown IS ?16 AND c.channel IS ?17 AND c.code IS ?18
-                    AND c.template_id IS ?19 AND c.retryable IS ?20 AND c.session_no = ?21
+            .prepare(&format!(
+                "SELECT j.name, c.line, {same} AND c.session_no = ?{PER_ROW}
                  FROM calls c JOIN journals j ON j.id = c.journal_id
-                 WHERE c.event_id = ?4",
-            )
+                 WHERE c.event_id = ?4"
+            ))
             .map_err(&fail)?;
         let insert_many = if bulk {
-            let row = format!("({})", ["?"; COLUMNS].join(", "));
-            let sql = format!("{INSERT} VALUES {}", vec![row; ROWS_PER_INSERT].join(", "));
+            let sql = format!("{into} VALUES {}", vec![values; ROWS_PER_INSERT].join(", "));
             Some(Many::prepare(conn, &sql, ROWS_PER_INSERT).map_err(&fail)?)
         } else {
             None
@@ -354,7 +356,7 @@ impl<'a> Loader<'a> {
                 .rows()
                 .try_for_each(|(n, row)| self.add(journal_id, path, n, &row));
         }
-        let rows: Vec<(u64, Row<'_>)> = batch.rows().collect();
+        let rows: Vec<(u64, Columns<'_>)> = batch.rows().collect();
         let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
         for chunk in &mut chunks {
             self.add_chunk(journal_id, chunk)?;
@@ -366,7 +368,7 @@ impl<'a> Loader<'a> {
     }
 
     /// Inserts ROWS_PER_INSERT rows with one statement (bulk loads only).
-    fn add_chunk(&mut self, journal_id: i64, chunk: &[(u64, Row<'_>)]) -> Result<()> {
+    fn add_chunk(&mut self, journal_id: i64, chunk: &[(u64, Columns<'_>)]) -> Result<()> {
         let mut numbers = [0; ROWS_PER_INSERT];
         for (n, (_, row)) in numbers.iter_mut().zip(chunk) {
             *n = self.sessions.number(row.session, row.server)?;
@@ -382,7 +384,7 @@ impl<'a> Loader<'a> {
         Ok(())
     }
 
-    fn add(&mut self, journal_id: i64, path: &Path, number: u64, row: &Row<'_>) -> Result<()> {
+    fn add(&mut self, journal_id: i64, path: &Path, number: u64, row: &Columns<'_>) -> Result<()> {
         let fail = schema::fail(self.db);
         let session_no = self.sessions.number(row.session, row.server)?;
         let values = columns(&journal_id, &number, row, &session_no);
@@ -409,7 +411,7 @@ impl<'a> Loader<'a> {
     }
 
     /// Remembers the session of a new capture call.
-    fn touch(&mut self, row: &Row<'_>, session_no: i64) {
+    fn touch(&mut self, row: &Columns<'_>, session_no: i64) {
         let Some(touched) = &mut self.touched else {
             return;
         };

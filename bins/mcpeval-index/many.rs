@@ -14,11 +14,11 @@ use std::marker::PhantomData;
 use std::ptr;
 
 use rusqlite::{Connection, ffi};
+use shared::record::{COLUMN_NAMES, Columns};
 
-use crate::row::Row;
-
-/// The parameters [`Many::insert`] binds per row.
-const PER_ROW: usize = 21;
+/// The parameters [`Many::insert`] binds per row: where it was read
+/// (`journal_id`, `line`), its columns, and the number of its session.
+pub const PER_ROW: usize = 2 + COLUMN_NAMES.len() + 1;
 
 /// A prepared multi-row INSERT of `calls`, alive no longer than its
 /// connection.
@@ -64,7 +64,7 @@ impl<'c> Many<'c> {
     pub fn insert(
         &mut self,
         journal_id: i64,
-        chunk: &[(u64, Row<'_>)],
+        chunk: &[(u64, Columns<'_>)],
         sessions: &[i64],
     ) -> rusqlite::Result<()> {
         assert_eq!(chunk.len(), self.rows, "a chunk of the prepared size");

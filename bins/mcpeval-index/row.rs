@@ -18,52 +18,42 @@ use std::borrow::Cow;
 use shared::Error;
 use shared::Result;
 use shared::id::EventId;
-use shared::record::{Call, LegacyCall, Origin, SCHEMA_V0, SCHEMA_V1, Unknown, is_stored_time};
-
-/// A record flattened to the `calls` columns (see `schema.rs`), borrowing
-/// its text from a [`Batch`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Row<'a> {
-    pub schema: i64,
-    pub event_id: Option<&'a str>,
-    pub session: &'a str,
-    pub seq: i64,
-    pub origin: &'static str,
-    pub transport: Option<&'static str>,
-    pub server: &'a str,
-    pub tool: &'a str,
-    pub started_at: &'a str,
-    pub duration_ms: Option<i64>,
-    pub advertised: Option<bool>,
-    pub args_shape: &'a str,
-    pub outcome: &'static str,
-    pub unknown: Option<&'static str>,
-    pub channel: Option<&'static str>,
-    pub code: Option<i64>,
-    pub template_id: Option<&'a str>,
-    pub retryable: Option<bool>,
-}
+use shared::record::{
+    Call, Columns, LegacyCall, Origin, SCHEMA_V0, SCHEMA_V1, Unknown, is_stored_time,
+};
 
 /// A byte range of a batch's text.
 type Span = (u32, u32);
 
-/// A row as a batch keeps it: its text as ranges of the batch's text.
+/// A row as a batch keeps it: its numbers, and its text as ranges of the
+/// batch's text.
+#[derive(Debug)]
 struct Stored {
     number: u64,
-    row: Row<'static>,
+    schema: i64,
     event_id: Option<Span>,
     session: Span,
+    seq: i64,
+    origin: Span,
+    transport: Option<Span>,
     server: Span,
     tool: Span,
     started_at: Span,
+    duration_ms: Option<i64>,
+    advertised: Option<bool>,
     args_shape: Span,
+    outcome: Span,
+    unknown: Option<Span>,
+    channel: Option<Span>,
+    code: Option<i64>,
     template_id: Option<Span>,
+    retryable: Option<bool>,
 }
 
 /// Parsed rows with their line numbers, their text in one buffer: a batch
 /// costs a few allocations, not several per row, and is handed from the
 /// reading thread to the inserting one whole.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Batch {
     text: String,
     rows: Vec<Stored>,
@@ -87,12 +77,12 @@ impl Batch {
 
     /// Parses and checks line `number`; the error is the reason it is
     /// refused. Returns the row as stored.
-    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<Row<'_>> {
+    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<Columns<'_>> {
         with_row(line, |row| self.store(number, row))?;
         Ok(self.row(self.rows.len() - 1).1)
     }
 
-    fn store(&mut self, number: u64, row: &Row<'_>) {
+    fn store(&mut self, number: u64, row: &Columns<'_>) {
         let text = &mut self.text;
         let mut span = |s: &str| {
             let start = text.len() as u32;
@@ -101,49 +91,59 @@ impl Batch {
         };
         let stored = Stored {
             number,
+            schema: row.schema,
             event_id: row.event_id.map(&mut span),
             session: span(row.session),
+            seq: row.seq,
+            origin: span(row.origin),
+            transport: row.transport.map(&mut span),
             server: span(row.server),
             tool: span(row.tool),
             started_at: span(row.started_at),
+            duration_ms: row.duration_ms,
+            advertised: row.advertised,
             args_shape: span(row.args_shape),
+            outcome: span(row.outcome),
+            unknown: row.unknown.map(&mut span),
+            channel: row.channel.map(&mut span),
+            code: row.code,
             template_id: row.template_id.map(&mut span),
-            // The text fields are read through the spans.
-            row: Row {
-                event_id: None,
-                session: "",
-                server: "",
-                tool: "",
-                started_at: "",
-                args_shape: "",
-                template_id: None,
-                ..*row
-            },
+            retryable: row.retryable,
         };
         self.rows.push(stored);
     }
 
     /// Row `i` with its line number.
-    pub fn row(&self, i: usize) -> (u64, Row<'_>) {
+    pub fn row(&self, i: usize) -> (u64, Columns<'_>) {
         let s = &self.rows[i];
         let at = |(start, end): Span| &self.text[start as usize..end as usize];
         (
             s.number,
-            Row {
+            Columns {
+                schema: s.schema,
                 event_id: s.event_id.map(at),
                 session: at(s.session),
+                seq: s.seq,
+                origin: at(s.origin),
+                transport: s.transport.map(at),
                 server: at(s.server),
                 tool: at(s.tool),
                 started_at: at(s.started_at),
+                duration_ms: s.duration_ms,
+                advertised: s.advertised,
                 args_shape: at(s.args_shape),
+                outcome: at(s.outcome),
+                unknown: s.unknown.map(at),
+                channel: s.channel.map(at),
+                code: s.code,
                 template_id: s.template_id.map(at),
-                ..s.row
+                retryable: s.retryable,
             },
         )
     }
 
     /// Every row with its line number, in order.
-    pub fn rows(&self) -> impl Iterator<Item = (u64, Row<'_>)> {
+    pub fn rows(&self) -> impl Iterator<Item = (u64, Columns<'_>)> {
         (0..self.rows.len()).map(|i| self.row(i))
     }
 }
@@ -157,7 +157,7 @@ type Line<'a> = Call<'a, &'a RawValue>;
 /// Reads `line` into a row and hands it to `keep`; the error is the
 /// reason the line is refused. A field already in the form stored is
 /// borrowed from the line; only one in another form is rewritten.
-fn with_row<R>(line: &[u8], keep: impl FnOnce(&Row<'_>) -> R) -> Result<R> {
+fn with_row<R>(line: &[u8], keep: impl FnOnce(&Columns<'_>) -> R) -> Result<R> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Err(Error::rejected("blank line: every line must be one record"));
     }
@@ -171,7 +171,7 @@ fn with_row<R>(line: &[u8], keep: impl FnOnce(&Row<'_>) -> R) -> Result<R> {
     };
     let call = match parsed {
         Ok(call) => call,
-        Err(err) => return other(line, &err).map(|owned| keep(&owned.row())),
+        Err(err) => return other(line, &err, keep),
     };
     call.validate()
         .map_err(|e| Error::rejected(format!("invalid {SCHEMA_V1} record: {e}")))?;
@@ -187,7 +187,7 @@ fn with_row<R>(line: &[u8], keep: impl FnOnce(&Row<'_>) -> R) -> Result<R> {
         ),
         None => (None, None, None, None),
     };
-    Ok(keep(&Row {
+    Ok(keep(&Columns {
         schema: 1,
         event_id: Some(&event_id),
         session: &call.identity.session,
@@ -282,57 +282,14 @@ fn canonical_shape(json: &str) -> bool {
 
 // A line that is not a current record: a legacy one, or the reason.
 
-/// A row that owns its text (see [`slow`]).
-#[derive(Debug, Clone, PartialEq)]
-struct Owned {
-    schema: i64,
-    event_id: Option<String>,
-    session: String,
-    seq: i64,
-    origin: &'static str,
-    transport: Option<&'static str>,
-    server: String,
-    tool: String,
-    started_at: String,
-    duration_ms: Option<i64>,
-    advertised: Option<bool>,
-    args_shape: String,
-    outcome: &'static str,
-    unknown: Option<&'static str>,
-    channel: Option<&'static str>,
-    code: Option<i64>,
-    template_id: Option<String>,
-    retryable: Option<bool>,
-}
-
-impl Owned {
-    fn row(&self) -> Row<'_> {
-        Row {
-            schema: self.schema,
-            event_id: self.event_id.as_deref(),
-            session: &self.session,
-            seq: self.seq,
-            origin: self.origin,
-            transport: self.transport,
-            server: &self.server,
-            tool: &self.tool,
-            started_at: &self.started_at,
-            duration_ms: self.duration_ms,
-            advertised: self.advertised,
-            args_shape: &self.args_shape,
-            outcome: self.outcome,
-            unknown: self.unknown,
-            channel: self.channel,
-            code: self.code,
-            template_id: self.template_id.as_deref(),
-            retryable: self.retryable,
-        }
-    }
-}
-
-/// Reads a line that is not a current record (`v1_error` says why not):
-/// a legacy record, or the reason the line is refused.
-fn other(line: &[u8], v1_error: &serde_json::Error) -> Result<Owned> {
+/// Reads a line that is not a current record (`v1_error` says why not)
+/// and hands it to `keep` when it is a legacy record; else the reason the
+/// line is refused.
+fn other<R>(
+    line: &[u8],
+    v1_error: &serde_json::Error,
+    keep: impl FnOnce(&Columns<'_>) -> R,
+) -> Result<R> {
     if v1_error.is_syntax() || v1_error.is_eof() {
         return Err(Error::rejected(format!(
             "not valid JSON: {}",
@@ -347,7 +304,7 @@ fn other(line: &[u8], v1_error: &serde_json::Error) -> Result<Owned> {
             legacy
                 .validate()
                 .map_err(|e| Error::rejected(format!("invalid {SCHEMA_V0} record: {e}")))?;
-            from_legacy(legacy)
+            from_legacy(&legacy, keep)
         }
         Some(SCHEMA_V1) => Err(Error::rejected(format!(
             "invalid {SCHEMA_V1} record: {}",
@@ -381,28 +338,28 @@ fn describe(err: &serde_json::Error) -> String {
     format!("{bare} (column {})", err.column())
 }
 
-fn from_legacy(call: LegacyCall) -> Result<Owned> {
-    Ok(Owned {
+fn from_legacy<R>(call: &LegacyCall, keep: impl FnOnce(&Columns<'_>) -> R) -> Result<R> {
+    Ok(keep(&Columns {
         schema: 0,
         event_id: None,
-        session: call.session,
+        session: &call.session,
         seq: int(call.seq, "seq")?,
         // Earlier releases journaled captured traffic only.
         origin: Origin::Capture.as_str(),
         transport: None,
-        server: call.server,
-        tool: call.tool,
-        started_at: utc(&call.ts, "ts")?.into_owned(),
+        server: &call.server,
+        tool: &call.tool,
+        started_at: &utc(&call.ts, "ts")?,
         duration_ms: None,
         advertised: None,
-        args_shape: canonical(&call.args_shape)?,
+        args_shape: &canonical(&call.args_shape)?,
         outcome: call.outcome.as_str(),
         unknown: None,
         channel: None,
         code: call.err_code,
-        template_id: call.template_id,
+        template_id: call.template_id.as_deref(),
         retryable: call.retryable,
-    })
+    }))
 }
 
 fn int(value: u64, field: &str) -> Result<i64> {
@@ -445,39 +402,19 @@ mod tests {
 
     const CALL: &str = r#"{"schema":"mcpeval.call/1","identity":{"event_id":"6F1C2A3B-4D5E-4F60-8A7B-9C8D7E6F5A4B","session":"s-1a2b3c4d5e6f7a8b","seq":4},"origin":"capture","transport":"stdio","server":"weather","tool":"get_forecast","started_at":"2026-11-30T08:00:00.123+01:00","duration_ms":41,"advertised":true,"args_shape":{"days":"integer","city":"string"},"outcome":"error","error":{"channel":"tool","code":null,"template_id":"t-9a8b7c6d5e4f3a2b","retryable":false}}"#;
 
-    /// The row of `line` as the index stores it, or the reason it is not.
-    fn parse(line: &str) -> Result<Owned> {
+    /// A batch of the row of `line` as the index stores it, or the reason
+    /// it is not.
+    fn parse(line: &str) -> Result<Batch> {
         let mut batch = Batch::default();
-        let row = batch.push(7, line.as_bytes())?;
-        Ok(Owned {
-            event_id: row.event_id.map(str::to_owned),
-            session: row.session.into(),
-            server: row.server.into(),
-            tool: row.tool.into(),
-            started_at: row.started_at.into(),
-            args_shape: row.args_shape.into(),
-            template_id: row.template_id.map(str::to_owned),
-            schema: row.schema,
-            seq: row.seq,
-            origin: row.origin,
-            transport: row.transport,
-            duration_ms: row.duration_ms,
-            advertised: row.advertised,
-            outcome: row.outcome,
-            unknown: row.unknown,
-            channel: row.channel,
-            code: row.code,
-            retryable: row.retryable,
-        })
+        batch.push(7, line.as_bytes())?;
+        Ok(batch)
     }
 
     #[test]
     fn flattens_a_current_record() {
-        let row = parse(CALL).unwrap();
-        assert_eq!(
-            row.event_id.as_deref(),
-            Some("6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b")
-        );
+        let batch = parse(CALL).unwrap();
+        let (_, row) = batch.row(0);
+        assert_eq!(row.event_id, Some("6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b"));
         assert_eq!(row.started_at, "2026-11-30T07:00:00.123Z");
         assert_eq!(row.args_shape, r#"{"city":"string","days":"integer"}"#);
         assert_eq!(
@@ -489,7 +426,8 @@ mod tests {
     #[test]
     fn reads_legacy_records() {
         let line = r#"{"schema":"mcpeval.call/0","session":"s-1a2b3c4d5e6f7a8b","seq":2,"server":"w","tool":"t","ts":"2026-11-30T07:00:00Z","outcome":"error","err_code":-32602,"template_id":null,"retryable":null,"args_shape":{}}"#;
-        let row = parse(line).unwrap();
+        let batch = parse(line).unwrap();
+        let (_, row) = batch.row(0);
         assert_eq!(
             (row.schema, row.event_id, row.code, row.origin),
             (0, None, Some(-32602), "capture")

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use proptest::test_runner::TestCaseError;
 use rusqlite::{Connection, OpenFlags};
+use shared::record::COLUMN_NAMES;
 
 /// A directory for scratch stores: memory-backed where the system has one.
 /// The tests that use it run the binaries thousands of times and measure
@@ -47,6 +48,16 @@ pub fn open(home: &Path) -> Connection {
     Connection::open_with_flags(home.join("index.db"), OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
 }
 
+/// Every call, in `id` order: its journal's name, its line, then the
+/// columns of the row read from it, in the order of `COLUMN_NAMES`.
+pub fn calls_query() -> String {
+    let columns = COLUMN_NAMES.map(|name| format!("c.{name}")).join(", ");
+    format!(
+        "SELECT j.name, c.line, {columns}
+         FROM calls c JOIN journals j ON j.id = c.journal_id ORDER BY c.id"
+    )
+}
+
 /// The evidence an index holds, without what legitimately differs between
 /// two runs (surrogate row ids, the time of the run). Calls come in id
 /// order, which must be journal order on both sides.
@@ -66,13 +77,7 @@ pub fn evidence(home: &Path) -> Dump {
         ),
         (
             "calls",
-            rows(
-                &conn,
-                "SELECT j.name, c.line, c.schema, c.event_id, c.session, c.seq, c.origin, c.transport,
-                        c.server, c.tool, c.started_at, c.duration_ms, c.advertised, c.args_shape,
-                        c.outcome, c.unknown, c.channel, c.code, c.template_id, c.retryable
-                 FROM calls c JOIN journals j ON j.id = c.journal_id ORDER BY c.id",
-            ),
+            rows(&conn, &calls_query()),
         ),
         (
             "windows",

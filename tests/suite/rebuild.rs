@@ -9,6 +9,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::json;
 use shared::record::{Columns, line_from_columns};
 
+use crate::dump;
 use crate::records::{Rec, event, legacy, template, write};
 use crate::support::{Store, private_dir, repo, text};
 
@@ -75,15 +76,7 @@ fn open(store: &Store) -> Connection {
 /// Every calls row with its journal's name, in `id` order.
 fn rows(store: &Store) -> Vec<Row> {
     let db = open(store);
-    let mut stmt = db
-        .prepare(
-            "SELECT j.name, c.line, c.schema, c.event_id, c.session, c.seq, c.origin,
-                    c.transport, c.server, c.tool, c.started_at, c.duration_ms,
-                    c.advertised, c.args_shape, c.outcome, c.unknown, c.channel,
-                    c.code, c.template_id, c.retryable
-             FROM calls c JOIN journals j ON j.id = c.journal_id ORDER BY c.id",
-        )
-        .unwrap();
+    let mut stmt = db.prepare(&dump::calls_query()).unwrap();
     stmt.query_map([], |r| {
         Ok(Row {
             journal: r.get(0)?,

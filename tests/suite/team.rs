@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use shared::record::COLUMN_NAMES;
+
 use crate::postgres::{self, Database};
 use crate::records::{self, Rec};
 use crate::support::{Deps, Store, private_dir, repo, text};
@@ -709,6 +711,21 @@ fn index_json_with_a_database_tells_the_seconds_of_upload_pull_and_view_index() 
             "team.seconds.{key} = {value} in {json}"
         );
     }
+}
+
+#[test]
+fn the_team_calls_table_holds_a_row_s_columns_in_order() {
+    let db = postgres::database();
+    let store = store_with(None, &[]);
+    ok(&store, Some(&db), "mcpeval-index", &[]);
+    let names = db.psql(
+        "SELECT column_name FROM information_schema.columns
+         WHERE table_schema = 'mcpeval' AND table_name = 'calls' ORDER BY ordinal_position",
+    );
+    // The team's own columns, where the call was read, then the row.
+    let mut want = vec!["dist_key", "month", "store_id", "journal", "line"];
+    want.extend(COLUMN_NAMES);
+    assert_eq!(names.lines().collect::<Vec<_>>(), want);
 }
 
 #[test]

@@ -517,7 +517,8 @@ pub fn complete_lines(bytes: &[u8]) -> (usize, impl Iterator<Item = &[u8]>) {
 /// `line`), as text and integers straight from the database:
 /// [`line_from_columns`] turns it back into the journal line it was read
 /// from. Booleans are the 0/1 columns read as `bool`; `args_shape` is the
-/// canonical JSON text stored.
+/// canonical JSON text stored. `index` reads each journal line into one
+/// and inserts it; its fields are [`COLUMN_NAMES`], in that order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Columns<'a> {
     /// 1 for a current record, 0 for a legacy one.
@@ -557,6 +558,33 @@ pub struct Columns<'a> {
     /// Reported retryability.
     pub retryable: Option<bool>,
 }
+
+/// The names of the columns a [`Columns`] holds, in the order of its
+/// fields: the `calls` columns of `index.db` after `id`, `journal_id` and
+/// `line`, and of the team database's `mcpeval.calls` after its own. The
+/// SQL that lists them, to insert, select or compare a row, is built from
+/// this list, so a row is spelled in one place; the tables' definitions,
+/// released migrations that never change, are tested against it.
+pub const COLUMN_NAMES: [&str; 18] = [
+    "schema",
+    "event_id",
+    "session",
+    "seq",
+    "origin",
+    "transport",
+    "server",
+    "tool",
+    "started_at",
+    "duration_ms",
+    "advertised",
+    "args_shape",
+    "outcome",
+    "unknown",
+    "channel",
+    "code",
+    "template_id",
+    "retryable",
+];
 
 /// The journal line (without its newline) that `index` reads into exactly
 /// the row `c`: an `mcpeval.call/1` record for schema 1, a legacy
@@ -875,6 +903,19 @@ mod record_tests {
             template_id: Some("t-9a8b7c6d5e4f3a2b"),
             retryable: None,
         }
+    }
+
+    #[test]
+    fn the_column_names_are_the_fields_of_a_row_in_order() {
+        // Pretty Debug puts each field on a line of its own, indented once.
+        let shown = format!("{:#?}", error_row());
+        let fields: Vec<&str> = shown
+            .lines()
+            .filter_map(|line| line.strip_prefix("    "))
+            .filter(|line| !line.starts_with(' '))
+            .filter_map(|line| line.split_once(':').map(|(name, _)| name))
+            .collect();
+        assert_eq!(fields, COLUMN_NAMES);
     }
 
     #[test]

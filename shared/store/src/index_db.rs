@@ -564,6 +564,25 @@ mod tests {
     }
 
     #[test]
+    fn the_calls_table_holds_a_row_s_columns_in_order() {
+        let (_dir, home) = store();
+        let conn = db::open(home.index_db(), &SCHEMA).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT name FROM pragma_table_info('calls') ORDER BY cid")
+            .unwrap();
+        let names: Vec<String> = stmt
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        // Where the call was read, the row, and its session's number.
+        let mut want = vec!["id", "journal_id", "line"];
+        want.extend(shared::record::COLUMN_NAMES);
+        want.push("session_no");
+        assert_eq!(names, want);
+    }
+
+    #[test]
     fn legacy_coordinates_resolve_only_when_unique() {
         let (_dir, home) = store();
         let conn = db::open(home.index_db(), &SCHEMA).unwrap();

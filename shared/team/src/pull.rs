@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use shared::atomic_file;
 use shared::error::{Error, Result};
 use shared::home::Home;
-use shared::record::{self, Columns};
+use shared::record::{self, COLUMN_NAMES, Columns};
 use store::fault;
 use store::journal;
 
@@ -254,16 +254,14 @@ fn write_calls(
     path: &camino::Utf8Path,
 ) -> Result<(u64, i64, u64)> {
     let params: [&(dyn ToSql + Sync); 3] = [&store, &name, &after];
+    let sql = format!(
+        "SELECT line, {} FROM mcpeval.calls
+         WHERE store_id = $1 AND journal = $2 AND line > $3 ORDER BY line",
+        COLUMN_NAMES.join(", ")
+    );
     fault::team_statement();
     let mut rows = tx
-        .query_raw(
-            "SELECT line, schema, event_id, session, seq, origin, transport, server, tool,
-                    started_at, duration_ms, advertised, args_shape, outcome, unknown, channel,
-                    code, template_id, retryable
-             FROM mcpeval.calls WHERE store_id = $1 AND journal = $2 AND line > $3
-             ORDER BY line",
-            params,
-        )
+        .query_raw(sql.as_str(), params)
         .map_err(pg_error(shown))?;
     let (mut calls, mut last, mut bytes) = (0u64, after, 0u64);
     while let Some(r) = rows.next().map_err(pg_error(shown))? {

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use shared::error::{Error, Result};
 use shared::home::Home;
+use shared::record::COLUMN_NAMES;
 use store::db;
 use store::fault;
 use store::index_db;
@@ -55,11 +56,13 @@ enum Step {
     Replace,
 }
 
-const COLUMNS: &str = "dist_key, month, store_id, journal, line, schema, event_id, session, seq, \
-     origin, transport, server, tool, started_at, duration_ms, advertised, args_shape, outcome, \
-     unknown, channel, code, template_id, retryable";
+/// The columns of `mcpeval.calls` an upload fills: the team's own
+/// (`dist_key`, `month`, `store_id`), where the call was read (`journal`,
+/// `line`), then the row's ([`COLUMN_NAMES`]).
+const SENT: usize = 5 + COLUMN_NAMES.len();
 
-const TYPES: &[Type] = &[
+/// The types of the [`SENT`] columns, in order.
+const TYPES: [Type; SENT] = [
     Type::TEXT,
     Type::INT4,
     Type::TEXT,
@@ -332,19 +335,18 @@ fn copy_calls(
 ) -> Result<u64> {
     let fail = |e| db::sql_error(path, e);
     fault::team_statement();
+    let columns = COLUMN_NAMES.join(", ");
     let sink = tx
         .copy_in(&format!(
-            "COPY mcpeval.calls({COLUMNS}) FROM STDIN (FORMAT binary)"
+            "COPY mcpeval.calls(dist_key, month, store_id, journal, line, {columns})
+             FROM STDIN (FORMAT binary)"
         ))
         .map_err(pg_error(shown))?;
-    let mut writer = BinaryCopyInWriter::new(sink, TYPES);
+    let mut writer = BinaryCopyInWriter::new(sink, &TYPES);
     let mut stmt = local
-        .prepare(
-            "SELECT journal_id, line, schema, event_id, session, seq, origin, transport, server,
-                    tool, started_at, duration_ms, advertised, args_shape, outcome, unknown,
-                    channel, code, template_id, retryable
-             FROM calls ORDER BY id",
-        )
+        .prepare(&format!(
+            "SELECT journal_id, line, {columns} FROM calls ORDER BY id"
+        ))
         .map_err(fail)?;
     let mut rows = stmt.query([]).map_err(fail)?;
     let mut sent = 0u64;
@@ -367,7 +369,7 @@ fn copy_calls(
         let text = |i| r.get::<_, Option<String>>(i).map_err(fail);
         let int = |i| r.get::<_, Option<i64>>(i).map_err(fail);
         let flag = |i| Ok::<_, Error>(int(i)?.map(|v| v != 0));
-        let values: [&(dyn ToSql + Sync); 23] = [
+        let values: [&(dyn ToSql + Sync); SENT] = [
             &dist_key,
             &month,
             &store,
