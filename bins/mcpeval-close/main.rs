@@ -28,6 +28,9 @@ fn close(args: Args) -> Result<()> {
     verification::check_reason(&args.reason)
         .map_err(|why| Error::usage("invalid --reason").with_source(why))?;
     let home = args.store.resolve()?;
+    // Only a promoted finding can be closed: a store that is not there is
+    // refused before the lifecycle is opened, which would create it.
+    store::dir::require(&home)?;
     let scope = team::Scope::Finding(finding.clone());
     let changed = team::write(&home, scope, |home| {
         let mut conn = lifecycle::open(home)?;

@@ -29,6 +29,9 @@ fn main() -> ExitCode {
 }
 
 fn run(config: Config) -> Result<()> {
+    // Promote reads what index made; a store that is not there (a typo'd
+    // --home) is said to be missing, not to lack an index.
+    store::dir::require(&config.home)?;
     // With a team database: on the team view, under the team's lock, and
     // the findings and lifecycle written back in the same transaction. The
     // other machines' evidence moves on between this machine's runs, so

@@ -19,6 +19,9 @@ fn main() -> ExitCode {
 }
 
 fn verify(config: Config) -> shared::Result<u8> {
+    // A finding to verify, and the salt a recorded result is checked
+    // with, live in the store: one that is not there is refused first.
+    store::dir::require(&config.home)?;
     match &config.mode {
         Mode::Run(run) => run::run(&config.home, run, config.format),
         Mode::Record(input) => {

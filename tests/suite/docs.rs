@@ -3,7 +3,8 @@
 
 use crate::support::{Store, bin, repo};
 
-fn binaries() -> Vec<String> {
+/// Every binary of the suite, the front first, by its program name.
+pub(crate) fn binaries() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(repo().join("bins"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -141,6 +141,7 @@ fn server_filter_and_text_output() {
 #[test]
 fn an_index_that_is_missing_is_unavailable_evidence() {
     let store = Store::new();
+    crate::support::private_dir(&store.home());
     let dir = store.scratch().join("issues");
     store
         .bin("mcpeval-export-issues")

@@ -583,16 +583,17 @@ fn help_name_runs_the_command_with_help() {
     cmd.args(["help", "capture"]);
     let out = output(cmd);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    // Byte for byte what mcpeval-capture --help prints by itself.
+    // Byte for byte what mcpeval-capture --help prints by itself, but for
+    // the usage lines, which name the command as the user typed it.
     let mut direct = store.cmd("mcpeval-capture");
     direct.arg("--help");
-    let direct = output(direct);
-    assert!(
-        text(&out.stdout).contains("Usage: mcpeval-capture"),
-        "{}",
-        text(&out.stdout)
-    );
-    assert_eq!(out.stdout, direct.stdout);
+    let direct = text(&output(direct).stdout);
+    let own = "Usage: mcpeval-capture [OPTIONS] [--] <CMD> [ARGS]...\n       \
+               mcpeval-capture [OPTIONS] --listen";
+    let typed = "Usage: mcpeval capture [OPTIONS] [--] <CMD> [ARGS]...\n       \
+                 mcpeval capture [OPTIONS] --listen";
+    assert!(direct.contains(own), "{direct}");
+    assert_eq!(text(&out.stdout), direct.replacen(own, typed, 1));
 
     // Exactly one argument, `--help`, reaches the command.
     let dir = plugin_dir(&store, "bin");
@@ -603,6 +604,64 @@ fn help_name_runs_the_command_with_help() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(text(&out.stdout), "--help|");
     assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn a_commands_usage_error_is_its_own_error_and_names_it_as_typed() {
+    let store = Store::new();
+    let usage = |usage: &str| {
+        format!(
+            "mcpeval-findings: error: unexpected argument '--bogus' found\n\n\
+             Usage: {usage} [OPTIONS]\n\nFor more information, try '--help'.\n"
+        )
+    };
+    let mut cmd = front(&store, &[]);
+    cmd.args(["findings", "--bogus"]);
+    assert(cmd)
+        .code(2)
+        .stdout("")
+        .stderr(usage("mcpeval findings"));
+    store
+        .bin("mcpeval-findings")
+        .arg("--bogus")
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(usage("mcpeval-findings"));
+
+    // Every command, by its own name and through the front.
+    for name in crate::docs::binaries() {
+        let Some(sub) = name.strip_prefix("mcpeval-") else {
+            continue;
+        };
+        let error = format!("{name}: error: unexpected argument '--bogus' found\n");
+        let direct = output({
+            let mut cmd = store.cmd(&name);
+            cmd.arg("--bogus");
+            cmd
+        });
+        let fronted = output({
+            let mut cmd = front(&store, &[]);
+            cmd.args([sub, "--bogus"]);
+            cmd
+        });
+        for (out, typed) in [(direct, name.clone()), (fronted, format!("mcpeval {sub}"))] {
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{typed}: {stderr}");
+            assert!(stderr.starts_with(&error), "{typed}: {stderr}");
+            assert!(
+                stderr.contains(&format!("\nUsage: {typed} [OPTIONS]")),
+                "{typed}: {stderr}"
+            );
+        }
+        // The man page is the program's own, whoever runs the generator.
+        let mut man = store.cmd(&name);
+        man.args(["--generate", "man"])
+            .env("MCPEVAL", bin("mcpeval"));
+        let man = output(man);
+        let checked_in = fs::read(crate::support::repo().join(format!("man/{name}.1"))).unwrap();
+        assert!(man.stdout == checked_in, "{name}: man page differs");
+    }
 }
 
 #[test]

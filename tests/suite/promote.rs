@@ -371,6 +371,7 @@ fn legacy_ids_are_rekeyed_once_and_history_is_kept() {
 #[test]
 fn statuses_follow_the_contract() {
     let store = Store::new();
+    crate::support::private_dir(&store.home());
     for bin in ["mcpeval-promote", "mcpeval-findings"] {
         store
             .bin(bin)

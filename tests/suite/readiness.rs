@@ -430,12 +430,52 @@ fn open_findings_decide_the_verdict_when_an_index_exists() {
         .code(3);
 }
 
+/// A CI gate pointed at the wrong directory must fail, not read "no
+/// calls, ready": a store that is not there is status 3 and stays not
+/// there, in every format; one that is there and empty is an empty report.
 #[test]
-fn an_empty_store_is_reported_and_left_uncreated() {
+fn a_store_that_does_not_exist_is_refused_and_left_uncreated() {
     let store = Store::new();
+    let missing = format!(
+        "mcpeval-readiness: error: no store at {}\n  hint: check --home and MCPEVAL_HOME, or \
+         run `mcpeval index` after a capture\n",
+        store.home().display()
+    );
+    for format in ["json", "md"] {
+        store
+            .bin("mcpeval-readiness")
+            .args(["--format", format, "--now", NOW])
+            .assert()
+            .code(3)
+            .stdout("")
+            .stderr(missing.clone());
+    }
+    // The same for a typo'd --home beside a store that does exist.
+    crate::support::private_dir(&store.home());
+    let typo = store.scratch().join("hoem");
+    store
+        .bin("mcpeval-readiness")
+        .args(["--now", NOW, "--home", typo.to_str().unwrap()])
+        .assert()
+        .code(3)
+        .stdout("")
+        .stderr(format!(
+            "mcpeval-readiness: error: no store at {}\n  hint: check --home and MCPEVAL_HOME, \
+             or run `mcpeval index` after a capture\n",
+            typo.display()
+        ));
+    assert!(!typo.exists());
+
     let (r, _) = report(&store, &[]);
     assert_eq!(r["servers"], json!([]));
-    assert!(!store.home().exists());
+    store
+        .bin("mcpeval-readiness")
+        .args(["--format", "md", "--now", NOW])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "No captured calls in these days and no open findings.",
+        ));
     store
         .bin("mcpeval-readiness")
         .args(["--now", "yesterday"])

@@ -1,16 +1,17 @@
 //! Reading findings when there are none to read: findings out of date
 //! (the index changed after the last promote), a store indexed but never
-//! promoted, and a store with nothing captured yet. Every reader of
-//! findings refuses a stale catalog with status 3 and the same words,
-//! never an empty list a CI gate would take for "no failures". Also what
-//! the agent format suggests in each lifecycle state.
+//! promoted, a store with nothing captured yet, and a store that is not
+//! there at all. Every reader of findings refuses a stale catalog with
+//! status 3 and the same words, never an empty list a CI gate would take
+//! for "no failures". Also what the agent format suggests in each
+//! lifecycle state.
 
 use serde_json::json;
 
 use crate::records::{self, Rec};
 use crate::seeded::{findings, ok, run, seeded, set_state};
 use crate::serve::{call, client};
-use crate::support::{Store, text};
+use crate::support::{Store, private_dir, text};
 
 const OUT_OF_DATE: &str = "findings are out of date: the index changed after the last \
                            promote; run mcpeval promote";
@@ -203,6 +204,7 @@ fn an_empty_store_says_nothing_was_captured_and_how_to_start() {
                  promote`";
     // No journals, no index: status 3, and how to begin.
     let store = Store::new();
+    private_dir(&store.home());
     let index = store.home().join("index.db");
     let journals = store.home().join("journals");
     refuses(
@@ -252,6 +254,147 @@ fn an_empty_store_says_nothing_was_captured_and_how_to_start() {
             "{format}"
         );
     }
+}
+
+const FINDING: &str = "finding-0123456789abcdef";
+
+/// Every command that reads the store (and those that change a finding's
+/// lifecycle, which need one to read), with arguments that take it as far
+/// as opening the store.
+const READERS: [(&str, &[&str]); 10] = [
+    ("mcpeval-findings", &["--format", "json"]),
+    ("mcpeval-readiness", &[]),
+    ("mcpeval-report", &["--output", "report.html"]),
+    ("mcpeval-export-issues", &["--dir", "issues"]),
+    ("mcpeval-share", &["--output", "share.json"]),
+    (
+        "mcpeval-generate",
+        &[
+            "--finding",
+            FINDING,
+            "--output",
+            "m.json",
+            "--confirm-read-only",
+        ],
+    ),
+    (
+        "mcpeval-close",
+        &["--finding", FINDING, "--reason", "fixed"],
+    ),
+    (
+        "mcpeval-verify",
+        &[
+            "--finding",
+            FINDING,
+            "--manifest",
+            "m.json",
+            "--case",
+            "c",
+            "--",
+            "true",
+        ],
+    ),
+    ("mcpeval-verify", &["--record", "-"]),
+    ("mcpeval-promote", &[]),
+];
+
+/// Runs `bin ARGS` in the scratch directory with the store's environment
+/// changed by `env`, and asserts it exits 3 with nothing on stdout and
+/// exactly `stderr`.
+#[track_caller]
+fn refuses_with(
+    store: &Store,
+    bin: &str,
+    args: &[&str],
+    env: impl FnOnce(&mut std::process::Command),
+    stderr: &str,
+) {
+    let mut cmd = store.cmd(bin);
+    cmd.args(args)
+        .current_dir(store.scratch())
+        .stdin(std::process::Stdio::null());
+    env(&mut cmd);
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{bin} {args:?}");
+    assert_eq!(text(&out.stdout), "", "{bin} {args:?}");
+    assert_eq!(text(&out.stderr), stderr, "{bin} {args:?}");
+}
+
+fn no_store_at(bin: &str, dir: &std::path::Path) -> String {
+    format!(
+        "{bin}: error: no store at {}\n  hint: check --home and MCPEVAL_HOME, or run `mcpeval \
+         index` after a capture\n",
+        dir.display()
+    )
+}
+
+#[test]
+fn a_named_store_that_does_not_exist_is_refused_by_every_reader() {
+    // MCPEVAL_HOME names a directory that is not there: every reader says
+    // so, in the same words, and creates nothing.
+    let store = Store::new();
+    for (bin, args) in READERS {
+        refuses_with(&store, bin, args, |_| {}, &no_store_at(bin, &store.home()));
+    }
+    let left: Vec<_> = std::fs::read_dir(store.scratch()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+
+    // A typo'd --home beside a store that is there, given to a command
+    // and to the front (which makes it absolute).
+    private_dir(&store.home());
+    let typo = store.scratch().join("hoem");
+    for (bin, args) in READERS {
+        let args = [&["--home", typo.to_str().unwrap()], args].concat();
+        refuses_with(&store, bin, &args, |_| {}, &no_store_at(bin, &typo));
+    }
+    refuses_with(
+        &store,
+        "mcpeval",
+        &["--home", "hoem", "findings"],
+        |cmd| {
+            cmd.env("PATH", crate::support::bin_dir());
+        },
+        &no_store_at("mcpeval-findings", &typo),
+    );
+    assert!(!typo.exists());
+
+    // A file where the store should be is no store either.
+    let file = store.scratch().join("file");
+    std::fs::write(&file, "").unwrap();
+    refuses_with(
+        &store,
+        "mcpeval-findings",
+        &["--home", file.to_str().unwrap()],
+        |_| {},
+        &format!(
+            "mcpeval-findings: error: no store at {}: it is not a directory\n  hint: check \
+             --home and MCPEVAL_HOME, or run `mcpeval index` after a capture\n",
+            file.display()
+        ),
+    );
+}
+
+#[test]
+fn the_default_store_not_there_yet_says_how_to_start() {
+    // Neither --home nor MCPEVAL_HOME: a first run, not a typo, told how
+    // to begin, as for a store with nothing indexed; still status 3, and
+    // still nothing created.
+    let store = Store::new();
+    let default = store.scratch().join(".local/share/mcpeval");
+    let words = format!(
+        "no index yet: {} does not exist, and nothing was captured yet ({} holds no journal)\n  \
+         hint: start by capturing in front of a server (`mcpeval capture -- <server command>`, \
+         then let an agent use it), then run `mcpeval index` and `mcpeval promote`\n",
+        default.join("index.db").display(),
+        default.join("journals").display()
+    );
+    for (bin, args) in READERS {
+        let unset = |cmd: &mut std::process::Command| {
+            cmd.env_remove("MCPEVAL_HOME");
+        };
+        refuses_with(&store, bin, args, unset, &format!("{bin}: error: {words}"));
+    }
+    assert!(!store.scratch().join(".local").exists());
 }
 
 /// One line of `mcpeval.findings/1` with no findings, from a promote run.

@@ -491,7 +491,9 @@ fn findings_history_is_json_only_and_reads_the_store() {
 
 #[test]
 fn unavailable_evidence_is_status_3_with_the_siblings_message() {
+    // A store that is there but was never indexed: the sibling says why.
     let store = Store::new();
+    crate::support::private_dir(&store.home());
     let page = store.scratch().join("report.html");
     std::fs::write(&page, "the previous page").unwrap();
     store
@@ -510,8 +512,8 @@ fn unavailable_evidence_is_status_3_with_the_siblings_message() {
     assert_eq!(std::fs::read_to_string(&page).unwrap(), "the previous page");
     assert_eq!(
         std::fs::read_dir(store.scratch()).unwrap().count(),
-        1,
-        "no temporary file left"
+        2,
+        "the page and the store, no temporary file left"
     );
 }
 

@@ -32,23 +32,57 @@ pub fn main_status<A: Parser>(work: impl FnOnce(A) -> Result<u8>) -> ExitCode {
         let kind = args.get(2).and_then(|k| k.to_str()).unwrap_or("");
         return finish(&program, generate(A::command(), kind));
     }
-    let parsed = match A::try_parse_from(&args) {
+    let parsed = match parse::<A>(&program, &args) {
         Ok(parsed) => parsed,
-        Err(err) => {
-            // Help and version go to stdout with status 0; mistakes to stderr with 2.
-            let status = if err.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::SUCCESS
-            };
-            let _ = err.print();
-            return ExitCode::from(status);
-        }
+        Err(err) => return ExitCode::from(usage(&program, &err)),
     };
     match work(parsed) {
         Ok(status) => ExitCode::from(status),
         Err(err) => finish(&program, Err(err)),
     }
+}
+
+/// Parses `args` as `A`, whose help and usage lines name the command as
+/// the user typed it (see [`typed_name`]). Only parsing sees that name:
+/// the man page and completions (`--generate`) name the program itself.
+fn parse<A: Parser>(program: &str, args: &[OsString]) -> Result<A, clap::Error> {
+    let mut cmd = A::command();
+    if let Some(typed) = typed_name(program) {
+        // A usage line the command spells out itself names it too.
+        if let Some(usage) = cmd.get_overridden_usage() {
+            let usage = usage.to_string().replace(program, &typed);
+            cmd = cmd.override_usage(usage);
+        }
+        cmd = cmd.bin_name(typed);
+    }
+    let mut matches = cmd.try_get_matches_from_mut(args)?;
+    A::from_arg_matches_mut(&mut matches).map_err(|err| err.format(&mut cmd))
+}
+
+/// `mcpeval findings` for `mcpeval-findings` run by the front, which says
+/// so by setting [`shared::FRONT_ENV`]; `None` when it ran by its own name.
+fn typed_name(program: &str) -> Option<String> {
+    let sub = program.strip_prefix("mcpeval-")?;
+    let front = std::env::var_os(shared::FRONT_ENV).is_some_and(|v| !v.is_empty());
+    front.then(|| format!("mcpeval {sub}"))
+}
+
+/// Prints clap's answer to arguments it would not parse and returns the
+/// status: help and version go to stdout with status 0; a mistake goes to
+/// stderr as every other error does (`program: error: …`), with clap's
+/// usage line and tip after it, and status 2.
+fn usage(program: &str, err: &clap::Error) -> u8 {
+    if !err.use_stderr() {
+        let _ = err.print();
+        return exit::SUCCESS;
+    }
+    let text = err.render().to_string();
+    let mut stderr = io::stderr().lock();
+    let _ = match text.strip_prefix("error: ") {
+        Some(rest) => write!(stderr, "{program}: error: {rest}"),
+        None => write!(stderr, "{text}"),
+    };
+    exit::USAGE
 }
 
 /// Reports `outcome` the way every binary does and returns its exit status.

@@ -24,6 +24,8 @@ pub struct Home {
     base: Option<Utf8PathBuf>,
     /// `--database URL`, when given (see `team::Database::resolve`).
     database: Option<String>,
+    /// Whether `--home` or `MCPEVAL_HOME` named it (see [`Home::is_named`]).
+    named: bool,
 }
 
 impl Home {
@@ -33,7 +35,7 @@ impl Home {
     /// a usage error (status 2) naming where it came from.
     pub fn resolve(flag: Option<&Path>) -> Result<Home> {
         if let Some(dir) = flag {
-            return Home::named(dir.to_path_buf(), "the --home directory");
+            return Home::checked(dir.to_path_buf(), "the --home directory", true);
         }
         let var = |name| {
             std::env::var_os(name)
@@ -41,26 +43,29 @@ impl Home {
                 .map(PathBuf::from)
         };
         if let Some(dir) = var(crate::HOME_ENV) {
-            return Home::named(dir, "MCPEVAL_HOME");
+            return Home::checked(dir, crate::HOME_ENV, true);
         }
         // XDG says a relative XDG_DATA_HOME is invalid and must be ignored.
         if let Some(data) = var("XDG_DATA_HOME").filter(|d| d.is_absolute()) {
-            return Home::named(data.join("mcpeval"), "XDG_DATA_HOME");
+            return Home::checked(data.join("mcpeval"), "XDG_DATA_HOME", false);
         }
         match var("HOME") {
-            Some(home) => Home::named(home.join(".local/share/mcpeval"), "HOME"),
+            Some(home) => Home::checked(home.join(".local/share/mcpeval"), "HOME", false),
             None => Err(Error::usage(
                 "cannot find the store: set MCPEVAL_HOME or HOME, or pass --home DIR",
             )),
         }
     }
 
-    fn named(dir: PathBuf, source: &str) -> Result<Home> {
+    /// The store at `dir`, which `source` gave; `named` when the user
+    /// spelled it out.
+    fn checked(dir: PathBuf, source: &str, named: bool) -> Result<Home> {
         match Utf8PathBuf::from_path_buf(dir) {
             Ok(root) => Ok(Home {
                 root,
                 base: None,
                 database: None,
+                named,
             }),
             Err(_) => Err(Error::usage(format!(
                 "{source} is not valid UTF-8; the store path must be"
@@ -82,7 +87,16 @@ impl Home {
                 .to_path_buf(),
             base: None,
             database: None,
+            named: false,
         }
+    }
+
+    /// Whether the user named this store, with `--home` or `MCPEVAL_HOME`,
+    /// rather than taking the default (or the program making it). A named
+    /// store that does not exist is most likely a typo, and is worded as
+    /// one; a default one that does not exist is a first run.
+    pub fn is_named(&self) -> bool {
+        self.named
     }
 
     /// The same store with the `--database` flag's value, if one was given.
@@ -107,6 +121,7 @@ impl Home {
             root: self.own_root().join("team"),
             base: Some(self.own_root().to_path_buf()),
             database: self.database.clone(),
+            named: self.named,
         }
     }
 
@@ -121,6 +136,7 @@ impl Home {
             root: self.own_root().to_path_buf(),
             base: None,
             database: self.database.clone(),
+            named: self.named,
         }
     }
 
@@ -193,5 +209,7 @@ mod tests {
         assert!(!text.contains('\u{fffd}'), "{text}");
         let home = Home::resolve(Some(Path::new("/tmp/store"))).unwrap();
         assert_eq!(home.root(), Utf8Path::new("/tmp/store"));
+        assert!(home.is_named() && home.team_view().own().is_named());
+        assert!(!Home::at(Path::new("/tmp/store")).is_named());
     }
 }

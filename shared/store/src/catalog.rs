@@ -170,7 +170,7 @@ pub fn clear(conn: &Connection, path: &std::path::Path) -> Result<()> {
 pub fn load(home: &Home) -> Result<Catalog> {
     let path = home.index_db();
     if !path.exists() {
-        return Err(no_index(home, &path));
+        return Err(no_index(home));
     }
     let index = index_db::open_complete(home)?;
     let calls = index_db::require_state(&index, path.as_std_path())?.calls;
@@ -182,7 +182,8 @@ pub fn load(home: &Home) -> Result<Catalog> {
 }
 
 /// There is no index: say whether anything was captured to index.
-fn no_index(home: &Home, path: &camino::Utf8Path) -> Error {
+pub(crate) fn no_index(home: &Home) -> Error {
+    let path = home.index_db();
     let journals = home.journals();
     let captured = std::fs::read_dir(&journals).is_ok_and(|entries| {
         entries.flatten().any(|e| {

@@ -1,7 +1,8 @@
 //! The store directory on disk: made private, kept private. Readers never
 //! create it; only commands that write evidence do, and before they write
 //! they make sure it is theirs: a store directory of another user is
-//! refused, one open to others is closed again.
+//! refused, one open to others is closed again. A reader asked for a store
+//! that is not there refuses (status 3) rather than answer "nothing".
 
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -41,6 +42,32 @@ pub fn ensure(home: &Home) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a store directory that does not exist, for a command that reads
+/// the store (status 3, evidence unavailable).
+///
+/// An empty answer from a store that is not there would let a script
+/// pointed at the wrong directory pass, so a reader never gives one. A
+/// store the user named (`--home`, `MCPEVAL_HOME`) is most likely a typo
+/// and is said to be missing; the default store missing is a first run,
+/// worded as a reader words a store with nothing indexed yet.
+pub fn require(home: &Home) -> Result<()> {
+    let own = home.own();
+    let root = own.root();
+    let missing = match fs::metadata(root) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => format!("no store at {root}: it is not a directory"),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            if !own.is_named() {
+                return Err(crate::catalog::no_index(&own));
+            }
+            format!("no store at {root}")
+        }
+        Err(err) => return Err(Error::io(format!("cannot read the store {root}"), err)),
+    };
+    Err(Error::unavailable(missing)
+        .with_hint("check --home and MCPEVAL_HOME, or run `mcpeval index` after a capture"))
+}
+
 /// Refuses a store directory the effective user does not own, and takes
 /// group and other permissions away from one that has them.
 ///
@@ -74,6 +101,22 @@ fn check_private(dir: &Path, meta: &fs::Metadata) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reader_refuses_a_named_store_that_is_not_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let named = |path: &Path| Home::resolve(Some(path)).unwrap();
+        require(&named(dir.path())).unwrap();
+        let missing = dir.path().join("hoem");
+        let err = require(&named(&missing)).unwrap_err();
+        assert_eq!(err.status(), shared::exit::UNAVAILABLE);
+        assert_eq!(err.message(), format!("no store at {}", missing.display()));
+        let file = dir.path().join("file");
+        fs::write(&file, "").unwrap();
+        let err = require(&named(&file)).unwrap_err();
+        assert!(err.message().ends_with(": it is not a directory"), "{err}");
+        assert!(!missing.exists());
+    }
 
     #[test]
     fn an_open_store_is_made_private_again() {

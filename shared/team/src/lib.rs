@@ -189,17 +189,22 @@ impl Team {
     }
 }
 
-/// Refuses, as [`Team::open`] does, a store that cannot use its team
-/// database; for commands that leave the reading to their siblings.
+/// Refuses, as [`view`] does, a store that is not there or cannot use its
+/// team database; for commands that leave the reading to their siblings.
 pub fn check(home: &Home) -> Result<()> {
+    store::dir::require(home)?;
     Team::open(home).map(drop)
 }
 
 /// The store to read: the store itself, or, with a team database, this
 /// machine's team view with the team's lifecycle and findings as the
-/// database holds them now. A command that reads a row the view refused
-/// (`scope` says which it reads) is refused with it (status 3).
+/// database holds them now. Every reader starts here, so this is where a
+/// store that does not exist is refused (status 3, see
+/// [`store::dir::require`]): before a team database is reached, since
+/// the store's salt is what keys the team. A command that reads a row the
+/// view refused (`scope` says which it reads) is refused with it (status 3).
 pub fn view(home: &Home, scope: Scope) -> Result<Home> {
+    store::dir::require(home)?;
     match Team::open(home)? {
         Some(mut team) => team.refresh_view(home, &scope),
         None => Ok(home.clone()),
