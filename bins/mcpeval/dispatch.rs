@@ -77,9 +77,17 @@ pub fn run(search: &Search, request: Request) -> Error {
         (FRONT_ENV, search.own().as_os_str()),
         (DEPTH_ENV, depth.as_os_str()),
     ];
-    // Without --home, MCPEVAL_HOME is inherited as it is.
+    // Every command learns the store: --home, else MCPEVAL_HOME as it is
+    // inherited, else the default (a store path that is not UTF-8 is left
+    // for the command to refuse in its own words).
+    let resolved = match &home {
+        Some(_) => None,
+        None => shared::home::Home::resolve(None).ok(),
+    };
     if let Some(home) = &home {
         env.push((HOME_ENV, home.as_os_str()));
+    } else if let Some(resolved) = &resolved {
+        env.push((HOME_ENV, resolved.root().as_os_str()));
     }
     exec::replace(&program.path, &args, &env)
 }

@@ -401,6 +401,23 @@ fn dispatch_hands_over_arguments_streams_and_status() {
 }
 
 #[test]
+fn without_home_the_command_still_learns_the_default_store() {
+    let store = Store::new();
+    let dir = plugin_dir(&store, "bin");
+    let (_, env_file) = recorder(&store, &dir);
+    let mut cmd = front(&store, &[&dir]);
+    cmd.env_remove("MCPEVAL_HOME").arg("hello");
+    assert_eq!(output(cmd).status.code(), Some(7));
+    assert_eq!(
+        env_lines(&env_file)[1],
+        format!(
+            "MCPEVAL_HOME={}",
+            store.scratch().join(".local/share/mcpeval").display()
+        )
+    );
+}
+
+#[test]
 fn home_flag_sets_the_store_for_the_command() {
     let store = Store::new();
     let dir = plugin_dir(&store, "bin");

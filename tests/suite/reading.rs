@@ -394,6 +394,19 @@ fn the_default_store_not_there_yet_says_how_to_start() {
         };
         refuses_with(&store, bin, args, unset, &format!("{bin}: error: {words}"));
     }
+    // Through the front, which hands every command the store it resolved
+    // (the default too, SPEC §2): still the words of a first run.
+    let mut cmd = store.cmd("mcpeval");
+    cmd.env_remove("MCPEVAL_HOME")
+        .args(["findings", "--format", "json"])
+        .current_dir(store.scratch())
+        .stdin(std::process::Stdio::null());
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        text(&out.stderr),
+        format!("mcpeval-findings: error: {words}")
+    );
     assert!(!store.scratch().join(".local").exists());
 }
 

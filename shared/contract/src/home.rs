@@ -28,6 +28,13 @@ pub struct Home {
     named: bool,
 }
 
+/// The environment variable `name`, unless unset or empty.
+fn var(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
 impl Home {
     /// Resolves the store from the `--home` flag, then the environment
     /// (`MCPEVAL_HOME`, then `$XDG_DATA_HOME/mcpeval`, then
@@ -37,24 +44,29 @@ impl Home {
         if let Some(dir) = flag {
             return Home::checked(dir.to_path_buf(), "the --home directory", true);
         }
-        let var = |name| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
+        let default = Home::default_dir();
         if let Some(dir) = var(crate::HOME_ENV) {
-            return Home::checked(dir, crate::HOME_ENV, true);
+            // The `mcpeval` front hands every command the store it resolved,
+            // the default included: that one was not named by the user.
+            let named = default.as_ref().is_none_or(|(d, _)| *d != dir);
+            return Home::checked(dir, crate::HOME_ENV, named);
         }
-        // XDG says a relative XDG_DATA_HOME is invalid and must be ignored.
-        if let Some(data) = var("XDG_DATA_HOME").filter(|d| d.is_absolute()) {
-            return Home::checked(data.join("mcpeval"), "XDG_DATA_HOME", false);
-        }
-        match var("HOME") {
-            Some(home) => Home::checked(home.join(".local/share/mcpeval"), "HOME", false),
+        match default {
+            Some((dir, source)) => Home::checked(dir, source, false),
             None => Err(Error::usage(
                 "cannot find the store: set MCPEVAL_HOME or HOME, or pass --home DIR",
             )),
         }
+    }
+
+    /// The default store directory and the variable it comes from:
+    /// `$XDG_DATA_HOME/mcpeval`, else `$HOME/.local/share/mcpeval`.
+    fn default_dir() -> Option<(PathBuf, &'static str)> {
+        // XDG says a relative XDG_DATA_HOME is invalid and must be ignored.
+        if let Some(data) = var("XDG_DATA_HOME").filter(|d| d.is_absolute()) {
+            return Some((data.join("mcpeval"), "XDG_DATA_HOME"));
+        }
+        var("HOME").map(|home| (home.join(".local/share/mcpeval"), "HOME"))
     }
 
     /// The store at `dir`, which `source` gave; `named` when the user
