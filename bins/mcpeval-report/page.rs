@@ -94,8 +94,9 @@ pub fn render(evidence: &Evidence) -> String {
             "<p class=\"empty\">No captured calls in these days and no open findings.</p>\n",
         );
     }
+    let from = chart::first_day(&r.servers);
     for (i, s) in r.servers.iter().enumerate() {
-        server(&mut out, i, s, evidence, &arranged);
+        server(&mut out, i, s, evidence, &arranged, from);
     }
     out.push_str("</section>\n");
     findings(&mut out, evidence, &arranged);
@@ -146,7 +147,16 @@ fn verdict(v: &str) -> String {
     )
 }
 
-fn server(out: &mut String, i: usize, s: &Server, evidence: &Evidence, arranged: &Arranged) {
+/// One server's card; its charts start at day `from` (see
+/// [`chart::first_day`]).
+fn server(
+    out: &mut String,
+    i: usize,
+    s: &Server,
+    evidence: &Evidence,
+    arranged: &Arranged,
+    from: usize,
+) {
     let _ = write!(
         out,
         r#"<section class="server" id="server-{i}" data-server="{}">
@@ -231,6 +241,7 @@ fn server(out: &mut String, i: usize, s: &Server, evidence: &Evidence, arranged:
                 &s.server,
                 t,
                 &evidence.readiness.days,
+                from,
                 evidence.readiness.rate_limit,
             );
             out.push_str("</figure>\n");

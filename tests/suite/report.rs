@@ -553,6 +553,47 @@ fn near_duplicate_findings_are_labelled_and_grouped_by_tool() {
     }
 }
 
+/// On a store a few days old every chart spans the days with calls, not
+/// the whole --days window with the points crowded at its right edge;
+/// a window shorter than the data is kept as it is.
+#[test]
+fn the_charts_axis_fits_the_days_with_calls() {
+    let store = crate::seeded::near_duplicates();
+    let axis = |days: &str| -> Vec<(String, usize, Vec<String>)> {
+        let (_, html) = report(&store, &["--now", crate::seeded::NEAR_NOW, "--days", days]);
+        html.split("<svg class=\"rate-chart\"")
+            .skip(1)
+            .map(|chunk| {
+                let svg = &chunk[..chunk.find("</svg>").unwrap()];
+                let tag = &svg[..svg.find('>').unwrap()];
+                let ticks: Vec<String> = svg
+                    .split("<text class=\"tick\"")
+                    .skip(1)
+                    .map(|t| t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()].to_owned())
+                    .filter(|t| !t.ends_with('%'))
+                    .collect();
+                (
+                    attr(tag, "data-tool"),
+                    attr(tag, "data-days").parse().unwrap(),
+                    ticks,
+                )
+            })
+            .collect()
+    };
+    // Calls on 2026-11-28, 29 and 30: three days of the thirty.
+    let fitted = axis("30");
+    assert_eq!(fitted.len(), 2);
+    for (tool, days, ticks) in &fitted {
+        assert_eq!(*days, 3, "{tool}");
+        assert_eq!(ticks, &["11-28", "11-29", "11-30"], "{tool}");
+    }
+    // Two days asked for: the window, as before.
+    for (tool, days, ticks) in axis("2") {
+        assert_eq!(days, 2, "{tool}");
+        assert_eq!(ticks, ["11-29", "11-30"], "{tool}");
+    }
+}
+
 #[test]
 fn findings_history_is_json_only_and_reads_the_store() {
     let store = Store::new();
