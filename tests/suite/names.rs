@@ -241,13 +241,27 @@ fn readiness_escapes_names_in_markdown_and_json() {
     assert!(!has_raw_control(&json), "{json:?}");
     let report: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(report["servers"][0]["server"], SERVER);
-    // Its finding (medium by score) is a reason too; the tool's is the name's.
+    // Its finding (medium by score) is a reason too, named with its
+    // tool: exact in JSON, a code span in markdown.
     let reasons = report["servers"][0]["reasons"].as_array().unwrap();
     assert!(
         reasons.contains(&Value::from(format!(
             "{TOOL} failed 2 of 4 calls (50.0%) on 2026-11-30, over 5%"
         ))),
         "{reasons:?}"
+    );
+    let found: Value = serde_json::from_str(&findings(&store, "json")).unwrap();
+    let id = found["findings"][0]["id"].as_str().unwrap();
+    assert!(
+        reasons.contains(&Value::from(format!("open medium finding {id} on {TOOL}"))),
+        "{reasons:?}"
+    );
+    assert!(
+        md.contains(&format!(
+            "\n- open medium finding `{id}` on ``get\\u{{1b}}[2J|`x`\\n# Heading \
+             <img src=x onerror=alert(1)>\\u{{85}}``\n"
+        )),
+        "{md}"
     );
 }
 
