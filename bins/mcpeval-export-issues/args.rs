@@ -16,7 +16,9 @@ use cli::StoreArgs;
 state but closed) into --dir: <finding-id>.md, a stable name, so re-running updates each \
 file in place. Every file is written to a temporary file beside it and renamed into place, \
 so a tracker or editor never reads half a file.\n\n\
-Each file holds a title naming the defect class, server and tool; an evidence table \
+Each file holds a title naming the defect class, server, tool and argument shape (where one \
+tool has several open findings, the part of the shape that differs from the others, so their \
+titles differ); an evidence table \
 (failures, calls, rate, 95% Wilson lower bound, sessions, first and last seen, failure \
 windows, blast radius, error codes, retryable); severity and score; the shape-level repro \
 (the tool and the argument shapes, never values); the one-line server-side fix hint; and \

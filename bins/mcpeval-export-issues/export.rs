@@ -13,6 +13,7 @@ use serde_json::json;
 use shared::error::{IoContext, Result};
 use shared::finding::State;
 use shared::id::FindingId;
+use shared::tool_group::{self, Member};
 use store::catalog;
 
 use crate::PROGRAM;
@@ -41,17 +42,21 @@ pub fn run(args: Args) -> Result<()> {
         .filter(|f| f.state != State::Closed)
         .collect();
     let all_open: BTreeSet<&FindingId> = open.iter().map(|f| &f.derived.id).collect();
-    let chosen: Vec<&catalog::Finding> = open
-        .into_iter()
-        .filter(|f| args.server.is_empty() || args.server.contains(&f.derived.server))
+    // Titles tell apart the open findings of one tool, whichever are chosen.
+    let members: Vec<Member> = open.iter().map(|f| Member::from(&f.derived)).collect();
+    let chosen: Vec<(&catalog::Finding, Option<String>)> = open
+        .iter()
+        .copied()
+        .zip(tool_group::labels(&members))
+        .filter(|(f, _)| args.server.is_empty() || args.server.contains(&f.derived.server))
         .collect();
 
     shared::atomic_file::ensure_dir(&args.dir)?;
     let mut written = Vec::new();
     let mut unchanged = Vec::new();
-    for f in &chosen {
+    for (f, label) in &chosen {
         let path = args.dir.join(file_name(&f.derived.id));
-        let body = issue::render(f);
+        let body = issue::render(f, label.as_deref());
         if std::fs::read(&path).is_ok_and(|old| old == body.as_bytes()) {
             unchanged.push(path);
             continue;

@@ -6,7 +6,9 @@
 //! only ever a code span that no backtick closes (so no link, autolink,
 //! mention, issue reference or HTML can come of it), table cells are split
 //! by no pipe, and JSON has every control, bidirectional and invisible
-//! character escaped.
+//! character escaped. The title's argument-shape label (what tells the
+//! finding from the others of its tool, `shared::tool_group`) holds names
+//! a server chose, so it is a code span too.
 
 use std::fmt::Write;
 
@@ -37,16 +39,21 @@ pub fn verify_command(f: &Finding) -> String {
     )
 }
 
-/// The whole markdown body.
-pub fn render(f: &Finding) -> String {
+/// The whole markdown body; `label` is the finding's argument-shape
+/// label among the open findings of its tool.
+pub fn render(f: &Finding, label: Option<&str>) -> String {
     let d = &f.derived;
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# {}: {} on server {} fails\n",
+        "# {}: {} on server {} fails{}\n",
         d.defect_class,
         code_span(&d.tool),
-        code_span(&d.server)
+        code_span(&d.server),
+        label.map_or(String::new(), |l| format!(
+            " with arguments {}",
+            code_span(l)
+        ))
     );
     let _ = writeln!(
         s,

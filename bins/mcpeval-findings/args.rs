@@ -44,6 +44,11 @@ the agent format (so a name never starts a line), JSON with every control, bidir
 invisible character escaped.
 
 \
+One tool can have several findings (one per error template, which is never shown). Each \
+finding is labelled with its most frequent argument shape, with the keys that every finding of \
+its tool shares left out (an ellipsis marks them) and long shapes cut: in the md table and \
+headings and in the agent format's first line of each finding. md groups the sections under \
+one heading per server and tool.\n\n\
 In the agent format each finding ends with the next step its lifecycle state needs: an open \
 finding never verified gets the generate and verify commands; fix-claimed, reopened and \
 verifying ones get verify again (with the green runs still needed to close); a closed one \

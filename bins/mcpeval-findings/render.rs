@@ -7,7 +7,9 @@
 //! so no link, autolink, mention, issue reference or HTML can come of it;
 //! a quoted literal in the agent format, so a name can never start a line
 //! there), and JSON is written with every control, bidirectional and
-//! invisible character escaped.
+//! invisible character escaped. An argument-shape label
+//! (`shared::tool_group`) holds names a server chose: it is escaped as a
+//! name is.
 
 use std::io::Write;
 
@@ -16,6 +18,7 @@ use shared::Result;
 use shared::escape::{self, code_cell, code_span, markdown as md, quoted, terminal};
 use shared::finding::{DefectClass, State};
 use shared::findings::Findings;
+use shared::tool_group::{self, Member};
 use store::catalog::{Finding, Promotion};
 
 /// One [`Findings`] object (`mcpeval.findings/1`) on one line.
@@ -33,7 +36,9 @@ pub fn json(
     Ok(())
 }
 
-/// A summary table, then one section per finding.
+/// A summary table, then one section per tool and, under it, one per
+/// finding. Findings of one tool are told apart by their argument-shape
+/// labels, in the table and in their headings.
 pub fn markdown(
     out: &mut impl Write,
     findings: &[&Finding],
@@ -50,77 +55,97 @@ pub fn markdown(
             md(&p.scored_as_of)
         )?;
     }
+    let members: Vec<Member> = findings.iter().map(|f| Member::from(&f.derived)).collect();
+    let labels = tool_group::labels(&members);
     writeln!(
         out,
-        "| severity | score | finding | class | server / tool | failures | sessions | state |"
+        "| severity | score | finding | class | server / tool | arguments | failures | sessions | state |"
     )?;
-    writeln!(out, "| --- | ---: | --- | --- | --- | ---: | ---: | --- |")?;
-    for f in findings {
+    writeln!(
+        out,
+        "| --- | ---: | --- | --- | --- | --- | ---: | ---: | --- |"
+    )?;
+    for (f, label) in findings.iter().zip(&labels) {
         let d = &f.derived;
         writeln!(
             out,
-            "| {} | {:.3} | {} | {} | {} / {} | {} of {} | {} | {} |",
+            "| {} | {:.3} | {} | {} | {} / {} | {} | {} of {} | {} | {} |",
             f.severity,
             d.score,
             code_cell(&d.id),
             d.defect_class,
             code_cell(&d.server),
             code_cell(&d.tool),
+            label.as_deref().map_or("-".into(), code_cell),
             d.failures,
             d.calls,
             d.sessions,
             state(f)
         )?;
     }
-    for f in findings {
-        let d = &f.derived;
+    for group in tool_group::groups(&members) {
+        let first = &members[group[0]];
         writeln!(
             out,
-            "\n## {}: {} in {} / {}\n",
-            code_span(&d.id),
-            d.defect_class,
-            code_span(&d.server),
-            code_span(&d.tool)
+            "\n## {} / {}",
+            code_span(first.server),
+            code_span(first.tool)
         )?;
-        writeln!(out, "- **Fix hint:** {}", d.fix_hint)?;
-        writeln!(
-            out,
-            "- **Failures:** {} of {} calls ({:.1}%; 95% Wilson lower bound {:.3}) in {} sessions, {} to {}",
-            d.failures,
-            d.calls,
-            100.0 * d.failure_rate,
-            d.wilson_lower,
-            d.sessions,
-            md(&d.first_seen),
-            md(&d.last_seen)
-        )?;
-        writeln!(
-            out,
-            "- **Errors:** {}; retryable: {}",
-            codes(d.err_code, &d.err_codes),
-            retryable(d.retryable)
-        )?;
-        writeln!(
-            out,
-            "- **Cost:** failure windows of median {} turns; blast radius {} tool{}",
-            d.median_window_turns,
-            d.blast_radius,
-            if d.blast_radius == 1 { "" } else { "s" }
-        )?;
-        writeln!(
-            out,
-            "- **Argument shapes:** {}",
-            shapes(&d.args_shapes, code_span)
-        )?;
-        writeln!(
-            out,
-            "- **Lifecycle:** {} (streak {}/3), severity {}, probe attached: {}",
-            state(f),
-            f.streak,
-            f.severity,
-            if f.probe_attached { "yes" } else { "no" }
-        )?;
+        for i in group {
+            section(out, findings[i], labels[i].as_deref())?;
+        }
     }
+    Ok(())
+}
+
+/// One finding's section, under its tool's heading.
+fn section(out: &mut impl Write, f: &Finding, label: Option<&str>) -> Result<()> {
+    let d = &f.derived;
+    writeln!(
+        out,
+        "\n### {}: {}{}\n",
+        code_span(&d.id),
+        d.defect_class,
+        label.map_or(String::new(), |l| format!(", arguments {}", code_span(l)))
+    )?;
+    writeln!(out, "- **Fix hint:** {}", d.fix_hint)?;
+    writeln!(
+        out,
+        "- **Failures:** {} of {} calls ({:.1}%; 95% Wilson lower bound {:.3}) in {} sessions, {} to {}",
+        d.failures,
+        d.calls,
+        100.0 * d.failure_rate,
+        d.wilson_lower,
+        d.sessions,
+        md(&d.first_seen),
+        md(&d.last_seen)
+    )?;
+    writeln!(
+        out,
+        "- **Errors:** {}; retryable: {}",
+        codes(d.err_code, &d.err_codes),
+        retryable(d.retryable)
+    )?;
+    writeln!(
+        out,
+        "- **Cost:** failure windows of median {} turns; blast radius {} tool{}",
+        d.median_window_turns,
+        d.blast_radius,
+        if d.blast_radius == 1 { "" } else { "s" }
+    )?;
+    writeln!(
+        out,
+        "- **Argument shapes:** {}",
+        shapes(&d.args_shapes, code_span)
+    )?;
+    writeln!(
+        out,
+        "- **Lifecycle:** {} (streak {}/3), severity {}, probe attached: {}",
+        state(f),
+        f.streak,
+        f.severity,
+        if f.probe_attached { "yes" } else { "no" }
+    )?;
     Ok(())
 }
 
@@ -142,19 +167,27 @@ Each names the failing tool, how often it fails, the class of defect and a serve
 Fix the server code, then prove the fix with the commands given: a finding closes after\n\
 three consecutive green verification runs.\n"
     )?;
-    for (n, f) in findings.iter().enumerate() {
+    let members: Vec<Member> = findings.iter().map(|f| Member::from(&f.derived)).collect();
+    let labels = tool_group::labels(&members);
+    for (n, (f, label)) in findings.iter().zip(&labels).enumerate() {
         let d = &f.derived;
         // An id from a tampered index could hold anything; a valid one
         // comes out unchanged.
         let id = terminal(&d.id);
+        // The label is JSON text, its keys quoted literals as a name is
+        // here; it ends the line, so a label cut inside a literal leaves
+        // nothing after it to swallow.
         writeln!(
             out,
-            "{}. {id} [{}; severity {}, score {:.3}, state {}]",
+            "{}. {id} [{}; severity {}, score {:.3}, state {}]{}",
             n + 1,
             d.defect_class,
             f.severity,
             d.score,
-            f.state
+            f.state,
+            label
+                .as_deref()
+                .map_or(String::new(), |l| format!(" arguments {}", terminal(l)))
         )?;
         writeln!(
             out,

@@ -86,11 +86,13 @@ pub struct Server {
 /// with its medium's escaper, since a tool name is untrusted text.
 #[derive(Debug)]
 pub enum Reason {
-    /// A counted (open or fix-claimed) high or medium finding.
+    /// A counted (open or fix-claimed) high or medium finding, named with
+    /// its tool: one tool may have several.
     Finding {
         state: State,
         severity: Severity,
         id: String,
+        tool: String,
     },
     /// A tool failing over the limit on the last day.
     Failing {
@@ -112,7 +114,8 @@ impl Reason {
                 state,
                 severity,
                 id,
-            } => format!("{state} {severity} finding {}", name(id)),
+                tool,
+            } => format!("{state} {severity} finding {} on {}", name(id), name(tool)),
             Reason::Failing {
                 tool,
                 failures,
@@ -216,6 +219,7 @@ pub fn report(config: &Config, refresh: &Refresh, catalog: Option<&Catalog>) -> 
                         state: f.state,
                         severity: f.severity,
                         id,
+                        tool: f.derived.tool.clone(),
                     });
                 }
             }

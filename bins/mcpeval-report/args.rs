@@ -19,9 +19,12 @@ use shared::home::Home;
 Per server: the readiness verdict with its reasons, the open findings (open and fix-claimed) by \
 severity, the verifying findings apart (listed with their streak, never counted), and per tool \
 a chart of the daily failure rate over the last --days UTC days with the 5% line the verdict \
-uses. Then the findings table (severity, class, server / tool, score, failures, sessions, state, \
-streak) and per finding its fix hint and its verification history: a timeline of red and green \
-runs, with the reopenings marked.\n\n\
+uses; when the first day with captured calls is more recent, every chart starts on that day \
+instead. Then the findings table (severity, class, server / tool, argument shape, score, \
+failures, sessions, state, streak) and, under a heading per tool, each finding's fix hint and \
+its verification history: a timeline of red and green runs, with the reopenings marked. Where \
+one tool has several findings, each is labelled with the part of its argument shape that \
+differs from the others.\n\n\
 The page holds no script and fetches nothing: styles are inline, charts are inline SVG with axes, \
 labels and a legend, and a Content-Security-Policy of default-src 'none' says so to the browser. \
 It reads without JavaScript, prints, fits a phone, follows prefers-color-scheme: dark, and never \

@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use crate::evidence::{History, Run, Tool};
+use crate::evidence::{History, Run, Server, Tool};
 use shared::escape::html as text;
 
 const W: f64 = 320.0;
@@ -39,31 +39,48 @@ fn percent(rate: f64) -> String {
     }
 }
 
-/// One tool's daily failure rate over `days`, with the verdict's limit.
-/// A day without calls has no point and breaks the line.
-pub fn rate(out: &mut String, server: &str, tool: &Tool, days: &[String], limit: f64) {
-    let n = tool.daily.len().max(1) as f64;
+/// Where the rate charts' axis starts, as a position in the window's
+/// days: the first day any tool of the page had calls. A store a few
+/// days old is then drawn over those days, not as a point at the edge of
+/// an empty month; every chart starts there, so they still line up. The
+/// window's first day when nothing was called.
+pub fn first_day(servers: &[Server]) -> usize {
+    servers
+        .iter()
+        .flat_map(|s| &s.tools)
+        .filter_map(|t| t.daily.iter().position(|d| d.calls > 0))
+        .min()
+        .unwrap_or(0)
+}
+
+/// One tool's daily failure rate over `days` from position `from` (see
+/// [`first_day`]), with the verdict's limit. A day without calls has no
+/// point and breaks the line.
+pub fn rate(out: &mut String, server: &str, tool: &Tool, days: &[String], from: usize, limit: f64) {
+    let days = days.get(from..).unwrap_or_default();
+    let daily = tool.daily.get(from..).unwrap_or_default();
+    let n = daily.len().max(1) as f64;
     let x = |i: usize| LEFT + (i as f64 + 0.5) * (RIGHT - LEFT) / n;
-    let max = tool
-        .daily
+    let max = daily
         .iter()
         .filter_map(|d| d.failure_rate)
         .fold(0.0, f64::max);
     let top = scale_top(max, limit);
     let y = |r: f64| BOTTOM - r / top * (BOTTOM - TOP);
-    let points = tool.daily.iter().filter(|d| d.calls > 0).count();
-    let over = tool
-        .daily
+    let points = daily.iter().filter(|d| d.calls > 0).count();
+    let over = daily
         .iter()
         .filter(|d| d.failure_rate.is_some_and(|r| r > limit))
         .count();
     let _ = write!(
         out,
-        r#"<svg class="rate-chart" viewBox="0 0 {W} {H}" role="img" data-server="{}" data-tool="{}" data-points="{points}" data-over="{over}" aria-label="Daily failure rate of {} on {}: {points} days with calls, {over} over {}">"#,
+        r#"<svg class="rate-chart" viewBox="0 0 {W} {H}" role="img" data-server="{}" data-tool="{}" data-days="{}" data-points="{points}" data-over="{over}" aria-label="Daily failure rate of {} on {} over {}: {points} with calls, {over} over {}">"#,
         text(server),
         text(&tool.tool),
+        daily.len(),
         text(&tool.tool),
         text(server),
+        crate::count(daily.len(), "day"),
         percent(limit),
     );
     // Legend: shape, line and word for each mark.
@@ -130,7 +147,7 @@ pub fn rate(out: &mut String, server: &str, tool: &Tool, days: &[String], limit:
     // The line, broken at days without calls, then the points over it.
     let mut segment: Vec<String> = Vec::new();
     let mut lines = String::new();
-    for (i, d) in tool.daily.iter().enumerate() {
+    for (i, d) in daily.iter().enumerate() {
         match d.failure_rate {
             Some(r) if d.calls > 0 => segment.push(format!("{:.1},{:.1}", x(i), y(r))),
             _ => flush(&mut lines, &mut segment),
@@ -138,7 +155,7 @@ pub fn rate(out: &mut String, server: &str, tool: &Tool, days: &[String], limit:
     }
     flush(&mut lines, &mut segment);
     out.push_str(&lines);
-    for (i, d) in tool.daily.iter().enumerate() {
+    for (i, d) in daily.iter().enumerate() {
         let Some(r) = d.failure_rate.filter(|_| d.calls > 0) else {
             continue;
         };

@@ -7,6 +7,7 @@
 //! answers, it never recomputes them.
 
 use serde::Deserialize;
+use serde_json::Value;
 use shared::Result;
 use shared::history::Histories;
 pub use shared::history::{History, Run};
@@ -41,6 +42,9 @@ pub struct Finding {
     pub failures: u64,
     pub calls: u64,
     pub sessions: u64,
+    /// Argument shapes of failing calls, most frequent first.
+    #[serde(default)]
+    pub args_shapes: Vec<Value>,
     pub state: String,
     pub streak: u32,
     pub reopened: u32,

@@ -53,6 +53,6 @@ fn run(config: Config) -> Result<()> {
 }
 
 /// `1 server`, `2 servers`.
-fn count(n: usize, what: &str) -> String {
+pub(crate) fn count(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }

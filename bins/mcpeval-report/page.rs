@@ -1,6 +1,8 @@
 //! The one HTML page: head with its Content-Security-Policy and inline
 //! stylesheet, then per server the verdict and the tools' charts, then
-//! the findings table and each finding's fix hint and history.
+//! the findings table and, under a heading per tool, each finding's fix
+//! hint and history. Findings of one tool are told apart wherever they
+//! are named by their argument-shape labels (`shared::tool_group`).
 //!
 //! It must never emit a script, an event handler, an external reference
 //! or an unescaped name: everything that came from a sibling goes through
@@ -11,12 +13,45 @@ use std::fmt::Write;
 use crate::chart;
 use crate::evidence::{Evidence, Finding, History, Server};
 use shared::escape::html as text;
+use shared::tool_group::{self, Member};
 
 /// What the browser may load: nothing, except the inline styles.
 pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
+/// The findings as the page arranges them: grouped by tool, and each
+/// with its argument-shape label, both by position in the findings.
+struct Arranged {
+    labels: Vec<Option<String>>,
+    groups: Vec<Vec<usize>>,
+}
+
+impl Arranged {
+    fn new(findings: &[Finding]) -> Arranged {
+        let members: Vec<Member> = findings
+            .iter()
+            .map(|f| Member {
+                server: &f.server,
+                tool: &f.tool,
+                args_shapes: &f.args_shapes,
+            })
+            .collect();
+        Arranged {
+            labels: tool_group::labels(&members),
+            groups: tool_group::groups(&members),
+        }
+    }
+
+    /// The label of finding `i` as inline code after a space, or nothing.
+    fn shape(&self, i: usize) -> String {
+        self.labels[i].as_deref().map_or(String::new(), |l| {
+            format!(r#" <code class="shape">{}</code>"#, text(l))
+        })
+    }
+}
+
 /// The complete page.
 pub fn render(evidence: &Evidence) -> String {
+    let arranged = Arranged::new(&evidence.findings);
     let r = &evidence.readiness;
     let open = evidence.findings.iter().filter(|f| counted(f)).count();
     let verifying = evidence
@@ -59,11 +94,12 @@ pub fn render(evidence: &Evidence) -> String {
             "<p class=\"empty\">No captured calls in these days and no open findings.</p>\n",
         );
     }
+    let from = chart::first_day(&r.servers);
     for (i, s) in r.servers.iter().enumerate() {
-        server(&mut out, i, s, evidence);
+        server(&mut out, i, s, evidence, &arranged, from);
     }
     out.push_str("</section>\n");
-    findings(&mut out, evidence);
+    findings(&mut out, evidence, &arranged);
     out.push_str(
         "</main>\n<footer>Written by mcpeval-report from the JSON of <code>mcpeval findings</code>, \
 <code>mcpeval findings --history</code> and <code>mcpeval readiness</code>. \
@@ -111,7 +147,16 @@ fn verdict(v: &str) -> String {
     )
 }
 
-fn server(out: &mut String, i: usize, s: &Server, evidence: &Evidence) {
+/// One server's card; its charts start at day `from` (see
+/// [`chart::first_day`]).
+fn server(
+    out: &mut String,
+    i: usize,
+    s: &Server,
+    evidence: &Evidence,
+    arranged: &Arranged,
+    from: usize,
+) {
     let _ = write!(
         out,
         r#"<section class="server" id="server-{i}" data-server="{}">
@@ -135,17 +180,19 @@ fn server(out: &mut String, i: usize, s: &Server, evidence: &Evidence) {
                     r#" <span class="sev sev-{sev}{zero}">{n} {sev}</span>"#
                 );
             }
-            let listed: Vec<&Finding> = evidence
-                .findings
-                .iter()
-                .filter(|f| f.server == s.server && counted(f))
-                .collect();
-            for f in listed {
+            // A tool's findings side by side, each with its label.
+            let listed = arranged.groups.iter().flatten().copied().filter(|&n| {
+                let f = &evidence.findings[n];
+                f.server == s.server && counted(f)
+            });
+            for n in listed {
+                let f = &evidence.findings[n];
                 let _ = write!(
                     out,
-                    r##" · <a href="#{}">{}</a>"##,
+                    r##" · <a href="#{}">{}{}</a>"##,
                     text(&f.id),
-                    text(&f.tool)
+                    text(&f.tool),
+                    arranged.shape(n)
                 );
             }
             out.push_str("</p>\n");
@@ -155,9 +202,14 @@ fn server(out: &mut String, i: usize, s: &Server, evidence: &Evidence) {
     if let Some(verifying) = s.verifying.as_ref().filter(|v| !v.is_empty()) {
         out.push_str(r#"<p class="verifying">Verifying, not counted:"#);
         for (i, v) in verifying.iter().enumerate() {
+            let shape = evidence
+                .findings
+                .iter()
+                .position(|f| f.id == v.id)
+                .map_or(String::new(), |n| arranged.shape(n));
             let _ = write!(
                 out,
-                r##"{} <a href="#{}">{}</a> <span class="sev sev-{sev}">{sev}</span>, streak {}/3"##,
+                r##"{} <a href="#{}">{}{shape}</a> <span class="sev sev-{sev}">{sev}</span>, streak {}/3"##,
                 if i == 0 { "" } else { " ·" },
                 text(&v.id),
                 text(&v.tool),
@@ -189,6 +241,7 @@ fn server(out: &mut String, i: usize, s: &Server, evidence: &Evidence) {
                 &s.server,
                 t,
                 &evidence.readiness.days,
+                from,
                 evidence.readiness.rate_limit,
             );
             out.push_str("</figure>\n");
@@ -198,7 +251,7 @@ fn server(out: &mut String, i: usize, s: &Server, evidence: &Evidence) {
     out.push_str("</section>\n");
 }
 
-fn findings(out: &mut String, evidence: &Evidence) {
+fn findings(out: &mut String, evidence: &Evidence, arranged: &Arranged) {
     out.push_str("<section id=\"findings\">\n<h2>Findings</h2>\n");
     if evidence.findings.is_empty() {
         out.push_str(
@@ -208,17 +261,18 @@ fn findings(out: &mut String, evidence: &Evidence) {
     }
     out.push_str(
         "<div class=\"scroll\"><table>\n<thead><tr><th>severity</th><th>class</th><th>server / tool</th>\
-<th class=\"num\">score</th><th class=\"num\">failures</th><th class=\"num\">sessions</th>\
+<th>arguments</th><th class=\"num\">score</th><th class=\"num\">failures</th><th class=\"num\">sessions</th>\
 <th>state</th><th class=\"num\">streak</th></tr></thead>\n<tbody>\n",
     );
-    for f in &evidence.findings {
+    for (n, f) in evidence.findings.iter().enumerate() {
         let _ = writeln!(
             out,
-            r##"<tr><td><span class="sev sev-{sev}">{sev}</span></td><td>{}</td><td><a href="#{}"><span class="name">{}</span> / <span class="name">{}</span></a></td><td class="num">{:.3}</td><td class="num">{} of {}</td><td class="num">{}</td><td><span class="state st-{state}">{state}</span>{}</td><td class="num">{}/3</td></tr>"##,
+            r##"<tr><td><span class="sev sev-{sev}">{sev}</span></td><td>{}</td><td><a href="#{}"><span class="name">{}</span> / <span class="name">{}</span></a></td><td>{}</td><td class="num">{:.3}</td><td class="num">{} of {}</td><td class="num">{}</td><td><span class="state st-{state}">{state}</span>{}</td><td class="num">{}/3</td></tr>"##,
             text(&f.defect_class),
             text(&f.id),
             text(&f.server),
             text(&f.tool),
+            arranged.shape(n).trim_start(),
             f.score,
             f.failures,
             f.calls,
@@ -231,8 +285,19 @@ fn findings(out: &mut String, evidence: &Evidence) {
     }
     out.push_str("</tbody>\n</table></div>\n<h3>Verification history</h3>\n");
     chart::timeline_legend(out);
-    for f in &evidence.findings {
-        finding(out, f, evidence.history_of(&f.id));
+    for group in &arranged.groups {
+        let first = &evidence.findings[group[0]];
+        let _ = writeln!(
+            out,
+            r#"<section class="tool-findings"><h4><span class="name">{}</span> / <span class="name">{}</span></h4>"#,
+            text(&first.server),
+            text(&first.tool),
+        );
+        for &n in group {
+            let f = &evidence.findings[n];
+            finding(out, f, &arranged.shape(n), evidence.history_of(&f.id));
+        }
+        out.push_str("</section>\n");
     }
     out.push_str("</section>\n");
 }
@@ -247,18 +312,23 @@ fn closure(f: &Finding) -> &'static str {
     }
 }
 
-fn finding(out: &mut String, f: &Finding, history: Option<&History>) {
+/// One finding under its tool's heading; `shape` is its label as
+/// [`Arranged::shape`] writes it.
+fn finding(out: &mut String, f: &Finding, shape: &str, history: Option<&History>) {
     let _ = write!(
         out,
         r#"<article class="finding" id="{}">
-<h4><code>{}</code> {} in <span class="name">{}</span> / <span class="name">{}</span></h4>
+<h5><code>{}</code> {}{}</h5>
 <p class="hint"><b>Fix hint:</b> {}</p>
 "#,
         text(&f.id),
         text(&f.id),
         text(&f.defect_class),
-        text(&f.server),
-        text(&f.tool),
+        if shape.is_empty() {
+            String::new()
+        } else {
+            format!(", arguments{shape}")
+        },
         text(&f.fix_hint),
     );
     let Some(h) = history.filter(|h| !h.runs.is_empty()) else {
@@ -315,7 +385,8 @@ const STYLE: &str = r#"
 body{margin:0 auto;max-width:1200px;padding:16px 20px 40px;background:var(--bg);color:var(--fg);
 font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 h1{margin:0;font-size:1.7em}h2{margin:1.6em 0 .4em;border-bottom:2px solid var(--border);padding-bottom:.2em}
-h3{margin:.2em 0 .3em;font-size:1.2em}h4{margin:0 0 .3em;font-size:1.02em}
+h3{margin:.2em 0 .3em;font-size:1.2em}h4{margin:0 0 .3em;font-size:1.02em}h5{margin:0 0 .3em;font-size:1em}
+.tool-findings>h4{margin:1.1em 0 0}code.shape{overflow-wrap:anywhere}
 a{color:var(--link)}code{font:0.92em ui-monospace,SFMono-Regular,Menlo,monospace}
 .lede,.muted,footer{color:var(--muted)}footer{margin-top:2em;font-size:.9em}
 .name{overflow-wrap:anywhere;font-weight:600}

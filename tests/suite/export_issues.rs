@@ -10,7 +10,9 @@ use assert_cmd::prelude::*;
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::seeded::{self, finding_of, findings, fixture_store, ok, secrets, seeded, set_state};
+use crate::seeded::{
+    self, finding_of, findings, fixture_store, near_duplicates, ok, secrets, seeded, set_state,
+};
 use crate::support::{Store, bin_dir, text};
 
 fn names(dir: &Path) -> BTreeSet<String> {
@@ -63,7 +65,10 @@ fn one_file_per_open_finding_with_its_evidence() {
     let body =
         std::fs::read_to_string(dir.join(format!("{}.md", route["id"].as_str().unwrap()))).unwrap();
     assert!(
-        body.starts_with("# invalid-arguments: `route` on server `maps` fails\n"),
+        body.starts_with(
+            "# invalid-arguments: `route` on server `maps` fails with arguments \
+             `{\"avoid\":[\"string\"],\"from\":\"string\",\"to\":\"strin…`\n"
+        ),
         "{body}"
     );
     for row in [
@@ -121,6 +126,53 @@ fn one_file_per_open_finding_with_its_evidence() {
     assert_eq!(pruned["pruned"], serde_json::json!([stale_path]));
     assert!(!dir.join(format!("{alerts_id}.md")).exists());
     assert!(dir.join("notes.md").exists());
+}
+
+/// Three open findings of one tool, one per error template: each issue's
+/// title names the part of its argument shape that differs from the
+/// others, so a tracker shows three titles, not one three times; closing
+/// one leaves the other two told apart by what still differs.
+#[test]
+fn near_duplicate_findings_get_titles_of_their_own() {
+    let store = near_duplicates();
+    let dir = store.scratch().join("issues");
+    export(&store, &dir, &[]);
+    let title = |id: &str| -> String {
+        let body = std::fs::read_to_string(dir.join(format!("{id}.md"))).unwrap();
+        body.lines().next().unwrap().to_owned()
+    };
+    let get_sum: Vec<String> = findings(&store)
+        .iter()
+        .filter(|f| f["tool"] == "get-sum")
+        .map(|f| f["id"].as_str().unwrap().to_owned())
+        .collect();
+    let titles: Vec<String> = get_sum.iter().map(|id| title(id)).collect();
+    let head = "# invalid-arguments: `get-sum` on server `everything` fails with arguments";
+    assert_eq!(
+        titles,
+        [
+            format!("{head} `{{\"a\":\"string\",\"b\":\"number\",…}}`"),
+            format!("{head} `{{\"a\":\"number\",\"b\":\"string\",…}}`"),
+            format!("{head} `{{\"a\":\"number\",…}}`"),
+        ]
+    );
+    let echo = finding_of(&store, "everything", "echo");
+    assert_eq!(
+        title(echo["id"].as_str().unwrap()),
+        "# internal-error: `echo` on server `everything` fails with arguments \
+         `{\"message\":\"string\"}`"
+    );
+
+    // Closed, the first no longer counts: `b` is then all that differs.
+    set_state(&store, &get_sum[0], "closed");
+    export(&store, &dir, &["--prune"]);
+    assert_eq!(
+        [title(&get_sum[1]), title(&get_sum[2])],
+        [
+            format!("{head} `{{\"b\":\"string\",…}}`"),
+            format!("{head} `{{…}}`"),
+        ]
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod crash;
 mod docs;
 mod dump;
 mod export_issues;
+mod findings;
 mod front;
 mod fuzz;
 mod generate;

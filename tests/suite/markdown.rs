@@ -246,6 +246,12 @@ fn hostile_names_are_code_in_every_markdown_rendering() {
         "{}",
         findings.html
     );
+    // Each finding's argument-shape label (its shape, cut) is code too:
+    // in the table, in its heading and in each issue's title.
+    let label = "{\"@octocat\":\"integer\",\"[k](http://e.example/k)\"…";
+    let labels = |doc: &Rendered| doc.code.iter().filter(|c| *c == label).count();
+    assert_eq!(labels(findings), 2 * TOOLS.len(), "{}", findings.html);
+    assert!(docs[2..].iter().all(|d| labels(d) == 1), "{}", docs[2].html);
     // The verifying finding's line names its tool as code too.
     let readiness = &docs[1];
     assert!(

@@ -387,9 +387,15 @@ fn open_findings_decide_the_verdict_when_an_index_exists() {
     assert_eq!(r["findings"], "index");
     let weather = server(&r, "weather");
     assert_eq!(weather["verdict"], "at-risk");
+    // The finding is named with its tool: one tool may have several.
     assert_eq!(
         weather["reasons"],
-        json!([format!("open medium finding {id}")])
+        json!([format!("open medium finding {id} on search")])
+    );
+    let md = ok(&store, "mcpeval-readiness", &["--now", NOW]);
+    assert!(
+        md.contains(&format!("\n- open medium finding `{id}` on `search`\n")),
+        "{md}"
     );
     assert_eq!(
         weather["open_findings"],
@@ -409,7 +415,7 @@ fn open_findings_decide_the_verdict_when_an_index_exists() {
     assert_eq!(server(&r, "weather")["verdict"], "not-ready");
     assert_eq!(
         server(&r, "weather")["reasons"],
-        json!([format!("open high finding {id}")])
+        json!([format!("open high finding {id} on search")])
     );
 
     // Closed: nothing open, and no calls on the last day.
@@ -520,7 +526,10 @@ fn a_green_run_never_makes_a_server_look_worse_and_a_red_one_counts_again() {
     assert_eq!(standing(&b), standing_is("open", "medium", false));
     let s = bench_server(&b);
     assert_eq!(s["verdict"], "at-risk");
-    assert_eq!(s["reasons"], json!([format!("open medium finding {id}")]));
+    assert_eq!(
+        s["reasons"],
+        json!([format!("open medium finding {id} on status")])
+    );
     assert_eq!(
         s["open_findings"],
         json!({"high": 0, "medium": 1, "low": 0})
@@ -561,7 +570,10 @@ fn a_green_run_never_makes_a_server_look_worse_and_a_red_one_counts_again() {
     assert_eq!(standing(&b), standing_is("open", "high", true));
     let s = bench_server(&b);
     assert_eq!(s["verdict"], "not-ready");
-    assert_eq!(s["reasons"], json!([format!("open high finding {id}")]));
+    assert_eq!(
+        s["reasons"],
+        json!([format!("open high finding {id} on status")])
+    );
     assert_eq!(
         s["open_findings"],
         json!({"high": 1, "medium": 0, "low": 0})
@@ -575,7 +587,7 @@ fn a_green_run_never_makes_a_server_look_worse_and_a_red_one_counts_again() {
     assert_eq!(s["verdict"], "not-ready");
     assert_eq!(
         s["reasons"],
-        json!([format!("fix-claimed high finding {id}")])
+        json!([format!("fix-claimed high finding {id} on status")])
     );
     assert_eq!(
         s["open_findings"],

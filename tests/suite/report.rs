@@ -461,7 +461,7 @@ fn a_verifying_finding_is_shown_apart_from_the_open_ones() {
     assert!(card.contains("<span class=\"verdict v-ready\">"), "{card}");
     assert!(
         card.contains(&format!(
-            r##"<p class="verifying">Verifying, not counted: <a href="#{}">status</a> <span class="sev sev-high">high</span>, streak 1/3</p>"##,
+            r##"<p class="verifying">Verifying, not counted: <a href="#{}">status <code class="shape">{{&quot;city&quot;:&quot;string&quot;,&quot;days&quot;:&quot;integer&quot;}}</code></a> <span class="sev sev-high">high</span>, streak 1/3</p>"##,
             bench.finding
         )),
         "{card}"
@@ -469,6 +469,129 @@ fn a_verifying_finding_is_shown_apart_from_the_open_ones() {
     let open = &card[card.find("<p class=\"open\">").unwrap()..];
     let open = &open[..open.find("</p>").unwrap()];
     assert!(!open.contains("<a "), "no open finding is linked: {open}");
+}
+
+/// The `get-sum` findings of `seeded::near_duplicates`, most failures
+/// first, as the page labels them.
+const GET_SUM_LABELS: [&str; 3] = [
+    "{&quot;a&quot;:&quot;string&quot;,&quot;b&quot;:&quot;number&quot;,…}",
+    "{&quot;a&quot;:&quot;number&quot;,&quot;b&quot;:&quot;string&quot;,…}",
+    "{&quot;a&quot;:&quot;number&quot;,…}",
+];
+
+/// Three findings of one tool: the server's card, the table and the
+/// history name each with the part of its argument shape that differs,
+/// and the history groups them under one heading for the tool.
+#[test]
+fn near_duplicate_findings_are_labelled_and_grouped_by_tool() {
+    let store = crate::seeded::near_duplicates();
+    let (_, html) = report(&store, &["--now", crate::seeded::NEAR_NOW]);
+    let shape = |label: &str| format!(r#"<code class="shape">{label}</code>"#);
+    let echo = shape("{&quot;message&quot;:&quot;string&quot;}");
+
+    // The card: the open findings, a tool's side by side, each labelled.
+    let open = &html[html.find("<p class=\"open\">").unwrap()..];
+    let open = &open[..open.find("</p>").unwrap()];
+    let links: Vec<&str> = open
+        .split("<a href=\"#")
+        .skip(1)
+        .map(|a| &a[a.find('>').unwrap() + 1..a.find("</a>").unwrap()])
+        .collect();
+    let want: Vec<String> = GET_SUM_LABELS
+        .iter()
+        .map(|l| format!("get-sum {}", shape(l)))
+        .chain([format!("echo {echo}")])
+        .collect();
+    assert_eq!(links, want, "{open}");
+
+    // The table: a row per finding, ranked, with an arguments column.
+    let table = &html[html.find("<tbody>").unwrap()..html.find("</tbody>").unwrap()];
+    let cells: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("<tr>"))
+        .map(|row| {
+            let at = row.find("</a></td><td>").unwrap() + "</a></td><td>".len();
+            &row[at..at + row[at..].find("</td>").unwrap()]
+        })
+        .collect();
+    let ranked = [
+        shape(GET_SUM_LABELS[0]),
+        echo.clone(),
+        shape(GET_SUM_LABELS[1]),
+        shape(GET_SUM_LABELS[2]),
+    ];
+    assert_eq!(cells, ranked, "{table}");
+
+    // The history: one section per tool, one article per finding in it.
+    let groups: Vec<&str> = html
+        .split("<section class=\"tool-findings\">")
+        .skip(1)
+        .collect();
+    assert_eq!(groups.len(), 2);
+    for (group, (tool, labels)) in groups.iter().zip([
+        (
+            "get-sum",
+            GET_SUM_LABELS.iter().map(|l| shape(l)).collect::<Vec<_>>(),
+        ),
+        ("echo", vec![echo.clone()]),
+    ]) {
+        assert!(
+            group.starts_with(&format!(
+                r#"<h4><span class="name">everything</span> / <span class="name">{tool}</span></h4>"#
+            )),
+            "{group}"
+        );
+        let heads: Vec<&str> = group
+            .split("<h5>")
+            .skip(1)
+            .map(|h| &h[..h.find("</h5>").unwrap()])
+            .collect();
+        assert_eq!(heads.len(), labels.len(), "{group}");
+        for (head, label) in heads.iter().zip(&labels) {
+            assert!(head.ends_with(&format!(", arguments {label}")), "{head}");
+        }
+    }
+}
+
+/// On a store a few days old every chart spans the days with calls, not
+/// the whole --days window with the points crowded at its right edge;
+/// a window shorter than the data is kept as it is.
+#[test]
+fn the_charts_axis_fits_the_days_with_calls() {
+    let store = crate::seeded::near_duplicates();
+    let axis = |days: &str| -> Vec<(String, usize, Vec<String>)> {
+        let (_, html) = report(&store, &["--now", crate::seeded::NEAR_NOW, "--days", days]);
+        html.split("<svg class=\"rate-chart\"")
+            .skip(1)
+            .map(|chunk| {
+                let svg = &chunk[..chunk.find("</svg>").unwrap()];
+                let tag = &svg[..svg.find('>').unwrap()];
+                let ticks: Vec<String> = svg
+                    .split("<text class=\"tick\"")
+                    .skip(1)
+                    .map(|t| t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()].to_owned())
+                    .filter(|t| !t.ends_with('%'))
+                    .collect();
+                (
+                    attr(tag, "data-tool"),
+                    attr(tag, "data-days").parse().unwrap(),
+                    ticks,
+                )
+            })
+            .collect()
+    };
+    // Calls on 2026-11-28, 29 and 30: three days of the thirty.
+    let fitted = axis("30");
+    assert_eq!(fitted.len(), 2);
+    for (tool, days, ticks) in &fitted {
+        assert_eq!(*days, 3, "{tool}");
+        assert_eq!(ticks, &["11-28", "11-29", "11-30"], "{tool}");
+    }
+    // Two days asked for: the window, as before.
+    for (tool, days, ticks) in axis("2") {
+        assert_eq!(days, 2, "{tool}");
+        assert_eq!(ticks, ["11-29", "11-30"], "{tool}");
+    }
 }
 
 #[test]

@@ -190,3 +190,69 @@ pub fn fill(value: &mut Value) {
         _ => {}
     }
 }
+
+/// The time [`near_duplicates`] is promoted and reported as of.
+pub const NEAR_NOW: &str = "2026-11-30T12:00:00Z";
+
+/// The argument shapes of the three `get-sum` findings of
+/// [`near_duplicates`], most failures first: `a` of the wrong type, `b`
+/// of the wrong type, `b` missing; every one carries `round`.
+pub fn get_sum_shapes() -> [Value; 3] {
+    [
+        json!({"a": "string", "b": "number", "round": "boolean"}),
+        json!({"a": "number", "b": "string", "round": "boolean"}),
+        json!({"a": "number", "round": "boolean"}),
+    ]
+}
+
+/// Near-duplicate findings, as the reference server `everything` gives
+/// them: `get-sum` failing with -32602 under three error templates, one
+/// argument shape each (4, 3 and 2 of its 12 calls, so their scores
+/// differ), over 2026-11-28 to 30 in two sessions; beside it `echo`,
+/// failing alone. Indexed and promoted as of [`NEAR_NOW`].
+pub fn near_duplicates() -> Store {
+    let store = Store::new();
+    let mut recs = Vec::new();
+    let mut n = 0;
+    let mut at = |tool: &str, failing: Option<(u64, &Value)>, k: u64| {
+        n += 1;
+        let (s, day) = (1 + k % 2, 28 + k % 3);
+        let mut rec = match failing {
+            Some((t, shape)) => {
+                let mut r = Rec::error(n, s, n, tool, Some(t));
+                r.0["error"]["code"] = json!(-32602);
+                r.0["error"]["channel"] = json!("jsonrpc");
+                r.0["args_shape"] = shape.clone();
+                r
+            }
+            None => Rec::ok(n, s, n, tool),
+        }
+        .server("everything");
+        rec.0["started_at"] = json!(format!("2026-11-{day}T07:00:{:02}.123Z", n % 60));
+        rec
+    };
+    let shapes = get_sum_shapes();
+    for (t, (shape, failures)) in shapes.iter().zip([4, 3, 2]).enumerate() {
+        for k in 0..failures {
+            recs.push(at("get-sum", Some((4 + t as u64, shape)), k));
+        }
+    }
+    for k in 0..3 {
+        recs.push(at("get-sum", None, k));
+    }
+    let echo = json!({"message": "string"});
+    for k in 0..2 {
+        let mut r = at("echo", Some((7, &echo)), k);
+        r.0["error"]["code"] = json!(-32603);
+        recs.push(r);
+        recs.push(at("echo", None, k + 1));
+    }
+    records::write(&store, 1, &records::lines(&recs));
+    ok(&store, "mcpeval-index", &[]);
+    ok(
+        &store,
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", NEAR_NOW],
+    );
+    store
+}

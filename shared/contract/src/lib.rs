@@ -38,7 +38,9 @@
 //!   newline-delimited input read with a bound on each line.
 //! - [`exit`]: the exit statuses every binary shares; [`error`]: the error
 //!   type that carries one; [`escape`] and [`canonical`]: printing untrusted
-//!   text safely and canonical JSON; [`score`], [`time`].
+//!   text safely and canonical JSON; [`score`], [`time`];
+//!   [`tool_group`]: the findings of one tool grouped, and told apart by
+//!   the part of their argument shapes that differs.
 //!
 //! The suite's own plumbing (the store's SQLite files and salt, the MCP
 //! client, the team database, the command-line entry point) lives in
@@ -108,6 +110,7 @@ pub mod score;
 pub mod sibling;
 mod spelling;
 pub mod time;
+pub mod tool_group;
 
 pub use error::{Error, Result};
 
