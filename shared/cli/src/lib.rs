@@ -93,23 +93,27 @@ fn usage(program: &str, err: &clap::Error) -> u8 {
 pub fn finish(program: &str, outcome: Result<()>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => ExitCode::from(conclude(program, &err)),
+        Err(err) => ExitCode::from(conclude(program, &err, &mut io::stderr().lock())),
     }
 }
 
-/// The status `err` ends the binary with, after reporting it (or, for a
-/// closed pipe, saying nothing).
-fn conclude(program: &str, err: &Error) -> u8 {
+/// The status `err` ends the binary with, after reporting it on `stderr`
+/// (or, for a closed pipe, saying nothing).
+fn conclude(program: &str, err: &Error, stderr: &mut impl Write) -> u8 {
     if err.is_broken_pipe() {
         return exit::SUCCESS;
     }
-    report(program, err);
+    report_to(stderr, program, err);
     err.status()
 }
 
 /// Prints `program: error: message: cause: cause` (and the hint) on stderr.
 pub fn report(program: &str, err: &Error) {
-    let mut stderr = io::stderr().lock();
+    report_to(&mut io::stderr().lock(), program, err);
+}
+
+/// [`report`] on a given stream: the tests read what it printed.
+fn report_to(stderr: &mut impl Write, program: &str, err: &Error) {
     let _ = writeln!(stderr, "{program}: error: {err}");
 }
 
@@ -224,22 +228,34 @@ impl StoreArgs {
 mod tests {
     use super::*;
 
+    /// The status `err` ends with and what was printed for it.
+    fn concluded(err: &Error) -> (u8, String) {
+        let mut stderr = Vec::new();
+        let status = conclude("mcpeval-test", err, &mut stderr);
+        (status, String::from_utf8(stderr).unwrap())
+    }
+
     #[test]
     fn a_broken_pipe_deep_in_the_chain_ends_quietly_with_success() {
         let pipe = io::Error::from(io::ErrorKind::BrokenPipe);
         let err = Error::rejected("cannot print the findings")
             .with_source(Error::io("cannot write output", pipe));
-        assert_eq!(conclude("mcpeval-test", &err), exit::SUCCESS);
+        assert_eq!(concluded(&err), (exit::SUCCESS, String::new()));
     }
 
     #[test]
     fn any_other_error_ends_with_its_kind_status() {
         let full = io::Error::from(io::ErrorKind::StorageFull);
         let err = Error::io("cannot write output", full);
-        assert_eq!(conclude("mcpeval-test", &err), exit::IO);
+        let (status, said) = concluded(&err);
+        assert_eq!(status, exit::IO);
+        assert!(
+            said.starts_with("mcpeval-test: error: cannot write output: ") && said.ends_with('\n'),
+            "{said:?}"
+        );
         assert_eq!(
-            conclude("mcpeval-test", &Error::usage("bad flag")),
-            exit::USAGE
+            concluded(&Error::usage("bad flag")),
+            (exit::USAGE, "mcpeval-test: error: bad flag\n".to_owned())
         );
     }
 }

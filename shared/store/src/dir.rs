@@ -18,12 +18,17 @@ use crate::warning::warning;
 /// error, status 2, before anything is written); one open to group or
 /// others is made 0700 again, with a warning on stderr.
 pub fn ensure(home: &Home) -> Result<()> {
+    ensure_warning(home, &mut |message| warning(message))
+}
+
+/// [`ensure`], handing each warning to `warn` to print.
+fn ensure_warning(home: &Home, warn: &mut dyn FnMut(std::fmt::Arguments<'_>)) -> Result<()> {
     let journals = home.journals();
     for dir in [home.root().as_std_path(), journals.as_std_path()] {
         if let Ok(meta) = fs::metadata(dir)
             && meta.is_dir()
         {
-            check_private(dir, &meta)?;
+            check_private(dir, &meta, warn)?;
             continue;
         }
         fs::DirBuilder::new()
@@ -75,7 +80,11 @@ pub fn require(home: &Home) -> Result<()> {
 /// read the journals and the salt, or plant files for us to trust. The
 /// status is 2 (usage), as for a store that cannot be found at all: the
 /// repair is to point `--home` or `MCPEVAL_HOME` at the user's own store.
-fn check_private(dir: &Path, meta: &fs::Metadata) -> Result<()> {
+fn check_private(
+    dir: &Path,
+    meta: &fs::Metadata,
+    warn: &mut dyn FnMut(std::fmt::Arguments<'_>),
+) -> Result<()> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc::geteuid() };
     if meta.uid() != euid {
@@ -90,7 +99,7 @@ fn check_private(dir: &Path, meta: &fs::Metadata) -> Result<()> {
     if mode & 0o077 != 0 {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
             .context(format_args!("cannot make {} private", dir.display()))?;
-        warning(format_args!(
+        warn(format_args!(
             "the store directory {} was open to other users (mode {mode:04o}); it is now 0700",
             dir.display()
         ));
@@ -128,8 +137,22 @@ mod tests {
         assert_eq!(mode(home.journals().as_std_path()), 0o700);
         fs::set_permissions(home.root(), fs::Permissions::from_mode(0o777)).unwrap();
         fs::set_permissions(home.journals(), fs::Permissions::from_mode(0o750)).unwrap();
-        ensure(&home).unwrap();
+        let mut warned = Vec::new();
+        ensure_warning(&home, &mut |message| warned.push(message.to_string())).unwrap();
         assert_eq!(mode(home.root().as_std_path()), 0o700);
         assert_eq!(mode(home.journals().as_std_path()), 0o700);
+        assert_eq!(
+            warned,
+            [
+                format!(
+                    "the store directory {} was open to other users (mode 0777); it is now 0700",
+                    home.root()
+                ),
+                format!(
+                    "the store directory {} was open to other users (mode 0750); it is now 0700",
+                    home.journals()
+                ),
+            ]
+        );
     }
 }

@@ -146,7 +146,7 @@ mod tests {
     use crate::lifecycle;
 
     fn old_index(home: &Home, rows: &str) {
-        std::fs::create_dir_all(home.root()).unwrap();
+        crate::dir::ensure(home).unwrap();
         let conn = Connection::open(home.index_db()).unwrap();
         conn.execute_batch(&format!(
             "CREATE TABLE evidence(finding_id TEXT, case_id TEXT, outcome TEXT, recorded_at TEXT);
@@ -241,7 +241,7 @@ mod tests {
         assert_eq!(import(&mut conn, &home).unwrap(), None);
 
         let other = Home::at(&dir.path().join("other"));
-        std::fs::create_dir_all(other.root()).unwrap();
+        crate::dir::ensure(&other).unwrap();
         Connection::open(other.index_db())
             .unwrap()
             .execute_batch("CREATE TABLE calls(x);")
