@@ -527,12 +527,21 @@ fn bodies_headers_and_statuses_pass_unchanged_both_ways() {
         Vec::new(),
         b"any \xff body".to_vec(),
     ];
+    // The fixture logs an exchange once it has answered it, so a streamed
+    // answer may be logged after the request that followed it: each
+    // request is found by its body (the six differ), not by its place.
+    let seen: Vec<&Value> = sent_bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| {
+            seen.iter()
+                .find(|exchange| bytes_of(&exchange["body"]) == *body)
+                .unwrap_or_else(|| {
+                    panic!("request body {i} changed on the way to the upstream: {seen:#?}")
+                })
+        })
+        .collect();
     for (i, (exchange, reply)) in seen.iter().zip(replies).enumerate() {
-        assert_eq!(
-            bytes_of(&exchange["body"]),
-            sent_bodies[i],
-            "request body {i} changed on the way to the upstream"
-        );
         assert_eq!(
             bytes_of(&exchange["sent"]),
             reply.body,
@@ -1722,8 +1731,8 @@ struct SchemaUpstream {
 }
 
 /// The length of each `tools/list` answer: under the 4 MiB a message is
-/// observed up to.
-const SCHEMA_LIST: usize = 4_000_000;
+/// observed up to, over the 1 MiB of schemas a session keeps.
+const SCHEMA_LIST: usize = 1_500_000;
 
 impl SchemaUpstream {
     fn start() -> SchemaUpstream {
@@ -1817,7 +1826,7 @@ fn write_schema_list(out: &mut impl Write, id: &str, total: usize) -> std::io::R
 
 #[test]
 fn sessions_holding_megabytes_of_schemas_are_bounded_together() {
-    // Every session sees a 4 MB tools/list under a new session id, then
+    // Every session sees a 1.5 MB tools/list under a new session id, then
     // makes one call: kept whole, each list's schemas would be megabytes.
     const SESSIONS: usize = 80;
     let store = Store::new();

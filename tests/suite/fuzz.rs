@@ -1,7 +1,7 @@
 //! The fuzz targets (`fuzz/targets.rs`) on stable Rust: each runs its
 //! committed corpus and every regression input, then mutations of them
-//! from a seeded generator for `MCPEVAL_FUZZ_SECONDS` (5 by default, so CI
-//! spends about half a minute on all six across two cores). cargo fuzz runs
+//! from a seeded generator for `MCPEVAL_FUZZ_SECONDS` (2 by default, so CI
+//! spends about six seconds on all six across two cores). cargo fuzz runs
 //! the same bodies with coverage guidance: `scripts/fuzz`.
 //!
 //! A failure prints the seed and the input, and leaves the input in the
@@ -115,7 +115,7 @@ fn seconds() -> u64 {
     std::env::var("MCPEVAL_FUZZ_SECONDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(5)
+        .unwrap_or(2)
 }
 
 fn fuzz(name: &str) {

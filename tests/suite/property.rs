@@ -32,7 +32,7 @@ use crate::records::{event, journal_name, session, template};
 use crate::support::{SYSTEM_PATH, bin, text};
 
 /// Histories run in CI; `PROPTEST_CASES` overrides it.
-const CASES: u32 = 500;
+const CASES: u32 = 200;
 
 /// The fixed clock and threshold promotion runs with on both sides.
 const NOW: &str = "2026-12-01T00:00:00Z";

@@ -304,9 +304,24 @@ impl Store {
 
 /// Contains `needle` as a byte substring?
 pub fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
+    memchr::memmem::find(haystack, needle.as_bytes()).is_some()
+}
+
+/// The first of many `needles` found in `haystack`, if any: one pass per
+/// distinct needle length, each window looked up in a set, so tens of
+/// thousands of needles cost no more than a few.
+pub fn first_found<'a>(
+    haystack: &[u8],
+    needles: &'a std::collections::BTreeSet<String>,
+) -> Option<&'a str> {
+    let set: std::collections::HashMap<&[u8], &str> =
+        needles.iter().map(|n| (n.as_bytes(), n.as_str())).collect();
+    let lengths: std::collections::BTreeSet<usize> = needles.iter().map(String::len).collect();
+    lengths.into_iter().find_map(|len| {
+        haystack
+            .windows(len.max(1))
+            .find_map(|w| set.get(w).copied())
+    })
 }
 
 /// Stdout/stderr as text, for assertion messages.
