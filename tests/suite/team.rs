@@ -202,36 +202,70 @@ struct Team {
     single: Store,
 }
 
-impl Team {
-    fn new() -> Team {
-        let db = postgres::database();
-        let seed = seed_journals();
+/// The sessions three stores' machines captured from real servers, made
+/// once per test process and copied into every [`Team`]: starting the
+/// client and the servers twice per store was most of a team test's
+/// time. Every team's stores share the salt these were captured under.
+struct Captured {
+    salt: Vec<u8>,
+    /// Each store's captured journals: file name and bytes.
+    journals: Vec<Vec<(std::ffi::OsString, Vec<u8>)>>,
+}
+
+fn captured() -> &'static Captured {
+    static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+    CAPTURED.get_or_init(|| {
         let first = store_with(None, &[]);
         let salt = salt_of(&first);
-        let part = |k: usize| -> Vec<PathBuf> { seed.iter().skip(k).step_by(3).cloned().collect() };
-        for path in part(0) {
-            fs::copy(
-                &path,
-                first
-                    .home()
-                    .join("journals")
-                    .join(path.file_name().unwrap()),
-            )
-            .unwrap();
-        }
         let mut stores = vec![first];
-        stores.extend((1..3).map(|k| store_with(Some(&salt), &part(k))));
+        stores.extend((1..3).map(|_| store_with(Some(&salt), &[])));
         let (time, everything) = (Deps::server_time(), Deps::server_everything());
         std::thread::scope(|scope| {
-            for (k, store) in stores.iter().enumerate() {
+            for store in &stores {
                 let (time, everything) = (&time, &everything);
                 scope.spawn(move || {
-                    records::write(store, k as u32 + 1, &generated(k as u64, 0..2));
                     capture_session(store, TIME_SCRIPT, time);
                     capture_session(store, EVERYTHING_SCRIPT, everything);
                 });
             }
         });
+        Captured {
+            salt: fs::read(&salt).unwrap(),
+            journals: stores
+                .iter()
+                .map(|store| {
+                    store
+                        .journals()
+                        .into_iter()
+                        .map(|path| {
+                            (
+                                path.file_name().unwrap().to_owned(),
+                                fs::read(&path).unwrap(),
+                            )
+                        })
+                        .collect()
+                })
+                .collect(),
+        }
+    })
+}
+
+impl Team {
+    fn new() -> Team {
+        let db = postgres::database();
+        let seed = seed_journals();
+        let captured = captured();
+        let salt_dir = tempfile::tempdir().unwrap();
+        let salt = salt_dir.path().join("team.salt");
+        fs::write(&salt, &captured.salt).unwrap();
+        let part = |k: usize| -> Vec<PathBuf> { seed.iter().skip(k).step_by(3).cloned().collect() };
+        let stores: Vec<Store> = (0..3).map(|k| store_with(Some(&salt), &part(k))).collect();
+        for (k, store) in stores.iter().enumerate() {
+            records::write(store, k as u32 + 1, &generated(k as u64, 0..2));
+            for (name, bytes) in &captured.journals[k] {
+                fs::write(store.home().join("journals").join(name), bytes).unwrap();
+            }
+        }
         for store in &stores {
             let captured = store
                 .records()
