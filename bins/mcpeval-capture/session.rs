@@ -576,59 +576,7 @@ fn id_key(id: &Value) -> String {
 /// over its bytes, before it is parsed. Short messages cannot pass the
 /// budget and are not weighed at all.
 fn too_costly(bytes: &[u8]) -> bool {
-    bytes.len() > PARSE_BUDGET / 128 && parse_cost(bytes) > PARSE_BUDGET
-}
-
-/// An upper bound on the memory `serde_json` takes to parse `bytes` into a
-/// [`Value`], measured on its parser: a non-empty object's first map node,
-/// a non-empty array's first allocation, each further member (its slot and
-/// its share of map nodes), and each string's allocation.
-fn parse_cost(bytes: &[u8]) -> usize {
-    const OBJECT: usize = 704;
-    const ARRAY: usize = 160;
-    const MEMBER: usize = 160;
-    const ELEMENT: usize = 64;
-    const STRING: usize = 32;
-    let mut cost = bytes.len();
-    // Whether each open container is an object, as deep as serde_json
-    // parses (it refuses more than 128 levels).
-    let (mut objects, mut depth) = (0u128, 0u32);
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                cost += STRING;
-                i += 1;
-                while i < bytes.len() {
-                    match bytes[i] {
-                        b'\\' => i += 2,
-                        b'"' => break,
-                        _ => i += 1,
-                    }
-                }
-            }
-            open @ (b'{' | b'[') => {
-                if depth < 128 {
-                    let bit = 1u128 << depth;
-                    objects = if open == b'{' {
-                        objects | bit
-                    } else {
-                        objects & !bit
-                    };
-                }
-                depth += 1;
-                cost += if open == b'{' { OBJECT } else { ARRAY };
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' => {
-                let in_object = (1..=128).contains(&depth) && objects & (1 << (depth - 1)) != 0;
-                cost += if in_object { MEMBER } else { ELEMENT };
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    cost
+    bytes.len() > PARSE_BUDGET / 128 && store::json_cost::parse_cost(bytes) > PARSE_BUDGET
 }
 
 /// A shape as the compact JSON text it is held as until its call completes:
@@ -1064,14 +1012,14 @@ mod tests {
             dense.push_str(r#"{"a":1},"#);
         }
         dense.push_str("1]}}}");
-        assert!(parse_cost(dense.as_bytes()) > PARSE_BUDGET);
+        assert!(store::json_cost::parse_cost(dense.as_bytes()) > PARSE_BUDGET);
         assert!(feed(&mut s_with_call(), Side::Client, &dense).is_empty());
         let mut s = session();
         feed(&mut s, Side::Client, &dense);
         assert_eq!((s.bounded.costly, s.unparsed, s.finish().len()), (1, 0, 0));
         // Text of the same length, in strings, costs about its length.
         let plain = format!(r#"{{"x":"{}"}}"#, "{".repeat(1 << 20));
-        assert!(parse_cost(plain.as_bytes()) < 2 << 20);
+        assert!(store::json_cost::parse_cost(plain.as_bytes()) < 2 << 20);
     }
 
     fn s_with_call() -> Session {
