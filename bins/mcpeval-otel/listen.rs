@@ -157,35 +157,58 @@ async fn serve(listen: Listen, shared: Arc<Shared>) -> Result<()> {
 type Answer = Response<Full<Bytes>>;
 
 async fn handle(shared: &Shared, request: Request<Incoming>) -> Answer {
-    let encoding = request
-        .headers()
+    let (parts, body) = request.into_parts();
+    let encoding = parts
+        .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(Encoding::from_content_type);
+    match check(shared, &parts, encoding) {
+        Ok(checked) => take(shared, checked, body).await,
+        Err(answer) => {
+            drain(body).await;
+            *answer
+        }
+    }
+}
+
+/// What a request that passed the checks made before its body said.
+struct Checked {
+    encoding: Encoding,
+    gzip: bool,
+}
+
+/// The checks made before a body is read: where it goes, from where, in
+/// which type and encoding, and how long it says it is.
+fn check(
+    shared: &Shared,
+    parts: &http::request::Parts,
+    encoding: Option<Encoding>,
+) -> std::result::Result<Checked, Box<Answer>> {
     // Errors before the encoding is known are answered in protobuf, the
     // default of OTLP/HTTP.
     let answer_in = encoding.unwrap_or(Encoding::Protobuf);
     if shared.loopback
-        && let Err(refusal) = loopback::check(request.headers(), request.uri())
+        && let Err(refusal) = loopback::check(&parts.headers, &parts.uri)
     {
-        return refuse(
+        return Err(Box::new(refuse(
             shared,
             answer_in,
             StatusCode::FORBIDDEN,
             "loopback",
             &refusal.reason("the receiver"),
-        );
+        )));
     }
-    if request.uri().path() != TRACES {
-        return refuse(
+    if parts.uri.path() != TRACES {
+        return Err(Box::new(refuse(
             shared,
             answer_in,
             StatusCode::NOT_FOUND,
             "path",
             &format!("this receiver answers POST {TRACES} only (traces; not metrics or logs)"),
-        );
+        )));
     }
-    if request.method() != Method::POST {
+    if parts.method != Method::POST {
         let mut answer = refuse(
             shared,
             answer_in,
@@ -196,19 +219,19 @@ async fn handle(shared: &Shared, request: Request<Incoming>) -> Answer {
         answer
             .headers_mut()
             .insert(header::ALLOW, http::HeaderValue::from_static("POST"));
-        return answer;
+        return Err(Box::new(answer));
     }
     let Some(encoding) = encoding else {
-        return refuse(
+        return Err(Box::new(refuse(
             shared,
             answer_in,
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "type",
             "the Content-Type is neither application/x-protobuf nor application/json",
-        );
+        )));
     };
-    let gzip = match request
-        .headers()
+    let gzip = match parts
+        .headers
         .get(header::CONTENT_ENCODING)
         .map(|v| v.to_str().map(str::trim))
     {
@@ -216,27 +239,42 @@ async fn handle(shared: &Shared, request: Request<Incoming>) -> Answer {
         Some(Ok(e)) if e.eq_ignore_ascii_case("identity") || e.is_empty() => false,
         Some(Ok(e)) if e.eq_ignore_ascii_case("gzip") => true,
         Some(_) => {
-            return refuse(
+            return Err(Box::new(refuse(
                 shared,
                 encoding,
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "encoding",
                 "the Content-Encoding is neither gzip nor identity",
-            );
+            )));
         }
     };
-    let declared = request
-        .headers()
+    let declared = parts
+        .headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
-        return too_large(shared, encoding);
+        return Err(Box::new(too_large(shared, encoding)));
     }
+    Ok(Checked { encoding, gzip })
+}
+
+/// How much of a refused request's body is read and dropped before the
+/// answer, so closing the connection does not reset it under the answer.
+const DRAIN: usize = 64 * 1024;
+
+async fn drain(body: Incoming) {
+    let read = Limited::new(body, DRAIN).collect();
+    let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
+}
+
+/// Reads, decodes and journals one request that passed the checks.
+async fn take(shared: &Shared, checked: Checked, body: Incoming) -> Answer {
+    let Checked { encoding, gzip } = checked;
     let Ok(_permit) = shared.decoding.acquire().await else {
         return unavailable(encoding, "the receiver is stopping");
     };
-    let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
+    let body = match Limited::new(body, MAX_BODY).collect().await {
         Ok(body) => body.to_bytes(),
         Err(err) if err.is::<http_body_util::LengthLimitError>() => {
             return too_large(shared, encoding);
