@@ -873,3 +873,108 @@ fn traced_sessions_give_the_findings_capture_gives() {
     assert_eq!(templates(&traced, "lookup"), [None].into());
     assert!(!templates(&captured, "lookup").contains(&None));
 }
+
+/// The largest request the bounds let through: 3,500 tools/call spans of
+/// 16 attributes each, just under the 262,144 messages one may decode into.
+fn heaviest_request(trace: u8) -> Vec<u8> {
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+    let kv = |key: &str, value: &str| KeyValue {
+        key: key.to_owned(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.to_owned())),
+        }),
+        ..Default::default()
+    };
+    let spans = (0..3_500u32)
+        .map(|i| {
+            let mut attributes = vec![
+                kv("mcp.method.name", "tools/call"),
+                kv("gen_ai.tool.name", &format!("t{}", i % 50)),
+                kv("jsonrpc.request.id", &i.to_string()),
+            ];
+            attributes.extend((0..13).map(|j| kv(&format!("k{j}"), "v")));
+            Span {
+                trace_id: vec![trace; 16],
+                span_id: (u64::from(i) + 1).to_be_bytes().to_vec(),
+                name: "tools/call".into(),
+                kind: 2,
+                start_time_unix_nano: 1_764_662_400_000_000_000 + u64::from(i),
+                end_time_unix_nano: 1_764_662_400_000_000_100 + u64::from(i),
+                attributes,
+                ..Default::default()
+            }
+        })
+        .collect();
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn the_receiver_stays_under_256_mib_whatever_it_is_sent() {
+    let store = Store::new();
+    let receiver = Receiver::start(&store, &["--format", "json"]);
+    let peak = crate::support::PeakWatch::start(receiver.guard.0.id());
+    let port = receiver.port;
+    let heavy: Vec<Vec<u8>> = (1..=8).map(heaviest_request).collect();
+    assert!(heavy[0].len() < 4 << 20, "{}", heavy[0].len());
+    let bomb = gzip(&vec![b'{'; 8 << 20]);
+    let flood: Vec<u8> = {
+        // As many empty attributes as 4 MiB holds, in one span.
+        let attrs = [0x4a, 0x00].repeat((4 << 20) / 2 - 64);
+        let mut span = vec![0x12];
+        prost::encoding::encode_varint(attrs.len() as u64, &mut span);
+        span.extend(attrs);
+        let mut resource = vec![0x12];
+        prost::encoding::encode_varint(span.len() as u64, &mut resource);
+        resource.extend(span);
+        let mut request = vec![0x0a];
+        prost::encoding::encode_varint(resource.len() as u64, &mut request);
+        request.extend(resource);
+        request
+    };
+    let statuses = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..8)
+            .map(|n| {
+                let (heavy, bomb, flood) = (&heavy[n], &bomb, &flood);
+                scope.spawn(move || {
+                    let proto = ("Content-Type", "application/x-protobuf");
+                    let gz = ("Content-Encoding", "gzip");
+                    vec![
+                        post(port, &[proto], heavy).status,
+                        post(port, &[proto], flood).status,
+                        post(port, &[("Content-Type", "application/json"), gz], bomb).status,
+                        post(port, &[proto, gz], &gzip(heavy)).status,
+                    ]
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    for s in &statuses {
+        assert_eq!(s, &[200, 413, 413, 200], "{statuses:?}");
+    }
+    let (status, stdout, said) = receiver.stop();
+    let peak = peak.finish();
+    assert!(status.success(), "{said}");
+    let summary: Value = serde_json::from_str(&stdout).unwrap();
+    // Each request's 3,500 calls once: the gzip repeat is the same request.
+    assert_eq!(summary["journaled"], 8 * 3_500, "{stdout}");
+    eprintln!("peak resident memory: {} MiB", peak >> 20);
+    assert!(
+        peak < crate::support::CAPTURE_PEAK,
+        "the receiver peaked at {} MiB",
+        peak >> 20
+    );
+}
