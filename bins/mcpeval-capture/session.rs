@@ -180,7 +180,7 @@ pub struct Session {
     pub unparsed: u64,
     /// What was given up to stay within bounds.
     pub bounded: Bounded,
-    event_ids: EventIds,
+    event_ids: store::ids::EventIds,
 }
 
 /// What a session costs before it holds anything: itself, its buffer of
@@ -193,60 +193,6 @@ const REQUEST_BYTES: usize = 2 * MAX_ID_KEY + 128;
 
 /// What an unanswered call costs besides its id, tool name and shape.
 const PENDING_BYTES: usize = std::mem::size_of::<Pending>() + 128;
-
-/// Time-ordered version-7 UUIDs for records: the Unix time in
-/// milliseconds, then 74 random bits. New ids sort after the ones already
-/// indexed, so the index's unique event-id index grows at its end instead
-/// of touching nearly every page. The random bits come from the system's
-/// random source read 4 KiB at a time: one system call per 409 calls
-/// instead of one each, which showed in the observer's profile on busy
-/// sessions.
-#[derive(Debug)]
-struct EventIds {
-    random: Box<[u8; 4096]>,
-    used: usize,
-}
-
-/// Random bytes per id.
-const RANDOM: usize = 10;
-
-impl EventIds {
-    fn new() -> EventIds {
-        EventIds {
-            random: Box::new([0; 4096]),
-            used: 4096,
-        }
-    }
-
-    fn next(&mut self) -> String {
-        let millis = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        if self.used + RANDOM > self.random.len() {
-            match getrandom::fill(&mut self.random[..]) {
-                Ok(()) => self.used = 0,
-                // As uuid's own generator would, only less quietly.
-                Err(_) => {
-                    let fallback = *uuid::Uuid::new_v4().as_bytes();
-                    let bytes: [u8; RANDOM] = fallback[..RANDOM].try_into().expect("10 bytes");
-                    return v7(millis, &bytes);
-                }
-            }
-        }
-        let bytes: [u8; RANDOM] = self.random[self.used..self.used + RANDOM]
-            .try_into()
-            .expect("10 bytes");
-        self.used += RANDOM;
-        v7(millis, &bytes)
-    }
-}
-
-fn v7(millis: u64, random: &[u8; RANDOM]) -> String {
-    uuid::Builder::from_unix_timestamp_millis(millis, random)
-        .into_uuid()
-        .hyphenated()
-        .to_string()
-}
 
 impl Session {
     /// A new session with a fresh, salted session token.
@@ -275,7 +221,7 @@ impl Session {
             advertised: None,
             unparsed: 0,
             bounded: Bounded::default(),
-            event_ids: EventIds::new(),
+            event_ids: store::ids::EventIds::new(),
         }
     }
 
@@ -891,31 +837,6 @@ mod tests {
             .map(|c| (c.tool.as_ref(), c.identity.seq))
             .collect();
         assert_eq!(got, [("a", 1), ("d", 2)]);
-    }
-
-    #[test]
-    fn event_ids_are_distinct_time_ordered_version_7_uuids() {
-        let mut ids = EventIds::new();
-        let before = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64;
-        // Across several refills of the random buffer.
-        let list: Vec<String> = (0..1000).map(|_| ids.next()).collect();
-        let all: std::collections::HashSet<&String> = list.iter().collect();
-        assert_eq!(all.len(), 1000);
-        for id in &list {
-            let uuid = uuid::Uuid::parse_str(id).unwrap();
-            assert_eq!(uuid.get_version_num(), 7);
-            assert_eq!(uuid.hyphenated().to_string(), *id);
-            // The first 48 bits are the milliseconds it was made.
-            let millis = u64::from_be_bytes(uuid.as_bytes()[..8].try_into().unwrap()) >> 16;
-            assert!(millis >= before && millis < before + 60_000, "{id}");
-        }
-        // Ids of later milliseconds sort after earlier ones.
-        let first = list[0].clone();
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        assert!(ids.next() > first);
     }
 
     fn call_line(id: &str, tool: &str) -> String {
