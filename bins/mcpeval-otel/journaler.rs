@@ -32,9 +32,13 @@ pub struct Journaler {
     order: VecDeque<(Instant, u128)>,
     remembered: HashSet<u128>,
     remembered_order: VecDeque<u128>,
+    /// Per session: its last turn and the clock of its last use.
     turns: HashMap<String, (u64, u64)>,
+    /// Uses of sessions in order, `(clock, session)`.
+    uses: VecDeque<(u64, String)>,
     /// Counts uses, so the least recently used session is found.
     clock: u64,
+    event_ids: store::ids::EventIds,
     /// What has happened, for the summary.
     pub tally: Tally,
 }
@@ -49,7 +53,9 @@ impl Journaler {
             remembered: HashSet::new(),
             remembered_order: VecDeque::new(),
             turns: HashMap::new(),
+            uses: VecDeque::new(),
             clock: 0,
+            event_ids: store::ids::EventIds::new(),
             tally: Tally::default(),
         }
     }
@@ -156,7 +162,7 @@ impl Journaler {
             .map(|observed| {
                 let mut call = observed.call;
                 call.identity.seq = self.turn(&call.identity.session);
-                call.identity.event_id = uuid::Uuid::new_v4().to_string().into();
+                call.identity.event_id = self.event_ids.next().into();
                 call
             })
             .collect();
@@ -171,23 +177,42 @@ impl Journaler {
     /// The next turn of `session`, starting at 1.
     fn turn(&mut self, session: &str) -> u64 {
         self.clock += 1;
-        if !self.turns.contains_key(session) && self.turns.len() >= MAX_SESSIONS {
-            // Forget the least recently used session's counter; a later
-            // call of it starts again at 1.
-            if let Some(oldest) = self
-                .turns
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| k.clone())
-            {
-                self.turns.remove(&oldest);
-                self.tally.sessions_forgotten += 1;
+        if !self.turns.contains_key(session) {
+            while self.turns.len() >= MAX_SESSIONS {
+                self.forget_least_recent();
             }
         }
+        let clock = self.clock;
         let entry = self.turns.entry(session.to_owned()).or_insert((0, 0));
         entry.0 += 1;
-        entry.1 = self.clock;
-        entry.0
+        entry.1 = clock;
+        let turn = entry.0;
+        self.uses.push_back((clock, session.to_owned()));
+        if self.uses.len() > 4 * MAX_SESSIONS {
+            // Drop the uses that are no session's last, keeping the queue
+            // as long as the sessions it orders.
+            let turns = &self.turns;
+            self.uses
+                .retain(|(at, s)| turns.get(s).is_some_and(|(_, last)| last == at));
+        }
+        turn
+    }
+
+    /// Forgets the counter of the session used least recently; a later
+    /// call of it starts again at 1. The queue holds every use in order,
+    /// so the first entry that is still its session's last use is it.
+    fn forget_least_recent(&mut self) {
+        while let Some((at, session)) = self.uses.pop_front() {
+            if self
+                .turns
+                .get(&session)
+                .is_some_and(|(_, last)| *last == at)
+            {
+                self.turns.remove(&session);
+                self.tally.sessions_forgotten += 1;
+                return;
+            }
+        }
     }
 }
 
@@ -202,5 +227,139 @@ fn lend(server: &mut Observed, client: Observed) {
     if !server.named_session && client.named_session {
         server.call.identity.session = client.call.identity.session;
         server.named_session = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use shared::home::Home;
+
+    fn observed(side: Side, pair: u128, tool: &str, args: Option<serde_json::Value>) -> Observed {
+        let line = json!({"schema": "mcpeval.call/1",
+            "identity": {"event_id": "6f1c2a3b-4d5e-4f60-8a7b-9c8d7e6f5a4b",
+                "session": "s-0000000000000001", "seq": 1},
+            "origin": "otel", "transport": "stdio", "server": "w", "tool": tool,
+            "started_at": "2026-11-30T07:00:00.000Z", "duration_ms": 1,
+            "advertised": null, "args_shape": args.clone().unwrap_or(json!("object")),
+            "outcome": "ok"});
+        let call = match shared::record::Record::parse(line.to_string().as_bytes()) {
+            Ok(shared::record::Record::V1(call)) => call,
+            other => panic!("{line}: {other:?}"),
+        };
+        Observed {
+            side,
+            pair: Some(pair),
+            started_ns: 1,
+            named_session: false,
+            args_known: args.is_some(),
+            call,
+        }
+    }
+
+    fn journaler(dir: &tempfile::TempDir) -> Journaler {
+        Journaler::new(Writer::new(&Home::at(&dir.path().join("home"))).unwrap())
+    }
+
+    fn written(dir: &tempfile::TempDir) -> Vec<serde_json::Value> {
+        let journals = store::journal::files(&dir.path().join("home/journals")).unwrap();
+        journals
+            .iter()
+            .flat_map(|p| {
+                std::fs::read_to_string(p)
+                    .unwrap()
+                    .lines()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn both_ends_of_a_request_make_one_record_in_either_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = journaler(&dir);
+        let now = Instant::now();
+        let args = json!({"city": "string"});
+        // Client first: held, then lends its arguments to the server's.
+        assert_eq!(
+            j.take(
+                vec![observed(Side::Client, 1, "a", Some(args.clone()))],
+                now
+            )
+            .unwrap(),
+            0
+        );
+        assert_eq!(
+            j.take(vec![observed(Side::Server, 1, "a", None)], now)
+                .unwrap(),
+            1
+        );
+        // Server first: the client's span coming later is dropped.
+        assert_eq!(
+            j.take(vec![observed(Side::Server, 2, "b", None)], now)
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            j.take(vec![observed(Side::Client, 2, "b", None)], now)
+                .unwrap(),
+            0
+        );
+        // A client span alone waits for its deadline.
+        assert_eq!(
+            j.take(vec![observed(Side::Client, 3, "c", None)], now)
+                .unwrap(),
+            0
+        );
+        assert_eq!(j.expire(now - Duration::from_secs(1)).unwrap(), 0);
+        assert_eq!(j.expire(now).unwrap(), 1);
+        assert_eq!(j.finish().unwrap(), 0);
+        let records = written(&dir);
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| {
+                (
+                    r["tool"].clone(),
+                    r["identity"]["seq"].clone(),
+                    r["args_shape"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (json!("a"), json!(1), args),
+                (json!("b"), json!(2), json!("object")),
+                (json!("c"), json!(3), json!("object")),
+            ]
+        );
+        assert_eq!(j.tally.paired, 2);
+        assert!(
+            records
+                .iter()
+                .all(
+                    |r| uuid::Uuid::parse_str(r["identity"]["event_id"].as_str().unwrap()).is_ok()
+                )
+        );
+    }
+
+    #[test]
+    fn sessions_past_the_bound_forget_the_least_recent() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = journaler(&dir);
+        assert_eq!(j.turn("first"), 1);
+        for n in 0..MAX_SESSIONS {
+            j.turn(&format!("s{n}"));
+            if n % 1000 == 0 {
+                // `first` stays recent, so others are forgotten before it.
+                assert_eq!(j.turn("first"), 2 + (n / 1000) as u64);
+            }
+        }
+        assert!(j.turns.len() <= MAX_SESSIONS);
+        assert!(j.turns.contains_key("first"));
+        assert!(j.tally.sessions_forgotten > 0);
+        assert!(j.uses.len() <= 4 * MAX_SESSIONS + 1);
     }
 }
