@@ -13,6 +13,7 @@
 mod floor;
 mod http;
 mod measure;
+mod otel;
 mod postgres;
 mod relay;
 mod report;
@@ -47,6 +48,8 @@ pub struct Sizes {
     /// The team store pools `calls` from each of this many stores.
     team_stores: u64,
     team_reps: usize,
+    /// `tools/call` spans the otel receiver ingests.
+    otel_spans: u64,
 }
 
 const FULL: Sizes = Sizes {
@@ -63,6 +66,7 @@ const FULL: Sizes = Sizes {
     team_stores: 10,
     // Each repeat uploads and pulls a million calls.
     team_reps: 3,
+    otel_spans: 1_000_000,
 };
 
 const QUICK: Sizes = Sizes {
@@ -77,6 +81,7 @@ const QUICK: Sizes = Sizes {
     short_reps: 1,
     team_stores: 2,
     team_reps: 1,
+    otel_spans: 10_240,
 };
 
 /// The "now" promotion scores against: just after the generated traffic,
@@ -154,6 +159,9 @@ fn main() {
     }
     if wants("team") {
         team::bench(&sizes, scratch, &mut table);
+    }
+    if wants("otel") {
+        otel::bench(&sizes, scratch, &mut table);
     }
     table.note(format!(
         "peak memory figures may include up to {} inherited from the bench process at spawn",

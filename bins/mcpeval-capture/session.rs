@@ -180,7 +180,7 @@ pub struct Session {
     pub unparsed: u64,
     /// What was given up to stay within bounds.
     pub bounded: Bounded,
-    event_ids: EventIds,
+    event_ids: store::ids::EventIds,
 }
 
 /// What a session costs before it holds anything: itself, its buffer of
@@ -193,60 +193,6 @@ const REQUEST_BYTES: usize = 2 * MAX_ID_KEY + 128;
 
 /// What an unanswered call costs besides its id, tool name and shape.
 const PENDING_BYTES: usize = std::mem::size_of::<Pending>() + 128;
-
-/// Time-ordered version-7 UUIDs for records: the Unix time in
-/// milliseconds, then 74 random bits. New ids sort after the ones already
-/// indexed, so the index's unique event-id index grows at its end instead
-/// of touching nearly every page. The random bits come from the system's
-/// random source read 4 KiB at a time: one system call per 409 calls
-/// instead of one each, which showed in the observer's profile on busy
-/// sessions.
-#[derive(Debug)]
-struct EventIds {
-    random: Box<[u8; 4096]>,
-    used: usize,
-}
-
-/// Random bytes per id.
-const RANDOM: usize = 10;
-
-impl EventIds {
-    fn new() -> EventIds {
-        EventIds {
-            random: Box::new([0; 4096]),
-            used: 4096,
-        }
-    }
-
-    fn next(&mut self) -> String {
-        let millis = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        if self.used + RANDOM > self.random.len() {
-            match getrandom::fill(&mut self.random[..]) {
-                Ok(()) => self.used = 0,
-                // As uuid's own generator would, only less quietly.
-                Err(_) => {
-                    let fallback = *uuid::Uuid::new_v4().as_bytes();
-                    let bytes: [u8; RANDOM] = fallback[..RANDOM].try_into().expect("10 bytes");
-                    return v7(millis, &bytes);
-                }
-            }
-        }
-        let bytes: [u8; RANDOM] = self.random[self.used..self.used + RANDOM]
-            .try_into()
-            .expect("10 bytes");
-        self.used += RANDOM;
-        v7(millis, &bytes)
-    }
-}
-
-fn v7(millis: u64, random: &[u8; RANDOM]) -> String {
-    uuid::Builder::from_unix_timestamp_millis(millis, random)
-        .into_uuid()
-        .hyphenated()
-        .to_string()
-}
 
 impl Session {
     /// A new session with a fresh, salted session token.
@@ -275,7 +221,7 @@ impl Session {
             advertised: None,
             unparsed: 0,
             bounded: Bounded::default(),
-            event_ids: EventIds::new(),
+            event_ids: store::ids::EventIds::new(),
         }
     }
 
@@ -576,59 +522,7 @@ fn id_key(id: &Value) -> String {
 /// over its bytes, before it is parsed. Short messages cannot pass the
 /// budget and are not weighed at all.
 fn too_costly(bytes: &[u8]) -> bool {
-    bytes.len() > PARSE_BUDGET / 128 && parse_cost(bytes) > PARSE_BUDGET
-}
-
-/// An upper bound on the memory `serde_json` takes to parse `bytes` into a
-/// [`Value`], measured on its parser: a non-empty object's first map node,
-/// a non-empty array's first allocation, each further member (its slot and
-/// its share of map nodes), and each string's allocation.
-fn parse_cost(bytes: &[u8]) -> usize {
-    const OBJECT: usize = 704;
-    const ARRAY: usize = 160;
-    const MEMBER: usize = 160;
-    const ELEMENT: usize = 64;
-    const STRING: usize = 32;
-    let mut cost = bytes.len();
-    // Whether each open container is an object, as deep as serde_json
-    // parses (it refuses more than 128 levels).
-    let (mut objects, mut depth) = (0u128, 0u32);
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                cost += STRING;
-                i += 1;
-                while i < bytes.len() {
-                    match bytes[i] {
-                        b'\\' => i += 2,
-                        b'"' => break,
-                        _ => i += 1,
-                    }
-                }
-            }
-            open @ (b'{' | b'[') => {
-                if depth < 128 {
-                    let bit = 1u128 << depth;
-                    objects = if open == b'{' {
-                        objects | bit
-                    } else {
-                        objects & !bit
-                    };
-                }
-                depth += 1;
-                cost += if open == b'{' { OBJECT } else { ARRAY };
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' => {
-                let in_object = (1..=128).contains(&depth) && objects & (1 << (depth - 1)) != 0;
-                cost += if in_object { MEMBER } else { ELEMENT };
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    cost
+    bytes.len() > PARSE_BUDGET / 128 && store::json_cost::parse_cost(bytes) > PARSE_BUDGET
 }
 
 /// A shape as the compact JSON text it is held as until its call completes:
@@ -945,31 +839,6 @@ mod tests {
         assert_eq!(got, [("a", 1), ("d", 2)]);
     }
 
-    #[test]
-    fn event_ids_are_distinct_time_ordered_version_7_uuids() {
-        let mut ids = EventIds::new();
-        let before = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64;
-        // Across several refills of the random buffer.
-        let list: Vec<String> = (0..1000).map(|_| ids.next()).collect();
-        let all: std::collections::HashSet<&String> = list.iter().collect();
-        assert_eq!(all.len(), 1000);
-        for id in &list {
-            let uuid = uuid::Uuid::parse_str(id).unwrap();
-            assert_eq!(uuid.get_version_num(), 7);
-            assert_eq!(uuid.hyphenated().to_string(), *id);
-            // The first 48 bits are the milliseconds it was made.
-            let millis = u64::from_be_bytes(uuid.as_bytes()[..8].try_into().unwrap()) >> 16;
-            assert!(millis >= before && millis < before + 60_000, "{id}");
-        }
-        // Ids of later milliseconds sort after earlier ones.
-        let first = list[0].clone();
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        assert!(ids.next() > first);
-    }
-
     fn call_line(id: &str, tool: &str) -> String {
         format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"q":1}}}}}}"#
@@ -1064,14 +933,14 @@ mod tests {
             dense.push_str(r#"{"a":1},"#);
         }
         dense.push_str("1]}}}");
-        assert!(parse_cost(dense.as_bytes()) > PARSE_BUDGET);
+        assert!(store::json_cost::parse_cost(dense.as_bytes()) > PARSE_BUDGET);
         assert!(feed(&mut s_with_call(), Side::Client, &dense).is_empty());
         let mut s = session();
         feed(&mut s, Side::Client, &dense);
         assert_eq!((s.bounded.costly, s.unparsed, s.finish().len()), (1, 0, 0));
         // Text of the same length, in strings, costs about its length.
         let plain = format!(r#"{{"x":"{}"}}"#, "{".repeat(1 << 20));
-        assert!(parse_cost(plain.as_bytes()) < 2 << 20);
+        assert!(store::json_cost::parse_cost(plain.as_bytes()) < 2 << 20);
     }
 
     fn s_with_call() -> Session {

@@ -147,7 +147,7 @@ impl Feed {
     pub fn push(&mut self, row: &Columns<'_>) -> io::Result<()> {
         let id = self.next_id;
         self.next_id += 1;
-        if self.abandoned || row.origin != "capture" {
+        if self.abandoned || !is_traffic(row.origin) {
             return Ok(());
         }
         let (Some(session), Some(server), Some(tool)) = (
@@ -334,6 +334,12 @@ pub fn scratch(dir: &Path, what: &str) -> io::Result<File> {
             Err(err) => return Err(err),
         }
     }
+}
+
+/// Whether a row's origin is real traffic (captured or traced), whose
+/// failures open windows; a probe's own calls never do.
+pub fn is_traffic(origin: &str) -> bool {
+    shared::record::Origin::parse(origin).is_some_and(shared::record::Origin::is_traffic)
 }
 
 #[cfg(test)]

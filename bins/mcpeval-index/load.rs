@@ -415,7 +415,7 @@ impl<'a> Loader<'a> {
         let Some(touched) = &mut self.touched else {
             return;
         };
-        if row.origin != "capture" {
+        if !crate::feed::is_traffic(row.origin) {
             return;
         }
         touched.insert(session_no);

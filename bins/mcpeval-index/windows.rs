@@ -174,7 +174,7 @@ pub fn recompute(conn: &Connection, db: &Path, scope: &Scope) -> Result<()> {
             conn.execute_batch("DELETE FROM windows;").map_err(&fail)?;
             let mut stmt = conn
                 .prepare(&format!(
-                    "{columns} WHERE origin = 'capture' ORDER BY session_no, seq, id"
+                    "{columns} WHERE origin IN ('capture', 'otel') ORDER BY session_no, seq, id"
                 ))
                 .map_err(&fail)?;
             feed(&mut stmt, [], &mut store)?;
@@ -185,7 +185,7 @@ pub fn recompute(conn: &Connection, db: &Path, scope: &Scope) -> Result<()> {
                 .map_err(&fail)?;
             let mut stmt = conn
                 .prepare(&format!(
-                    "{columns} WHERE session_no = ?1 AND origin = 'capture' ORDER BY seq, id"
+                    "{columns} WHERE session_no = ?1 AND origin IN ('capture', 'otel') ORDER BY seq, id"
                 ))
                 .map_err(&fail)?;
             for session_no in sessions {

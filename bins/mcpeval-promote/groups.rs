@@ -212,7 +212,7 @@ impl Scan {
             .prepare(
                 "SELECT server, tool, outcome, unknown, template_id, session, started_at,
                         retryable, advertised, code, args_shape, seq, id
-                 FROM calls WHERE origin = 'capture'",
+                 FROM calls WHERE origin IN ('capture', 'otel')",
             )
             .map_err(fail)?;
         let mut rows = stmt.query([]).map_err(fail)?;

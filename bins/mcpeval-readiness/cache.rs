@@ -19,7 +19,7 @@ use sha2::Digest;
 use shared::error::{Error, IoContext, Result};
 use shared::home::Home;
 use shared::lines::Line;
-use shared::record::{MAX_LINE, Origin, Outcome, Record, Unknown};
+use shared::record::{MAX_LINE, Outcome, Record, Unknown};
 use store::checkpoint::{self, Mark, file_name};
 use store::db::{self, Schema, sql_error};
 use store::hash::Hasher;
@@ -266,7 +266,7 @@ fn read_journal(
         hasher.update(line);
         hasher.update(b"\n");
         let record = Record::parse(line).map_err(|why| rejected(&why))?;
-        if record.origin() != Origin::Capture {
+        if !record.origin().is_traffic() {
             continue;
         }
         let Some(day) =

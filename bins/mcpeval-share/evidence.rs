@@ -3,13 +3,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use shared::record::{Origin, Outcome, Record, Unknown};
+use shared::record::{Outcome, Record, Unknown};
 use store::envelope::ToolEvidence as Tool;
 
 /// Aggregates `records` per (server, tool), in name order.
 pub fn per_tool(records: &[Record]) -> Vec<Tool> {
     let mut tools: BTreeMap<(String, String), (Tool, BTreeSet<String>)> = BTreeMap::new();
-    for r in records.iter().filter(|r| r.origin() == Origin::Capture) {
+    for r in records.iter().filter(|r| r.origin().is_traffic()) {
         let (t, sessions) = tools
             .entry((r.server().to_owned(), r.tool().to_owned()))
             .or_insert_with(|| {

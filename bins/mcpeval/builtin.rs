@@ -42,6 +42,10 @@ pub const BUILTINS: &[Builtin] = &[
         about: "Index the capture journals into SQLite, incrementally",
     },
     Builtin {
+        name: "otel",
+        about: "Journal the MCP tool calls in OpenTelemetry traces (OTLP)",
+    },
+    Builtin {
         name: "probe",
         about: "Run one manifest case against a server; print the signed result",
     },

@@ -22,7 +22,7 @@ end
 
 # Every command name: the built-in ones, then each mcpeval-NAME on PATH.
 function __fish_mcpeval_names
-    printf '%s\n' annotate capture close export-issues findings generate index probe promote readiness report salt serve share verify help
+    printf '%s\n' annotate capture close export-issues findings generate index otel probe promote readiness report salt serve share verify help
     for path in $PATH/mcpeval-*
         if test -x $path -a ! -d $path
             string replace -r '^.*/mcpeval-' '' -- $path

@@ -21,6 +21,7 @@ mod index;
 mod inspector;
 mod markdown;
 mod names;
+mod otel;
 mod pipes;
 mod postgres;
 mod privacy;

@@ -1011,6 +1011,281 @@ fn check_records(store: &Store, out: &mut Tally) {
 // ---------------------------------------------------------------------
 // The stages.
 
+/// A span attribute in OTLP JSON.
+fn attr(key: &str, value: Value) -> Value {
+    json!({"key": key, "value": value})
+}
+
+fn string(text: &str) -> Value {
+    json!({"stringValue": text})
+}
+
+/// Standard base64, as OTLP JSON writes bytes.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Every canary in every kind of attribute: as string values, as keys,
+/// as integers (the all-digit ones), as bytes, in arrays and in key-value
+/// lists, plus the attributes the conventions call sensitive.
+fn hostile_attributes(secrets: &[Canary]) -> Vec<Value> {
+    let values: Vec<Value> = secrets.iter().map(|c| string(&c.value)).collect();
+    let list: Vec<Value> = secrets
+        .iter()
+        .map(|c| attr(&c.value, string(&c.value)))
+        .collect();
+    let mut attrs = vec![
+        attr("canary.array", json!({"arrayValue": {"values": values}})),
+        attr("canary.kvlist", json!({"kvlistValue": {"values": list}})),
+        attr(
+            "gen_ai.tool.call.result",
+            json!({"kvlistValue": {"values": list}}),
+        ),
+        attr("url.full", string(&of(secrets, "url-with-api-key").value)),
+        attr("user.id", string(&of(secrets, "email-address").value)),
+        attr("enduser.id", string(&of(secrets, "uuid-secret").value)),
+        attr("exception.message", string(&of(secrets, "jwt").value)),
+    ];
+    for (n, c) in secrets.iter().enumerate() {
+        attrs.push(attr(&format!("canary.{n}"), string(&c.value)));
+        attrs.push(attr(&c.value, string("key-only")));
+        attrs.push(attr(
+            &format!("canary.bytes.{n}"),
+            json!({"bytesValue": base64(c.value.as_bytes())}),
+        ));
+        if let Ok(int) = c.value.parse::<i64>() {
+            attrs.push(attr(
+                &format!("canary.int.{n}"),
+                json!({"intValue": int.to_string()}),
+            ));
+        }
+    }
+    attrs
+}
+
+/// One agent session's spans as one `ExportTraceServiceRequest`: the
+/// client's and the server's span of a failing tool call, a client span
+/// with its arguments as JSON text, and a JSON-RPC error with an
+/// exception event; every canary in every attribute, event, link,
+/// resource and scope field, status message and id a span has.
+fn hostile_spans(secrets: &[Canary], tool: &str, session: usize) -> Value {
+    let trace = format!("{:032x}", 0x5eed_0000 + session);
+    let all: String = secrets
+        .iter()
+        .map(|c| c.value.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let stack = format!(
+        "Traceback (most recent call last):\n  File \"{}\", line 7, in lookup\nValueError: {all}",
+        of(secrets, "unix-path").value
+    );
+    let events = json!([
+        {"timeUnixNano": "1764662400000000000", "name": of(secrets, "github-token").value,
+         "attributes": [attr("exception.type", string("ValueError")),
+                        attr("exception.message", string(&all)),
+                        attr("exception.stacktrace", string(&stack))]},
+        {"timeUnixNano": "1764662400000000000", "name": "log",
+         "attributes": hostile_attributes(secrets)},
+    ]);
+    let links = json!([{"traceId": format!("{:032x}", 0xfeed), "spanId": "00000000000000ff",
+        "traceState": format!("vendor={}", of(secrets, "hex-secret").value),
+        "attributes": hostile_attributes(secrets)}]);
+    let arguments: Vec<Value> = secrets
+        .iter()
+        .map(|c| attr(&c.value, string(&c.value)))
+        .collect();
+    let arguments_text: serde_json::Map<String, Value> = secrets
+        .iter()
+        .map(|c| (c.value.clone(), Value::String(c.value.clone())))
+        .collect();
+    let span = |id: u64, kind: u64, request: &str, extra: Vec<Value>, status: Value| {
+        let mut attributes = vec![
+            attr("mcp.method.name", string("tools/call")),
+            attr("gen_ai.tool.name", string(tool)),
+            attr("jsonrpc.request.id", string(request)),
+            attr("mcp.session.id", string(&of(secrets, "slack-token").value)),
+        ];
+        attributes.extend(extra);
+        attributes.extend(hostile_attributes(secrets));
+        json!({"traceId": trace, "spanId": format!("{id:016x}"),
+            "traceState": format!("congo={}", of(secrets, "aws-access-key").value),
+            "name": format!("tools/call {tool}"), "kind": kind,
+            "startTimeUnixNano": (1764662400000000000u64 + id * 1_000_000).to_string(),
+            "endTimeUnixNano": (1764662400000000000u64 + id * 1_000_000 + 5).to_string(),
+            "attributes": attributes, "events": events, "links": links, "status": status})
+    };
+    let failed = json!({"code": 2, "message": all});
+    let spans = json!([
+        span(
+            1,
+            3,
+            &of(secrets, "ssn").value,
+            vec![attr(
+                "gen_ai.tool.call.arguments",
+                json!({"kvlistValue": {"values": arguments}})
+            ),],
+            json!({})
+        ),
+        span(
+            2,
+            2,
+            &of(secrets, "ssn").value,
+            vec![
+                attr("error.type", string("tool_error")),
+                attr("server.address", string(&of(secrets, "ipv4-address").value)),
+                attr(
+                    "gen_ai.tool.call.arguments",
+                    json!({"kvlistValue": {"values": arguments}})
+                ),
+            ],
+            failed.clone()
+        ),
+        span(
+            3,
+            3,
+            &of(secrets, "phone-number").value,
+            vec![
+                attr(
+                    "gen_ai.tool.call.arguments",
+                    string(&Value::Object(arguments_text).to_string())
+                ),
+                attr("error.type", string(&of(secrets, "aws-secret-key").value)),
+                attr(
+                    "rpc.response.status_code",
+                    string(&of(secrets, "large-error-code").value)
+                ),
+            ],
+            failed
+        ),
+    ]);
+    let mut resource = hostile_attributes(secrets);
+    resource.push(attr("service.name", string(&server_name(secrets))));
+    resource.push(attr(
+        "host.name",
+        string(&of(secrets, "ipv6-address").value),
+    ));
+    resource.push(attr(
+        "process.command_line",
+        string(&of(secrets, "password-assignment").value),
+    ));
+    json!({"resourceSpans": [{
+        "resource": {"attributes": resource},
+        "schemaUrl": of(secrets, "url-with-password").value,
+        "scopeSpans": [{
+            "scope": {"name": of(secrets, "google-api-key").value,
+                      "version": of(secrets, "base64-blob").value,
+                      "attributes": hostile_attributes(secrets)},
+            "schemaUrl": of(secrets, "db-connection-string").value,
+            "spans": spans,
+        }],
+    }]})
+}
+
+/// Two agent sessions of hostile spans through `mcpeval otel`: imported
+/// from a file (as the Collector writes it), and two more posted to the
+/// receiver in gzip-compressed protobuf.
+fn traced_sessions(net: &mut Net, store: &Store, secrets: &[Canary]) {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+    let tool = tool_name(secrets);
+    let file = store.scratch().join("traces.jsonl");
+    let lines: Vec<String> = (1..=2)
+        .map(|n| hostile_spans(secrets, &tool, n).to_string())
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let path = file.display().to_string();
+    let out = net.run(
+        store,
+        "mcpeval-otel",
+        &["--import", &path, "--format", "json"],
+        &[0],
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    // The client's and the server's span of one call are one record.
+    if summary["journaled"] != 4 || summary["paired"] != 2 {
+        net.problem(format!(
+            "otel --import journaled {summary} from the hostile spans"
+        ));
+    }
+
+    let mut cmd = store.cmd("mcpeval-otel");
+    cmd.args(["--listen", "127.0.0.1:0", "--format", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut guard = Guard(cmd.spawn().unwrap());
+    let mut stderr = BufReader::new(guard.0.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let port: u16 = first
+        .trim()
+        .strip_prefix("mcpeval-otel: listening on http://127.0.0.1:")
+        .and_then(|rest| rest.strip_suffix("/v1/traces"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"));
+    for n in 3..=4 {
+        let request: ExportTraceServiceRequest =
+            serde_json::from_value(hostile_spans(secrets, &tool, n)).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&request.encode_to_vec()).unwrap();
+        let body = gz.finish().unwrap();
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            stream,
+            "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/x-protobuf\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        stream.write_all(&body).unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).unwrap();
+        // The answer's body (its head is HTTP's own CRLF lines).
+        let body_at = answer
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(0, |at| at + 4);
+        net.add(format!("otel --listen: answer {n}"), &answer[body_at..]);
+        if !answer.starts_with(b"HTTP/1.1 200 ") {
+            net.problem(format!("otel --listen answered {}", escaped(&answer, 200)));
+        }
+    }
+    unsafe { libc::kill(guard.0.id() as i32, libc::SIGTERM) };
+    let status = guard.0.wait().unwrap();
+    let mut said = first.into_bytes();
+    stderr.read_to_end(&mut said).unwrap();
+    let mut stdout = Vec::new();
+    guard
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    net.add("otel --listen: stderr", &said);
+    net.add("otel --listen: stdout", &stdout);
+    if !status.success() {
+        net.problem(format!(
+            "otel --listen exited {status}: {}",
+            escaped(&said, 600)
+        ));
+    }
+}
+
 fn config_file(
     store: &Store,
     file: &str,
@@ -1757,6 +2032,10 @@ fn no_canary_survives_capture_or_any_later_stage() {
         stdio_session(&mut net, &store, &stdio_config, &calls, n);
     }
     http_sessions(&mut net, &store, &http_config, &calls);
+    // The same canaries in every place an OpenTelemetry span can carry
+    // them, imported as a Collector's file exporter writes them, and
+    // posted to the receiver in protobuf, gzip-compressed.
+    traced_sessions(&mut net, &store, &secrets);
     let mut records = Tally::default();
     check_records(&store, &mut records);
     let own = store_secrets(&store);

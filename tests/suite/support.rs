@@ -66,6 +66,7 @@ pub fn bin(name: &str) -> PathBuf {
         "mcpeval-close" => env!("CARGO_BIN_EXE_mcpeval-close"),
         "mcpeval-generate" => env!("CARGO_BIN_EXE_mcpeval-generate"),
         "mcpeval-report" => env!("CARGO_BIN_EXE_mcpeval-report"),
+        "mcpeval-otel" => env!("CARGO_BIN_EXE_mcpeval-otel"),
         other => panic!("{other} is not a binary of the suite"),
     };
     PathBuf::from(path)

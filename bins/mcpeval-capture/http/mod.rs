@@ -19,7 +19,6 @@
 mod body;
 mod budget;
 mod json;
-mod loopback;
 mod outgoing;
 mod proxy;
 mod sessions;
@@ -36,6 +35,7 @@ use shared::Error;
 use shared::Result;
 use shared::home::Home;
 use store::journal::Writer;
+use store::loopback;
 use store::salt::Salt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

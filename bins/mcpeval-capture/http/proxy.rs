@@ -10,7 +10,7 @@
 //! the response is streamed frame by frame. This module decides which
 //! session an exchange belongs to, but never parses a message itself.
 //!
-//! [`loopback`]: crate::http::loopback
+//! [`loopback`]: store::loopback
 //! [`outgoing`]: crate::http::outgoing
 
 use std::convert::Infallible;
@@ -32,12 +32,12 @@ use shared::Result;
 
 use crate::http::body::{Observed, Watch};
 use crate::http::budget::Budget;
-use crate::http::loopback::{self, Refusal};
 use crate::http::outgoing::{self, Outgoing, Read};
 use crate::http::sessions::{Key, Observer};
 use crate::http::upstream::Upstream;
 use crate::limits::{CONNECTION_BUFFER, OBSERVE_LIMIT};
 use crate::session::Side;
+use store::loopback::{self, Refusal};
 
 /// The legacy era's session header.
 const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -220,11 +220,15 @@ impl Proxy {
                 crate::PROGRAM,
                 format_args!(
                     "refused a request: {}; the client got 403 (further refusals are counted)",
-                    refusal.reason()
+                    refusal.reason("capture")
                 ),
             );
         }
-        json_error(StatusCode::FORBIDDEN, Value::Null, refusal.reason())
+        json_error(
+            StatusCode::FORBIDDEN,
+            Value::Null,
+            &refusal.reason("capture"),
+        )
     }
 
     /// 502 with a JSON-RPC error naming the upstream and the cause.

@@ -42,7 +42,7 @@ pub struct Call<'a, Shape = Value> {
     /// Who the call is.
     #[serde(borrow)]
     pub identity: Identity<'a>,
-    /// Captured traffic or a probe's own call.
+    /// Captured or traced traffic, or a probe's own call.
     pub origin: Origin,
     /// How the call travelled.
     pub transport: Transport,
@@ -95,6 +95,16 @@ spelled! {
         Capture = "capture",
         /// A call made by `probe` or `verify`; never promoted.
         Probe = "probe",
+        /// Real traffic reported by OpenTelemetry spans (`mcpeval otel`).
+        Otel = "otel",
+    }
+}
+
+impl Origin {
+    /// Whether the call was real traffic, which promotion counts:
+    /// captured or traced, never a probe's own call.
+    pub fn is_traffic(self) -> bool {
+        matches!(self, Origin::Capture | Origin::Otel)
     }
 }
 
@@ -988,7 +998,7 @@ mod record_tests {
                     origin: "capture\u{202e}\n",
                     ..error_row()
                 },
-                r#"calls column origin "capture\u{202e}\u{a}" is not one of capture, probe"#,
+                r#"calls column origin "capture\u{202e}\u{a}" is not one of capture, probe, otel"#,
             ),
             (
                 Columns {

@@ -54,6 +54,70 @@ pub fn session_token(salt: &Salt, capture_id: &[u8]) -> SessionToken {
     SessionToken::from_hex16(&salt.id16(&[capture_id])).expect("id16 gives 16 hex digits")
 }
 
+/// Time-ordered version-7 UUIDs for records (capture's and the
+/// OpenTelemetry receiver's): the Unix time in
+/// milliseconds, then 74 random bits. New ids sort after the ones already
+/// indexed, so the index's unique event-id index grows at its end instead
+/// of touching nearly every page. The random bits come from the system's
+/// random source read 4 KiB at a time: one system call per 409 calls
+/// instead of one each, which showed in capture's observer's profile on
+/// busy sessions.
+#[derive(Debug)]
+pub struct EventIds {
+    random: Box<[u8; 4096]>,
+    used: usize,
+}
+
+/// Random bytes per id.
+const RANDOM: usize = 10;
+
+impl EventIds {
+    /// A generator; its first id reads the system's random source.
+    pub fn new() -> EventIds {
+        EventIds {
+            random: Box::new([0; 4096]),
+            used: 4096,
+        }
+    }
+
+    /// The next id, as its hyphenated text.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> String {
+        let millis = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        if self.used + RANDOM > self.random.len() {
+            match getrandom::fill(&mut self.random[..]) {
+                Ok(()) => self.used = 0,
+                // As uuid's own generator would, only less quietly.
+                Err(_) => {
+                    let fallback = *uuid::Uuid::new_v4().as_bytes();
+                    let bytes: [u8; RANDOM] = fallback[..RANDOM].try_into().expect("10 bytes");
+                    return v7(millis, &bytes);
+                }
+            }
+        }
+        let bytes: [u8; RANDOM] = self.random[self.used..self.used + RANDOM]
+            .try_into()
+            .expect("10 bytes");
+        self.used += RANDOM;
+        v7(millis, &bytes)
+    }
+}
+
+fn v7(millis: u64, random: &[u8; RANDOM]) -> String {
+    uuid::Builder::from_unix_timestamp_millis(millis, random)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
+}
+
+impl Default for EventIds {
+    fn default() -> EventIds {
+        EventIds::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +148,30 @@ mod tests {
             &crate::hash::hex(&crate::hash::sha256(&bytes))[..16]
         );
         assert_eq!(finding_id(&salt, Kind::Error, "s", "t", None), want);
+    }
+
+    #[test]
+    fn event_ids_are_distinct_time_ordered_version_7_uuids() {
+        let mut ids = EventIds::new();
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        // Across several refills of the random buffer.
+        let list: Vec<String> = (0..1000).map(|_| ids.next()).collect();
+        let all: std::collections::HashSet<&String> = list.iter().collect();
+        assert_eq!(all.len(), 1000);
+        for id in &list {
+            let uuid = uuid::Uuid::parse_str(id).unwrap();
+            assert_eq!(uuid.get_version_num(), 7);
+            assert_eq!(uuid.hyphenated().to_string(), *id);
+            // The first 48 bits are the milliseconds it was made.
+            let millis = u64::from_be_bytes(uuid.as_bytes()[..8].try_into().unwrap()) >> 16;
+            assert!(millis >= before && millis < before + 60_000, "{id}");
+        }
+        // Ids of later milliseconds sort after earlier ones.
+        let first = list[0].clone();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(ids.next() > first);
     }
 }

@@ -27,6 +27,7 @@ pub const SCHEMA: Schema = Schema {
         OUTDATED_MIGRATION,
         WINDOW_RANGES_MIGRATION,
         SESSION_ORDER_MIGRATION,
+        TRAFFIC_MIGRATION,
     ],
     // Large pages make the bulk work of building the index cheaper: fewer
     // pages to balance, sort into and write through the WAL.
@@ -302,6 +303,39 @@ CREATE VIEW window_tools AS
      AND (c.seq, c.id) >= (w.open_seq, w.open_call)
      AND (c.seq, c.id) <= (w.close_seq, w.close_call)
     WHERE c.origin = 'capture' AND c.outcome = 'error';
+
+CREATE VIEW group_blast AS
+    SELECT w.server, w.tool, w.template_id,
+           count(DISTINCT w.id) AS windows,
+           count(DISTINCT t.tool) AS blast_radius
+    FROM windows w JOIN window_tools t ON t.window_id = w.id
+    GROUP BY w.server, w.tool, w.template_id;
+";
+
+/// Calls reported by OpenTelemetry spans (origin `otel`) are real traffic
+/// as captured calls are: the views over traffic take both. Views hold no
+/// rows, so nothing is rebuilt.
+const TRAFFIC_MIGRATION: &str = "
+DROP VIEW group_blast;
+DROP VIEW window_tools;
+DROP VIEW false_success_calls;
+
+-- false_success_calls: ok traffic calls (captured or traced) with a
+-- linked false-success annotation, each call once.
+CREATE VIEW false_success_calls AS
+    SELECT c.* FROM calls c
+    WHERE c.origin IN ('capture', 'otel') AND c.outcome = 'ok'
+      AND c.id IN (SELECT call_id FROM call_annotations WHERE kind = 'false-success');
+
+-- window_tools and group_blast: as before, over traffic calls.
+CREATE VIEW window_tools AS
+    SELECT DISTINCT w.id AS window_id, c.tool AS tool
+    FROM windows w JOIN calls c
+      ON c.session_no = w.session_no
+     AND c.seq BETWEEN w.open_seq AND w.close_seq
+     AND (c.seq, c.id) >= (w.open_seq, w.open_call)
+     AND (c.seq, c.id) <= (w.close_seq, w.close_call)
+    WHERE c.origin IN ('capture', 'otel') AND c.outcome = 'error';
 
 CREATE VIEW group_blast AS
     SELECT w.server, w.tool, w.template_id,

@@ -1,11 +1,13 @@
-//! Which requests a capture listening on loopback answers: those addressed
-//! to a loopback name, from no browser page or from a loopback one.
+//! Which requests a listener on loopback answers (capture's HTTP relay,
+//! the OpenTelemetry receiver): those addressed to a loopback name, from no
+//! browser page or from a loopback one.
 //!
 //! A web page can reach a loopback port through DNS rebinding (its own name
 //! made to resolve to 127.0.0.1) or by a plain cross-origin request. Capture
 //! names the upstream in `Host`, so the upstream's own check of `Host` sees
 //! only capture's rewrite; capture therefore checks first, as the MCP
-//! transport rules ask of local servers. A request passes when its `Host`
+//! transport rules ask of local servers, and the receiver checks the same
+//! way so no web page can write spans into the store. A request passes when its `Host`
 //! (or, lacking one, its target's authority) is `localhost`, an address in
 //! 127.0.0.0/8 or `[::1]`, with any port, and its `Origin`, if any, is an
 //! http or https origin on such a host. This module only decides; it never
@@ -26,15 +28,16 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    /// What the client and capture's stderr are told.
-    pub fn reason(self) -> &'static str {
+    /// What the client and the listener's stderr are told; `who` names
+    /// the listener (`capture`, `the receiver`).
+    pub fn reason(self, who: &str) -> String {
         match self {
-            Refusal::Host => {
-                "the request's Host is not a loopback name; capture listens on loopback and answers only requests for localhost, 127.0.0.0/8 or [::1]"
-            }
-            Refusal::Origin => {
-                "the request's Origin is a web page that is not on a loopback host; capture listens on loopback and answers no other page"
-            }
+            Refusal::Host => format!(
+                "the request's Host is not a loopback name; {who} listens on loopback and answers only requests for localhost, 127.0.0.0/8 or [::1]"
+            ),
+            Refusal::Origin => format!(
+                "the request's Origin is a web page that is not on a loopback host; {who} listens on loopback and answers no other page"
+            ),
         }
     }
 }
