@@ -6,7 +6,7 @@
 //! turns either into a validated [`Mode`], so the work never re-checks flags.
 
 use std::ffi::OsString;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 
 use clap::{ArgGroup, Parser};
 use cli::HomeArg;
@@ -160,7 +160,7 @@ impl Args {
         }
         let mode = match (self.listen, self.upstream) {
             (Some(listen), Some(upstream)) => Mode::Http(Http {
-                listen: listen_addr(&listen)?,
+                listen: cli::listen_addr(&listen, 8931)?,
                 upstream: Upstream::parse(&upstream)?,
                 session_header: self
                     .session_header
@@ -191,25 +191,6 @@ fn stdio(command: Vec<OsString>) -> Result<Stdio> {
     })
 }
 
-/// `PORT` alone means loopback; anything else must resolve to one address.
-fn listen_addr(text: &str) -> Result<SocketAddr> {
-    if let Ok(port) = text.parse::<u16>() {
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
-    }
-    let bad = |why: &str| {
-        Error::usage(format!(
-            "invalid --listen {text:?}: {why}; use HOST:PORT such as 127.0.0.1:8931, or a bare port"
-        ))
-    };
-    if let Ok(addr) = text.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    let mut addrs = text
-        .to_socket_addrs()
-        .map_err(|err| bad(&err.to_string()))?;
-    addrs.next().ok_or_else(|| bad("it names no address"))
-}
-
 fn session_header(name: &str) -> Result<HeaderName> {
     HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
         Error::usage(format!(
@@ -230,18 +211,6 @@ fn check_server_name(name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn listen_addresses() {
-        assert_eq!(
-            listen_addr("8931").unwrap(),
-            "127.0.0.1:8931".parse().unwrap()
-        );
-        assert_eq!(listen_addr("[::1]:0").unwrap(), "[::1]:0".parse().unwrap());
-        assert!(listen_addr("localhost:0").unwrap().ip().is_loopback());
-        let err = listen_addr("nowhere").unwrap_err();
-        assert!(err.message().contains("\"nowhere\""), "{err}");
-    }
 
     #[test]
     fn session_header_names() {

@@ -1,6 +1,6 @@
 //! Command-line flags of `mcpeval-otel`, checked into a [`Config`].
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::{ArgGroup, Parser};
@@ -142,7 +142,7 @@ impl Args {
         }
         let mode = match (self.listen, self.import) {
             (Some(listen), None) => Mode::Listen(Listen {
-                addr: listen_addr(&listen)?,
+                addr: cli::listen_addr(&listen, 4318)?,
                 pair_wait: Duration::from_secs(self.pair_wait),
             }),
             (None, Some(file)) => Mode::Import(Input::new(file)),
@@ -155,23 +155,4 @@ impl Args {
             mode,
         })
     }
-}
-
-/// `PORT` alone means loopback; anything else must resolve to one address.
-fn listen_addr(text: &str) -> Result<SocketAddr> {
-    if let Ok(port) = text.parse::<u16>() {
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
-    }
-    let bad = |why: &str| {
-        Error::usage(format!(
-            "invalid --listen {text:?}: {why}; use HOST:PORT such as 127.0.0.1:4318, or a bare port"
-        ))
-    };
-    if let Ok(addr) = text.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    let mut addrs = text
-        .to_socket_addrs()
-        .map_err(|err| bad(&err.to_string()))?;
-    addrs.next().ok_or_else(|| bad("it names no address"))
 }

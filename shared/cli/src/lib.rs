@@ -9,6 +9,7 @@ pub mod probe_args;
 
 use std::ffi::OsString;
 use std::io::{self, IsTerminal, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -224,9 +225,46 @@ impl StoreArgs {
     }
 }
 
+/// The address of a `--listen` flag: `PORT` alone means loopback;
+/// anything else must resolve to one address. `example_port` is the
+/// program's usual port, shown in the error.
+pub fn listen_addr(text: &str, example_port: u16) -> Result<SocketAddr> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    let bad = |why: &str| {
+        Error::usage(format!(
+            "invalid --listen {text:?}: {why}; use HOST:PORT such as 127.0.0.1:{example_port}, or a bare port"
+        ))
+    };
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let mut addrs = text
+        .to_socket_addrs()
+        .map_err(|err| bad(&err.to_string()))?;
+    addrs.next().ok_or_else(|| bad("it names no address"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(
+            listen_addr("8931", 8931).unwrap(),
+            "127.0.0.1:8931".parse().unwrap()
+        );
+        assert_eq!(
+            listen_addr("[::1]:0", 8931).unwrap(),
+            "[::1]:0".parse().unwrap()
+        );
+        assert!(listen_addr("localhost:0", 8931).unwrap().ip().is_loopback());
+        let err = listen_addr("nowhere", 4318).unwrap_err();
+        assert!(err.message().contains("\"nowhere\""), "{err}");
+        assert!(err.message().contains("127.0.0.1:4318"), "{err}");
+    }
 
     /// The status `err` ends with and what was printed for it.
     fn concluded(err: &Error) -> (u8, String) {
