@@ -89,6 +89,31 @@ pub fn findings(store: &Store, db: Option<&Database>) -> serde_json::Value {
     value
 }
 
+/// `findings --format json` as [`findings`] gives it, read through the
+/// database at `url` (a role of its own).
+pub fn findings_at(store: &Store, url: &str) -> serde_json::Value {
+    let out = store
+        .cmd("mcpeval-findings")
+        .env("MCPEVAL_DATABASE_URL", url)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut value: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    value.as_object_mut().unwrap().remove("promoted_at");
+    value
+}
+
+/// What a reader's store holds: its files, by name.
+pub fn files_of(store: &Store) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(store.home())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[test]
 fn three_stores_in_one_database_have_the_findings_of_one_store_with_every_journal() {
     let journals = seed_journals();
@@ -200,6 +225,9 @@ struct Team {
     db: Database,
     stores: Vec<Store>,
     single: Store,
+    /// A CI runner's store: the team salt and nothing else; it reads
+    /// through a role that may only SELECT.
+    reader: Store,
 }
 
 impl Team {
@@ -243,6 +271,7 @@ impl Team {
         Team {
             db,
             single: store_with(Some(&salt), &[]),
+            reader: store_with(Some(&salt), &[]),
             stores,
         }
     }
@@ -300,7 +329,35 @@ impl Team {
                 "{what}: the findings store {n} reads"
             );
         }
+        self.assert_reader_reads(&expected, what);
         expected
+    }
+
+    /// A store that never indexed reads `expected` through a role with
+    /// SELECT rights only, and neither the database nor its store keeps
+    /// a trace of it.
+    fn assert_reader_reads(&self, expected: &serde_json::Value, what: &str) {
+        let url = self.db.read_only_url();
+        let registered = self
+            .db
+            .psql("SELECT store_id FROM mcpeval.stores ORDER BY 1");
+        let kept = files_of(&self.reader);
+        assert_eq!(
+            &findings_at(&self.reader, &url),
+            expected,
+            "{what}: the findings a fresh read-only reader reads"
+        );
+        assert_eq!(
+            self.db
+                .psql("SELECT store_id FROM mcpeval.stores ORDER BY 1"),
+            registered,
+            "{what}: a reader registers no store"
+        );
+        assert_eq!(
+            files_of(&self.reader),
+            kept,
+            "{what}: a reader keeps no view"
+        );
     }
 
     /// `mcpeval.journals` as (store id, name) → (epoch, sha256, lines).
@@ -425,6 +482,47 @@ fn captured_and_generated_journals_of_three_stores_give_the_findings_of_one_stor
     assert_eq!(t["journals"], team.single.journals().len(), "{summary}");
     assert!(t["new"].is_u64(), "{summary}");
     assert_eq!(findings(&team.stores[2], Some(&team.db)), expected);
+
+    // The read-only reader's readiness is the single store's: the same
+    // servers, verdicts, findings and daily counts, from as many journals.
+    let readiness = |store: &Store, url: Option<&str>| -> serde_json::Value {
+        let mut cmd = store.cmd("mcpeval-readiness");
+        if let Some(url) = url {
+            cmd.env("MCPEVAL_DATABASE_URL", url);
+        }
+        let out = cmd
+            .args(["--format", "json", "--days", "30", "--now", NOW])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_str(&text(&out.stdout)).unwrap()
+    };
+    let url = team.db.read_only_url();
+    let (ours, single) = (
+        readiness(&team.reader, Some(&url)),
+        readiness(&team.single, None),
+    );
+    assert_eq!(ours["servers"], single["servers"], "{ours}");
+    assert!(
+        !single["servers"].as_array().unwrap().is_empty(),
+        "{single}"
+    );
+    assert_eq!(ours["findings"], single["findings"]);
+    assert_eq!(ours["cache"]["journals"], single["cache"]["journals"]);
+    assert_eq!(
+        files_of(&team.reader),
+        [".salt", "journals"],
+        "no view kept"
+    );
+
+    // A store of the team that names no database is told so, with the
+    // store id it is known by and where to name the database; it is not
+    // shown its own files as the team's findings.
+    let (status, _, stderr) = run(&team.stores[2], None, "mcpeval-findings", &[]);
+    assert_eq!(status, 3, "{stderr}");
+    assert!(stderr.contains("belongs to a team"), "{stderr}");
+    assert!(stderr.contains(&store_id(&team.stores[2])), "{stderr}");
+    assert!(stderr.contains("\"database_url\" in"), "{stderr}");
 }
 
 #[test]

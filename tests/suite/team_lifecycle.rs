@@ -1130,17 +1130,26 @@ fn rows_from_before_row_macs_are_signed_once_then_held_to_them() {
     }
     team.db
         .psql("UPDATE mcpeval.meta SET value = '2' WHERE key = 'schema_version'");
-    // The first command of this release signs every row, trusting it,
-    // and reads them as before.
+    // A reader changes nothing, the schema included: it says who can.
+    let (status, _, stderr) = run(
+        &team.stores[1],
+        Some(&team.db),
+        "mcpeval-findings",
+        &["--format", "json"],
+    );
+    assert_eq!(status, 3, "{stderr}");
+    assert!(stderr.contains("schema version 2"), "{stderr}");
+    assert!(stderr.contains("run `mcpeval index` once"), "{stderr}");
+    // The first command of this release that may write signs every row,
+    // trusting it, and they read as before.
+    ok(&team.stores[0], Some(&team.db), "mcpeval-index", &[]);
     assert_eq!(read(), expected);
     assert_eq!(unsigned(), counts);
     assert_eq!(team.history(1), history);
-    assert_eq!(
-        team.db
-            .psql("SELECT value FROM mcpeval.meta WHERE key = 'schema_version'")
-            .trim(),
-        "3"
-    );
+    let newest = team
+        .db
+        .psql("SELECT value FROM mcpeval.meta WHERE key = 'schema_version'");
+    assert!(newest.trim().parse::<i64>().unwrap() >= 3, "{newest}");
 
     // Once: a row that loses its MAC later is refused, not signed again.
     team.db.psql(&format!(

@@ -35,6 +35,7 @@
 mod database;
 mod mirror;
 mod pull;
+mod read;
 mod schema;
 mod scope;
 mod tls;
@@ -47,6 +48,7 @@ use postgres::{Client, IsolationLevel, Transaction};
 
 pub use database::{DATABASE_ENV, Database};
 pub use pull::{Pulled, mark_indexed};
+pub use read::{Daily, Trends, View, check, view};
 pub use scope::Scope;
 pub use upload::Uploaded;
 
@@ -143,16 +145,6 @@ impl Team {
         upload::run(self, own, replace)
     }
 
-    /// A read-only transaction that sees one state of the database.
-    fn snapshot(&mut self) -> Result<Transaction<'_>> {
-        self.client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(pg_error(&self.shown))
-    }
-
     /// Copies the team's lifecycle and findings into this machine's team
     /// view and returns it (see [`view`]); refuses (status 3) when a row
     /// that `scope` reads is refused.
@@ -164,7 +156,7 @@ impl Team {
         let shown = self.shown.clone();
         let salt = self.salt.clone();
         fault::team_statement();
-        let mut tx = self.snapshot()?;
+        let mut tx = read::snapshot(&mut self.client, &shown)?;
         let refused = pull_shared(&mut tx, &shown, &salt, &view)?;
         fault::team_statement();
         tx.commit().map_err(pg_error(&shown))?;
@@ -185,30 +177,14 @@ impl Team {
     /// Rebuilds the view's journals from the database's calls (see
     /// the module `pull`).
     pub fn pull(&mut self, view: &Home) -> Result<Pulled> {
-        pull::run(self, view)
+        pull::run(&mut self.client, &self.shown, view)
     }
 }
 
-/// Refuses, as [`view`] does, a store that is not there or cannot use its
-/// team database; for commands that leave the reading to their siblings.
-pub fn check(home: &Home) -> Result<()> {
-    store::dir::require(home)?;
-    Team::open(home).map(drop)
-}
-
-/// The store to read: the store itself, or, with a team database, this
-/// machine's team view with the team's lifecycle and findings as the
-/// database holds them now. Every reader starts here, so this is where a
-/// store that does not exist is refused (status 3, see
-/// [`store::dir::require`]): before a team database is reached, since
-/// the store's salt is what keys the team. A command that reads a row the
-/// view refused (`scope` says which it reads) is refused with it (status 3).
-pub fn view(home: &Home, scope: Scope) -> Result<Home> {
-    store::dir::require(home)?;
-    match Team::open(home)? {
-        Some(mut team) => team.refresh_view(home, &scope),
-        None => Ok(home.clone()),
-    }
+/// Whether the store reads a team: it names a team database, or it
+/// joined one (it has a store id) and should.
+pub fn belongs(home: &Home) -> Result<bool> {
+    Ok(Database::resolve(home)?.is_some() || home.own().store_id().exists())
 }
 
 /// Whether the team's settings ask for witnessed closures: the row

@@ -25,7 +25,7 @@ use shared::record::{self, COLUMN_NAMES, Columns};
 use store::fault;
 use store::journal;
 
-use super::{Team, column, pg_error};
+use super::{column, pg_error};
 
 /// What a pull did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -102,14 +102,14 @@ pub fn mark_indexed(view: &Home, generation: i64) -> Result<()> {
 }
 
 /// Brings the view's journals to the database's calls, in one snapshot.
-pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
+pub fn run(client: &mut postgres::Client, shown: &str, view: &Home) -> Result<Pulled> {
     store::dir::ensure(view)?;
-    let shown = team.shown.clone();
+    let shown = shown.to_owned();
     let lock = super::view_lock(view)?;
     let _held = lock.exclusive()?;
     let mut state = load(view)?;
     fault::team_statement();
-    let mut tx = team.snapshot()?;
+    let mut tx = super::read::snapshot(client, &shown)?;
     let generation = super::generation(&mut tx, &shown)?;
     fault::team_statement();
     let rows = tx
