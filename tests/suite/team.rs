@@ -851,3 +851,79 @@ fn a_database_column_of_another_type_is_refused_not_a_crash() {
     assert!(stderr.contains("team database postgres://"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn a_copied_store_is_refused_with_the_way_out_and_journal_names_may_repeat_across_stores() {
+    let db = postgres::database();
+    let seed = seed_journals();
+    let a = store_with(None, &seed[..4]);
+    // A reader changes nothing: before any store indexed, there is no
+    // team to read, and it says who makes one.
+    let (status, _, stderr) = run(&a, Some(&db), "mcpeval-findings", &[]);
+    assert_eq!(status, 3, "{stderr}");
+    assert!(stderr.contains("holds no team yet"), "{stderr}");
+    assert_eq!(
+        db.psql("SELECT to_regclass('mcpeval.meta') IS NULL").trim(),
+        "t"
+    );
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+    // The whole store copied to another machine, which indexes after the
+    // original indexed again.
+    let b = Store::new();
+    private_dir(&b.home());
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(a.home().join("."))
+        .arg(b.home())
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+    let before = db.psql("SELECT store_id, name, epoch, lines FROM mcpeval.journals ORDER BY 1, 2");
+    let (status, _, stderr) = run(&b, Some(&db), "mcpeval-index", &[]);
+    assert_eq!(status, 6, "{stderr}");
+    assert!(stderr.contains("is a copy of the other"), "{stderr}");
+    assert!(stderr.contains(&store_id(&a)), "{stderr}");
+    assert!(
+        stderr.contains("give the copy an id of its own: on the copy, delete"),
+        "{stderr}"
+    );
+    assert_eq!(
+        db.psql("SELECT store_id, name, epoch, lines FROM mcpeval.journals ORDER BY 1, 2"),
+        before,
+        "nothing uploaded"
+    );
+    // The original goes on as before.
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+
+    // The way out: the copy gets an id of its own and keeps only its own
+    // journal, which has the name of one of the original's.
+    for name in ["store-id", "upload-token"] {
+        fs::remove_file(b.home().join(name)).unwrap();
+    }
+    for path in b.journals() {
+        fs::remove_file(path).unwrap();
+    }
+    let name = seed[0].file_name().unwrap();
+    fs::copy(&seed[5], b.home().join("journals").join(name)).unwrap();
+    ok(&b, Some(&db), "mcpeval-index", &[]);
+    ok(&b, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    assert_ne!(store_id(&a), store_id(&b));
+
+    // The team's findings are those of one store holding every journal.
+    let salt = a.home().join(".salt");
+    let mut every: Vec<PathBuf> = seed[..4].to_vec();
+    every.push(seed[5].clone());
+    let single = store_with(Some(&salt), &every);
+    ok(&single, None, "mcpeval-index", &[]);
+    ok(&single, None, "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(findings(&a, Some(&db)), findings(&single, None));
+    let lines: usize = every
+        .iter()
+        .map(|p| fs::read_to_string(p).unwrap().lines().count())
+        .sum();
+    assert_eq!(
+        db.psql("SELECT count(*) FROM mcpeval.calls").trim(),
+        lines.to_string()
+    );
+}

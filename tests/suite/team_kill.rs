@@ -177,10 +177,15 @@ fn findings(home: &Path, db: &Database) -> Value {
 }
 
 /// The tables of the `mcpeval` schema and the columns of each that hold
-/// a clock's time (different from run to run), or a row's MAC over one.
+/// a clock's time (different from run to run), a row's MAC over one, or
+/// a random token (a store's upload token: that a new run after a kill
+/// is not taken for a copy shows it is kept right).
 const TABLES: &[(&str, &[&str])] = &[
     ("meta", &[]),
-    ("stores", &["first_seen", "last_upload"]),
+    (
+        "stores",
+        &["first_seen", "last_upload", "joined_at", "upload_token"],
+    ),
     ("journals", &[]),
     ("calls", &[]),
     ("life_annotations", &["created_at", "mac"]),

@@ -1214,3 +1214,94 @@ fn the_teams_require_witnessed_keeps_an_unwitnessed_streak_verifying_everywhere(
     let f = &findings_of(&team.stores[2], &team.db)[0];
     assert_eq!(f["witnessed"], json!(false), "{f}");
 }
+
+#[test]
+fn a_store_with_a_verifying_finding_joins_with_its_runs_streak_and_state() {
+    let team = Team::new();
+    // A store with the team's salt that worked alone: failures of the same
+    // tool in sessions of its own, in a journal named as the first
+    // store's (names need not be unique across stores), promoted, and
+    // two green runs.
+    let loner = store_with(Some(&team.stores[0].home().join(".salt")), &[]);
+    let recs: Vec<Rec> = (1..=2)
+        .flat_map(|session| {
+            (1..=10).map(move |seq| {
+                Rec::error(
+                    5000 + session * 100 + seq,
+                    session + 50,
+                    seq,
+                    "status",
+                    Some(1),
+                )
+                .server(FIXTURE_SERVER)
+            })
+        })
+        .collect();
+    records::write(&loner, 1, &records::lines(&recs));
+    ok(&loner, None, "mcpeval-index", &[]);
+    ok(
+        &loner,
+        None,
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", AS_OF],
+    );
+    let verify_alone = || -> Out {
+        let out = loner
+            .cmd("mcpeval-verify")
+            .env("PROBE_FIXTURE_LOG", &team.log)
+            .args(["--finding", &team.finding, "--case", "status", "--manifest"])
+            .arg(&team.manifest)
+            .arg("--")
+            .args(team.argv(&[]))
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            text(&out.stdout),
+            text(&out.stderr),
+        )
+    };
+    let first = verify_alone();
+    team.expect(&first, 0, "green", "verifying", 1);
+    let second = verify_alone();
+    team.expect(&second, 0, "green", "verifying", 2);
+
+    // It joins by the README's steps: index, then promote.
+    let (status, _, stderr) = run(&loner, Some(&team.db), "mcpeval-index", &[]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(
+        stderr.contains(
+            "joined with a lifecycle of its own: 2 runs and 0 annotations added, 1 finding states recomputed"
+        ),
+        "{stderr}"
+    );
+    ok(
+        &loner,
+        Some(&team.db),
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", AS_OF],
+    );
+    // Every store of the team reads the runs, streak and state it had.
+    team.everywhere("verifying", 2, 0);
+    let green = |out: &Out| (run_id(out), "green".to_owned());
+    assert_eq!(team.runs(), [green(&first), green(&second)]);
+    let read = ok(
+        &loner,
+        Some(&team.db),
+        "mcpeval-findings",
+        &["--history", "--format", "json"],
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&read).unwrap(),
+        team.history(0)
+    );
+
+    // Its history is brought once; the streak goes on on any store.
+    let (status, _, stderr) = run(&loner, Some(&team.db), "mcpeval-index", &[]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(!stderr.contains("joined"), "{stderr}");
+    let third = team.verify(1, &[]);
+    team.expect(&third, 0, "green", "closed", 3);
+    team.everywhere("closed", 3, 0);
+    assert_eq!(team.runs().len(), 3);
+}

@@ -33,12 +33,14 @@
 //! After that a row without a MAC is refused like one with a wrong MAC.
 
 mod database;
+mod join;
 mod mirror;
 mod pull;
 mod read;
 mod schema;
 mod scope;
 mod tls;
+mod token;
 mod trust;
 mod upload;
 
@@ -47,6 +49,7 @@ use std::fs;
 use postgres::{Client, IsolationLevel, Transaction};
 
 pub use database::{DATABASE_ENV, Database};
+pub use join::Joined;
 pub use pull::{Pulled, mark_indexed};
 pub use read::{Daily, Trends, View, check, view};
 pub use scope::Scope;
@@ -242,6 +245,20 @@ fn write_on<T>(
     let Some(mut team) = Team::open(home)? else {
         return work(home);
     };
+    write_team(&mut team, home, scope, promoting, None, work)
+}
+
+/// [`write_on`] with the team open; `joining` names a store whose
+/// lifecycle `work` brings into the team's, marked as joined in the same
+/// transaction.
+fn write_team<T>(
+    team: &mut Team,
+    home: &Home,
+    scope: &Scope,
+    promoting: bool,
+    joining: Option<&str>,
+    work: impl FnOnce(&Home) -> Result<T>,
+) -> Result<T> {
     let view = home.team_view();
     store::dir::ensure(&view)?;
     let lock = view_lock(&view)?;
@@ -297,6 +314,9 @@ fn write_on<T>(
     }
     if evidence_changed {
         bump_generation(&mut tx, &shown)?;
+    }
+    if let Some(store) = joining {
+        join::mark(&mut tx, &shown, store)?;
     }
     fault::team_statement();
     tx.commit().map_err(|e| {

@@ -11,7 +11,7 @@ use store::salt::Salt;
 use super::{LOCK_LIFECYCLE, LOCK_SCHEMA, mirror, pg_error};
 
 /// The migrations, in order; append new steps, never edit a released one.
-pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
 
 /// The first version whose mirrored rows carry a MAC.
 const SIGNED: i64 = 3;
@@ -133,6 +133,16 @@ ALTER TABLE mcpeval.life_history ADD COLUMN mac text;
 ALTER TABLE mcpeval.life_imports ADD COLUMN mac text;
 ALTER TABLE mcpeval.cat_findings ADD COLUMN mac text;
 ALTER TABLE mcpeval.cat_promotion ADD COLUMN mac text;
+";
+
+/// What a store brought along and who uploads as it: `joined_at`, when
+/// the store's own lifecycle (from before it joined) went into the
+/// team's (see `join`); `upload_token`, a random token each upload
+/// replaces, which the store keeps too, so a second machine uploading
+/// under the same store id (a copied store) is told apart (see `upload`).
+const MIGRATION_4: &str = "
+ALTER TABLE mcpeval.stores ADD COLUMN IF NOT EXISTS joined_at text,
+    ADD COLUMN IF NOT EXISTS upload_token text;
 ";
 
 /// The schema version this binary writes.

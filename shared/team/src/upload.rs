@@ -24,7 +24,7 @@ use store::db;
 use store::fault;
 use store::index_db;
 
-use super::{Team, bump_generation, column, pg_error, schema};
+use super::{Team, bump_generation, column, pg_error, schema, token};
 
 /// What an upload did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -103,6 +103,11 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     let months = months(&local, &path)?;
     schema::ensure_partitions(&mut team.client, &shown, &months)?;
 
+    // This machine's runs take turns with the upload token (see `token`).
+    let view = own.team_view();
+    store::dir::ensure(&view)?;
+    let lock = super::view_lock(&view)?;
+    let _held = lock.exclusive()?;
     fault::team_statement();
     let mut tx = team.client.transaction().map_err(pg_error(&shown))?;
     fault::team_statement();
@@ -111,6 +116,19 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
         &[&store],
     )
     .map_err(pg_error(&shown))?;
+    fault::team_statement();
+    let theirs: Option<String> = tx
+        .query_one(
+            "SELECT upload_token FROM mcpeval.stores WHERE store_id = $1",
+            &[&store],
+        )
+        .map_err(pg_error(&shown))
+        .and_then(|row| column(&row, 0, &shown))?;
+    token::check(own, theirs.as_deref(), &store, &shown)?;
+    let next = token::fresh();
+    let mut pending: Vec<&str> = theirs.as_deref().into_iter().collect();
+    pending.push(&next);
+    token::write(own, &pending)?;
     fault::team_statement();
     let remote: HashMap<String, (Checkpoint, i64)> = tx
         .query(
@@ -229,13 +247,14 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     }
     fault::team_statement();
     tx.execute(
-        "UPDATE mcpeval.stores SET last_upload = $2 WHERE store_id = $1",
-        &[&store, &shared::time::now_rfc3339()],
+        "UPDATE mcpeval.stores SET last_upload = $2, upload_token = $3 WHERE store_id = $1",
+        &[&store, &shared::time::now_rfc3339(), &next],
     )
     .map_err(pg_error(&shown))?;
     fault::team_statement();
     tx.commit().map_err(pg_error(&shown))?;
     fault::team_statement();
+    token::write(own, &[&next])?;
     Ok(done)
 }
 
