@@ -358,6 +358,35 @@ impl Team {
             kept,
             "{what}: a reader keeps no view"
         );
+
+        // Its readiness is the single store's: the same servers, verdicts,
+        // findings and daily counts, from as many journals.
+        let readiness = |store: &Store, url: Option<&str>| -> serde_json::Value {
+            let mut cmd = store.cmd("mcpeval-readiness");
+            if let Some(url) = url {
+                cmd.env("MCPEVAL_DATABASE_URL", url);
+            }
+            let out = cmd
+                .args(["--format", "json", "--days", "30", "--now", NOW])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            serde_json::from_str(&text(&out.stdout)).unwrap()
+        };
+        let (ours, single) = (
+            readiness(&self.reader, Some(&url)),
+            readiness(&self.single, None),
+        );
+        assert_eq!(ours["servers"], single["servers"], "{what}: {ours}");
+        assert!(
+            !single["servers"].as_array().unwrap().is_empty(),
+            "{single}"
+        );
+        assert_eq!(ours["findings"], single["findings"], "{what}");
+        assert_eq!(
+            ours["cache"]["journals"], single["cache"]["journals"],
+            "{what}"
+        );
     }
 
     /// `mcpeval.journals` as (store id, name) → (epoch, sha256, lines).
@@ -483,32 +512,6 @@ fn captured_and_generated_journals_of_three_stores_give_the_findings_of_one_stor
     assert!(t["new"].is_u64(), "{summary}");
     assert_eq!(findings(&team.stores[2], Some(&team.db)), expected);
 
-    // The read-only reader's readiness is the single store's: the same
-    // servers, verdicts, findings and daily counts, from as many journals.
-    let readiness = |store: &Store, url: Option<&str>| -> serde_json::Value {
-        let mut cmd = store.cmd("mcpeval-readiness");
-        if let Some(url) = url {
-            cmd.env("MCPEVAL_DATABASE_URL", url);
-        }
-        let out = cmd
-            .args(["--format", "json", "--days", "30", "--now", NOW])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        serde_json::from_str(&text(&out.stdout)).unwrap()
-    };
-    let url = team.db.read_only_url();
-    let (ours, single) = (
-        readiness(&team.reader, Some(&url)),
-        readiness(&team.single, None),
-    );
-    assert_eq!(ours["servers"], single["servers"], "{ours}");
-    assert!(
-        !single["servers"].as_array().unwrap().is_empty(),
-        "{single}"
-    );
-    assert_eq!(ours["findings"], single["findings"]);
-    assert_eq!(ours["cache"]["journals"], single["cache"]["journals"]);
     assert_eq!(
         files_of(&team.reader),
         [".salt", "journals"],

@@ -188,6 +188,7 @@ const TABLES: &[(&str, &[&str])] = &[
     ),
     ("journals", &[]),
     ("calls", &[]),
+    ("daily", &[]),
     ("life_annotations", &["created_at", "mac"]),
     ("life_finding_state", &["updated_at", "streak_since", "mac"]),
     ("life_verifications", &["recorded_at", "mac"]),
@@ -198,7 +199,7 @@ const TABLES: &[(&str, &[&str])] = &[
 ];
 
 /// The evidence an upload changes, and what a lifecycle write changes.
-const EVIDENCE: &[&str] = &["journals", "calls", "meta"];
+const EVIDENCE: &[&str] = &["journals", "calls", "daily", "meta"];
 const LIFECYCLE: &[&str] = &[
     "life_annotations",
     "life_finding_state",

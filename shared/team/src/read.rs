@@ -9,7 +9,8 @@
 //! the number of calls) in one read-only snapshot, into SQLite files in a
 //! private temporary directory that lives as long as the command, and
 //! hands that directory to the same code that reads one store. The counts
-//! `readiness` shows come from one aggregate query.
+//! `readiness` shows are sums of the daily counts `index` uploads beside
+//! the calls (`mcpeval.daily`), a few rows per day and tool.
 //!
 //! It must never migrate, insert, lock or write anything in the database,
 //! nor write inside the store: a reader may run under a role that cannot,
@@ -115,16 +116,12 @@ impl View {
             .query_one("SELECT count(*) FROM mcpeval.journals", &[])
             .map_err(pg_error(&shown))
             .and_then(|row| column(&row, 0, &shown))?;
-        // The index keeps `started_at` as RFC 3339 UTC: its first ten
-        // characters are the UTC day.
+        // `index` keeps each journal's daily counts beside its calls.
         fault::team_statement();
         let rows = tx
             .query(
-                "SELECT substr(started_at, 1, 10), server, tool, count(*),
-                        count(*) FILTER (WHERE outcome = 'error'
-                                         OR (outcome = 'unknown' AND unknown = 'malformed'))
-                 FROM mcpeval.calls WHERE origin = 'capture'
-                 GROUP BY 1, 2, 3",
+                "SELECT day, server, tool, sum(calls)::bigint, sum(failures)::bigint
+                 FROM mcpeval.daily GROUP BY 1, 2, 3",
                 &[],
             )
             .map_err(pg_error(&shown))?;

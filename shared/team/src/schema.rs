@@ -11,7 +11,13 @@ use store::salt::Salt;
 use super::{LOCK_LIFECYCLE, LOCK_SCHEMA, mirror, pg_error};
 
 /// The migrations, in order; append new steps, never edit a released one.
-pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+pub const MIGRATIONS: &[&str] = &[
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+];
 
 /// The first version whose mirrored rows carry a MAC.
 const SIGNED: i64 = 3;
@@ -143,6 +149,33 @@ ALTER TABLE mcpeval.cat_promotion ADD COLUMN mac text;
 const MIGRATION_4: &str = "
 ALTER TABLE mcpeval.stores ADD COLUMN IF NOT EXISTS joined_at text,
     ADD COLUMN IF NOT EXISTS upload_token text;
+";
+
+/// `daily`: per store, journal, UTC day, server and tool, the captured
+/// calls and the failures among them (an error, or a malformed result),
+/// as `readiness` counts a store's journals. `index` keeps it with the
+/// calls, in the upload's transaction, so a reader sums a few rows per
+/// day and tool instead of every call; this step fills it from the calls
+/// already there (once: a database whose version was set back keeps the
+/// counts it has).
+const MIGRATION_5: &str = "
+CREATE TABLE IF NOT EXISTS mcpeval.daily(
+    store_id text NOT NULL,
+    journal  text NOT NULL,
+    day      text NOT NULL,
+    server   text NOT NULL,
+    tool     text NOT NULL,
+    calls    bigint NOT NULL,
+    failures bigint NOT NULL,
+    PRIMARY KEY (store_id, journal, day, server, tool)
+);
+INSERT INTO mcpeval.daily
+    SELECT store_id, journal, substr(started_at, 1, 10), server, tool, count(*),
+           count(*) FILTER (WHERE outcome = 'error'
+                            OR (outcome = 'unknown' AND unknown = 'malformed'))
+    FROM mcpeval.calls WHERE origin = 'capture'
+    GROUP BY 1, 2, 3, 4, 5
+ON CONFLICT DO NOTHING;
 ";
 
 /// The schema version this binary writes.

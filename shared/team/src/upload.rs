@@ -9,7 +9,7 @@
 //! holds the store's advisory lock, so two runs of one store queue, and
 //! runs of different stores, which touch different rows, run side by side.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 
 use postgres::binary_copy::BinaryCopyInWriter;
@@ -184,7 +184,9 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
                 }
                 fault::team_statement();
                 tx.execute(
-                    "DELETE FROM mcpeval.calls WHERE store_id = $1 AND journal = $2",
+                    "WITH calls AS (
+                         DELETE FROM mcpeval.calls WHERE store_id = $1 AND journal = $2)
+                     DELETE FROM mcpeval.daily WHERE store_id = $1 AND journal = $2",
                     &[&store, name],
                 )
                 .map_err(pg_error(&shown))?;
@@ -221,7 +223,9 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     for name in remote.keys().filter(|n| !kept.contains(n.as_str())) {
         fault::team_statement();
         tx.execute(
-            "DELETE FROM mcpeval.calls WHERE store_id = $1 AND journal = $2",
+            "WITH calls AS (
+                 DELETE FROM mcpeval.calls WHERE store_id = $1 AND journal = $2)
+             DELETE FROM mcpeval.daily WHERE store_id = $1 AND journal = $2",
             &[&store, name],
         )
         .map_err(pg_error(&shown))?;
@@ -369,6 +373,7 @@ fn copy_calls(
         .map_err(fail)?;
     let mut rows = stmt.query([]).map_err(fail)?;
     let mut sent = 0u64;
+    let mut daily = Daily::default();
     while let Some(r) = rows.next().map_err(fail)? {
         let journal: i64 = r.get(0).map_err(fail)?;
         let line: i64 = r.get(1).map_err(fail)?;
@@ -416,8 +421,77 @@ fn copy_calls(
         fault::team_row(sent + 1);
         writer.write(&values).map_err(pg_error(shown))?;
         sent += 1;
+        if let Some(failed) = failure(text(6)?, text(14)?, text(15)?) {
+            daily.count(name, &started_at, &server, &tool, failed);
+        }
     }
     fault::team_statement();
     writer.finish().map_err(pg_error(shown))?;
+    daily.add(tx, shown, store)?;
     Ok(sent)
+}
+
+/// Whether a call failed, as `readiness` counts a journal's: `None` for
+/// one it does not count (not captured), else whether it is an error or a
+/// malformed result.
+fn failure(
+    origin: Option<String>,
+    outcome: Option<String>,
+    unknown: Option<String>,
+) -> Option<bool> {
+    (origin.as_deref() == Some("capture")).then(|| match outcome.as_deref() {
+        Some("error") => true,
+        Some("unknown") => unknown.as_deref() == Some("malformed"),
+        _ => false,
+    })
+}
+
+/// The daily counts of the calls one upload sends, per (journal, day,
+/// server, tool): what `mcpeval.daily` gains (see the module `schema`).
+#[derive(Default)]
+struct Daily(BTreeMap<(String, String, String, String), (i64, i64)>);
+
+impl Daily {
+    /// Counts a call that `failure` says is captured.
+    fn count(&mut self, journal: &str, started_at: &str, server: &str, tool: &str, failed: bool) {
+        // Stored time stamps are RFC 3339 UTC: the first ten bytes are the day.
+        let day = started_at.get(..10).unwrap_or(started_at);
+        let entry = self
+            .0
+            .entry((journal.into(), day.into(), server.into(), tool.into()))
+            .or_default();
+        entry.0 += 1;
+        entry.1 += i64::from(failed);
+    }
+
+    /// Adds the counts to `mcpeval.daily`, in the upload's transaction.
+    fn add(self, tx: &mut postgres::Transaction<'_>, shown: &str, store: &str) -> Result<()> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let mut columns: (Vec<String>, Vec<String>, Vec<String>, Vec<String>) = Default::default();
+        let (mut calls, mut failures) = (Vec::new(), Vec::new());
+        for ((journal, day, server, tool), (c, f)) in self.0 {
+            columns.0.push(journal);
+            columns.1.push(day);
+            columns.2.push(server);
+            columns.3.push(tool);
+            calls.push(c);
+            failures.push(f);
+        }
+        fault::team_statement();
+        tx.execute(
+            "INSERT INTO mcpeval.daily(store_id, journal, day, server, tool, calls, failures)
+             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[],
+                                      $6::bigint[], $7::bigint[])
+             ON CONFLICT (store_id, journal, day, server, tool) DO UPDATE
+             SET calls = mcpeval.daily.calls + excluded.calls,
+                 failures = mcpeval.daily.failures + excluded.failures",
+            &[
+                &store, &columns.0, &columns.1, &columns.2, &columns.3, &calls, &failures,
+            ],
+        )
+        .map(drop)
+        .map_err(pg_error(shown))
+    }
 }
