@@ -5,10 +5,12 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use serde_json::json;
 use shared::record::COLUMN_NAMES;
 
 use crate::postgres::{self, Database};
 use crate::records::{self, Rec};
+use crate::serve::{call, client};
 use crate::support::{Deps, Store, private_dir, repo, text};
 
 /// The promotion time every store is promoted at.
@@ -526,6 +528,35 @@ fn captured_and_generated_journals_of_three_stores_give_the_findings_of_one_stor
     assert!(stderr.contains("belongs to a team"), "{stderr}");
     assert!(stderr.contains(&store_id(&team.stores[2])), "{stderr}");
     assert!(stderr.contains("\"database_url\" in"), "{stderr}");
+
+    // serve, started by an MCP client with a small environment (no
+    // MCPEVAL_DATABASE_URL), answers with those words; with database_url
+    // in config.json, a reader's serve lists the team's findings.
+    let list = json!([call("list_findings", json!({}))]);
+    let out = client(&team.stores[2], "auto", list.clone());
+    assert_eq!(out["calls"][0]["is_error"], true, "{out}");
+    assert_eq!(out["calls"][0]["text"], stderr.trim_end(), "{out}");
+    let url = team.db.read_only_url();
+    fs::write(
+        team.reader.home().join("config.json"),
+        json!({ "database_url": url }).to_string(),
+    )
+    .unwrap();
+    let out = client(&team.reader, "auto", list);
+    assert_eq!(out["calls"][0]["is_error"], false, "{out}");
+    let ids = |findings: &serde_json::Value| -> Vec<String> {
+        findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        ids(&out["calls"][0]["structured"]["findings"]),
+        ids(&expected["findings"]),
+        "{out}"
+    );
 }
 
 #[test]
