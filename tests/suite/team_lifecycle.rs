@@ -19,6 +19,9 @@ use crate::verify::{AS_OF, FIXTURE_SERVER, status_case};
 struct Team {
     db: Database,
     stores: Vec<Store>,
+    /// A store with the team salt alone that reads through a role with
+    /// SELECT rights only: what every store reads, it reads.
+    reader: Store,
     finding: String,
     server: PathBuf,
     manifest: PathBuf,
@@ -71,6 +74,7 @@ impl Team {
         std::fs::write(&manifest, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
         Team {
             db,
+            reader: store_with(Some(&stores[0].home().join(".salt")), &[]),
             stores,
             finding,
             server,
@@ -165,12 +169,31 @@ impl Team {
         serde_json::from_str(&json).unwrap()
     }
 
-    /// Every store reads the same history; its runs are (run id, result).
+    /// `ARGS…` of `mcpeval-findings` on the read-only reader.
+    fn read_only(&self, args: &[&str]) -> Value {
+        let out = self
+            .reader
+            .cmd("mcpeval-findings")
+            .env("MCPEVAL_DATABASE_URL", self.db.read_only_url())
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_str(&text(&out.stdout)).unwrap()
+    }
+
+    /// Every store, and the read-only reader, reads the same history; its
+    /// runs are (run id, result).
     fn runs(&self) -> Vec<(String, String)> {
         let first = self.history(0);
         for k in 1..self.stores.len() {
             assert_eq!(self.history(k), first, "store {k}");
         }
+        assert_eq!(
+            self.read_only(&["--history", "--format", "json"]),
+            first,
+            "the read-only reader"
+        );
         let entry = &first["history"][0];
         assert_eq!(entry["finding"], self.finding.as_str(), "{first}");
         entry["runs"]
@@ -195,6 +218,22 @@ impl Team {
                 "store {k}"
             );
         }
+        let all = self.read_only(&["--format", "json"]);
+        let f = all["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == self.finding.as_str())
+            .unwrap_or_else(|| panic!("the read-only reader lost the finding: {all:#}"));
+        assert_eq!(
+            (
+                f["state"].as_str().unwrap(),
+                f["streak"].as_u64().unwrap(),
+                f["reopened"].as_u64().unwrap()
+            ),
+            (state, streak, reopened),
+            "the read-only reader"
+        );
     }
 }
 
