@@ -132,11 +132,15 @@ fn merge_in(tx: &Connection, path: &camino::Utf8Path) -> Result<Joined> {
     }
 
     // Each annotation once: one made on this store and already pooled
-    // (the same moment, kind, note and call) is not added again.
+    // (the same moment, kind, note and call) is not added again. Ids go
+    // on from the team's: a view's own sequence may have counted an
+    // earlier attempt that never reached the database.
     let annotations = tx
         .execute(
-            "INSERT INTO main.annotations(created_at, kind, note, event_id, session, seq)
-             SELECT o.created_at, o.kind, o.note, o.event_id, o.session, o.seq
+            "INSERT INTO main.annotations(id, created_at, kind, note, event_id, session, seq)
+             SELECT (SELECT coalesce(max(id), 0) FROM main.annotations)
+                        + row_number() OVER (ORDER BY o.id),
+                    o.created_at, o.kind, o.note, o.event_id, o.session, o.seq
              FROM own.annotations o
              WHERE NOT EXISTS (SELECT 1 FROM main.annotations a
                  WHERE a.created_at = o.created_at AND a.kind = o.kind AND a.note = o.note
