@@ -791,7 +791,7 @@ fn a_password_in_the_database_url_is_never_shown() {
 }
 
 #[test]
-fn a_promote_from_a_view_behind_the_database_catches_up_first() {
+fn a_promote_from_a_view_behind_the_database_merges_the_stores_aggregates() {
     let db = postgres::database();
     let seed = seed_journals();
     let half = |k: usize| -> Vec<PathBuf> { seed.iter().skip(k).step_by(2).cloned().collect() };
@@ -803,11 +803,17 @@ fn a_promote_from_a_view_behind_the_database_catches_up_first() {
     ok(&b, Some(&db), "mcpeval-promote", &["--now", NOW]);
     let team = findings(&b, Some(&db));
     assert!(!team["findings"].as_array().unwrap().is_empty(), "{team}");
+    let single = store_with(Some(&salt), &seed);
+    ok(&single, None, "mcpeval-index", &[]);
+    ok(&single, None, "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(team, findings(&single, None));
 
-    // Store a's view lacks b's calls: its promote indexes first, and so
-    // promotes the team's findings, not those of half its calls.
-    let in_view = || {
-        fs::read_dir(a.home().join("team/journals"))
+    // Store a's view lacks b's calls, and its promote reads no call: it
+    // merges every store's aggregates, so it promotes the team's
+    // findings, not those of half its calls, and leaves its view as it
+    // was.
+    let in_view = |store: &Store| {
+        fs::read_dir(store.home().join("team/journals"))
             .unwrap()
             .filter(|e| {
                 e.as_ref()
@@ -818,10 +824,33 @@ fn a_promote_from_a_view_behind_the_database_catches_up_first() {
             })
             .count()
     };
-    assert_eq!(in_view(), half(0).len());
+    assert_eq!(in_view(&a), half(0).len());
     ok(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
-    assert_eq!(in_view(), seed.len());
+    assert_eq!(in_view(&a), half(0).len());
     assert_eq!(findings(&a, Some(&db)), team);
+    assert_eq!(findings(&b, Some(&db)), team);
+
+    // A store last indexed by an earlier release uploaded no aggregates:
+    // promote then reads the calls, bringing its view up to date first,
+    // and promotes the same findings.
+    db.psql(&format!(
+        "UPDATE mcpeval.stores SET partials = false WHERE store_id = '{}';
+         DELETE FROM mcpeval.part_failures WHERE store_id = '{}';",
+        store_id(&b),
+        store_id(&b)
+    ));
+    ok(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(in_view(&a), seed.len());
+    assert_eq!(findings(&a, Some(&db)), team);
+    // Its next index uploads them, and the merge is exact again.
+    ok(&b, Some(&db), "mcpeval-index", &[]);
+    let uploaded = db.psql(&format!(
+        "SELECT partials, (SELECT count(*) > 0 FROM mcpeval.part_failures WHERE store_id = '{0}')
+         FROM mcpeval.stores WHERE store_id = '{0}'",
+        store_id(&b)
+    ));
+    assert_eq!(uploaded.trim(), "t|t");
+    ok(&b, Some(&db), "mcpeval-promote", &["--now", NOW]);
     assert_eq!(findings(&b, Some(&db)), team);
 }
 

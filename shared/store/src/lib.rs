@@ -23,6 +23,7 @@ pub mod journal;
 pub mod lifecycle;
 pub mod lock;
 pub mod outcome;
+pub mod partial;
 pub mod salt;
 pub mod sanitize;
 pub mod signed;

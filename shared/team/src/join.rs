@@ -64,9 +64,14 @@ impl Team {
         }
         // Brings an older lifecycle.db to this release's tables first.
         drop(lifecycle::open(&own)?);
-        let joined = write_team(self, &own, &Scope::Nothing, false, Some(&store), |view| {
-            merge(&own, view)
-        })?;
+        let joined = write_team(
+            self,
+            &own,
+            &Scope::Nothing,
+            false,
+            Some(&store),
+            |view, _| merge(&own, view),
+        )?;
         Ok(Some(joined))
     }
 }

@@ -35,6 +35,7 @@
 mod database;
 mod join;
 mod mirror;
+mod partials;
 mod pull;
 mod read;
 mod schema;
@@ -53,6 +54,7 @@ pub use join::Joined;
 pub use pull::{Pulled, mark_indexed};
 pub use read::{Daily, Trends, View, check, view};
 pub use scope::Scope;
+pub use store::partial::Partials;
 pub use upload::Uploaded;
 
 use shared::error::{Error, Result};
@@ -177,6 +179,20 @@ impl Team {
         Ok(pull::indexed_generation(&home.team_view())? >= generation)
     }
 
+    /// Whether every store's partial aggregates merge exactly into the
+    /// groups one store holding every journal would have (see the module
+    /// `partials`); when not, promote reads the calls in this machine's
+    /// view, which `mcpeval index` brings up to date.
+    pub fn merges_exactly(&mut self) -> Result<bool> {
+        let shown = self.shown.clone();
+        fault::team_statement();
+        let mut tx = self.client.transaction().map_err(pg_error(&shown))?;
+        let inexact = partials::inexact(&mut tx, &shown)?;
+        fault::team_statement();
+        tx.commit().map_err(pg_error(&shown))?;
+        Ok(inexact.is_none())
+    }
+
     /// Rebuilds the view's journals from the database's calls (see
     /// the module `pull`).
     pub fn pull(&mut self, view: &Home) -> Result<Pulled> {
@@ -221,43 +237,49 @@ pub fn require_witnessed(home: &Home) -> Result<bool> {
 /// with the refused rows as they were. A failure anywhere leaves the
 /// database as it was.
 pub fn write<T>(home: &Home, scope: Scope, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
-    write_on(home, &scope, false, work)
+    write_on(home, &scope, work)
 }
 
 /// [`write()`] for `promote`, which reads the whole lifecycle
 /// ([`Scope::Lifecycle`]) and replaces the findings, refused rows of them
-/// included. It refuses (status 3, nothing written) when this machine's
-/// view was indexed from older evidence than the database holds now,
-/// since promoting it would replace the team's findings with those of
-/// calls the team has moved past.
-pub fn promote<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
-    write_on(home, &Scope::Lifecycle, true, work)
+/// included. `work` is handed every store's partial aggregates merged in
+/// the database, with the false-success groups of the team's annotations
+/// (the module `partials`), read in the transaction its findings are
+/// written in; `None` for one store, and for a team whose aggregates do
+/// not merge exactly ([`Team::merges_exactly`]): then `work` reads this
+/// machine's view, and promote refuses (status 3, nothing written) when
+/// that view was indexed from older evidence than the database holds
+/// now, since promoting it would replace the team's findings with those
+/// of calls the team has moved past.
+pub fn promote<T>(
+    home: &Home,
+    work: impl FnOnce(&Home, Option<Partials>) -> Result<T>,
+) -> Result<T> {
+    let Some(mut team) = Team::open(home)? else {
+        return work(home, None);
+    };
+    write_team(&mut team, home, &Scope::Lifecycle, true, None, work)
 }
 
-/// `promoting`: the view must be current, and `work` recomputes the
-/// catalog, so the catalog's refused rows are not kept.
-fn write_on<T>(
-    home: &Home,
-    scope: &Scope,
-    promoting: bool,
-    work: impl FnOnce(&Home) -> Result<T>,
-) -> Result<T> {
+fn write_on<T>(home: &Home, scope: &Scope, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
     let Some(mut team) = Team::open(home)? else {
         return work(home);
     };
-    write_team(&mut team, home, scope, promoting, None, work)
+    write_team(&mut team, home, scope, false, None, |view, _| work(view))
 }
 
 /// [`write_on`] with the team open; `joining` names a store whose
 /// lifecycle `work` brings into the team's, marked as joined in the same
-/// transaction.
+/// transaction. `promoting`: `work` recomputes the catalog (so the
+/// catalog's refused rows are not kept) from the merged aggregates, or
+/// from a view that must be current (see [`promote`]).
 fn write_team<T>(
     team: &mut Team,
     home: &Home,
     scope: &Scope,
     promoting: bool,
     joining: Option<&str>,
-    work: impl FnOnce(&Home) -> Result<T>,
+    work: impl FnOnce(&Home, Option<Partials>) -> Result<T>,
 ) -> Result<T> {
     let view = home.team_view();
     store::dir::ensure(&view)?;
@@ -281,9 +303,17 @@ fn write_team<T>(
         .map_err(pg_error(&shown))?;
     let refused = pull_shared(&mut tx, &shown, &team.salt, &view)?;
     scope.check(&refused, &shown)?;
+    // The generation the findings are promoted from.
+    let mut promoted_from = None;
+    let mut pooled = None;
     if promoting {
         let generation = generation(&mut tx, &shown)?;
-        if pull::indexed_generation(&view)? < generation {
+        if partials::inexact(&mut tx, &shown)?.is_none() {
+            // The team's annotations, as the view now holds them.
+            let annotations = lifecycle::list(&lifecycle::open(&view)?)?;
+            pooled = Some(partials::merged(&mut tx, &shown, &annotations)?);
+            promoted_from = Some(generation);
+        } else if pull::indexed_generation(&view)? < generation {
             return Err(Error::unavailable(format!(
                 "this store's view of the team database {shown} is behind it: calls or annotations \
                  arrived since this store last ran mcpeval index; nothing was promoted"
@@ -292,7 +322,7 @@ fn write_team<T>(
         }
     }
     let before = Snapshot::take(&view)?;
-    let value = work(&view)?;
+    let value = work(&view, pooled)?;
     let after = Snapshot::take(&view)?;
     let mut evidence_changed = false;
     for (old, new) in before.lifecycle.iter().zip(&after.lifecycle) {
@@ -309,7 +339,10 @@ fn write_team<T>(
         for new in &after.catalog {
             mirror::push(&mut tx, &shown, &team.salt, new.table, &new.rows, kept)?;
         }
-        let indexed = pull::indexed_generation(&view)?;
+        let indexed = match promoted_from {
+            Some(generation) => generation,
+            None => pull::indexed_generation(&view)?,
+        };
         set_meta(&mut tx, &shown, "promoted_generation", &indexed.to_string())?;
     }
     if evidence_changed {

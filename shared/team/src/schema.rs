@@ -17,6 +17,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_3,
     MIGRATION_4,
     MIGRATION_5,
+    MIGRATION_6,
 ];
 
 /// The first version whose mirrored rows carry a MAC.
@@ -176,6 +177,62 @@ INSERT INTO mcpeval.daily
     FROM mcpeval.calls WHERE origin = 'capture'
     GROUP BY 1, 2, 3, 4, 5
 ON CONFLICT DO NOTHING;
+";
+
+/// Each store's partial aggregates (see `store::partial`), which `index`
+/// replaces in the upload's transaction whenever the store's calls change,
+/// and `promote` merges in SQL: `part_calls`, captured calls per (server,
+/// tool, UTC day); `part_failures`, a failure group's failures per day
+/// with their first and last time and evidence counts; `part_details`,
+/// per group the counted values that are not sums (sessions in the store,
+/// codes, argument shapes, window turns, tools hit); `part_streams`, the
+/// store's (session, server) pairs, so that promote can tell that no
+/// session is in two stores. `stores.partials` says the store's
+/// aggregates are there: a store last indexed by an earlier release has
+/// none until it indexes again.
+const MIGRATION_6: &str = "
+ALTER TABLE mcpeval.stores ADD COLUMN IF NOT EXISTS partials boolean NOT NULL DEFAULT false;
+CREATE TABLE IF NOT EXISTS mcpeval.part_calls(
+    store_id text NOT NULL,
+    server   text NOT NULL,
+    tool     text NOT NULL,
+    day      text NOT NULL,
+    calls    bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS part_calls_by_store ON mcpeval.part_calls(store_id);
+CREATE TABLE IF NOT EXISTS mcpeval.part_failures(
+    store_id             text NOT NULL,
+    kind                 text NOT NULL,
+    server               text NOT NULL,
+    tool                 text NOT NULL,
+    template_id          text,
+    day                  text NOT NULL,
+    failures             bigint NOT NULL,
+    first_seen           text NOT NULL,
+    last_seen            text NOT NULL,
+    retryable_true       bigint NOT NULL,
+    retryable_false      bigint NOT NULL,
+    retryable_unreported bigint NOT NULL,
+    unadvertised         bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS part_failures_by_store ON mcpeval.part_failures(store_id);
+CREATE TABLE IF NOT EXISTS mcpeval.part_details(
+    store_id    text NOT NULL,
+    kind        text NOT NULL,
+    server      text NOT NULL,
+    tool        text NOT NULL,
+    template_id text,
+    what        text NOT NULL,
+    value       text NOT NULL,
+    n           bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS part_details_by_store ON mcpeval.part_details(store_id);
+CREATE TABLE IF NOT EXISTS mcpeval.part_streams(
+    store_id text NOT NULL,
+    session  text NOT NULL,
+    server   text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS part_streams_by_store ON mcpeval.part_streams(store_id);
 ";
 
 /// The schema version this binary writes.

@@ -5,9 +5,11 @@
 //! first `length` bytes still hash to the recorded digest) gets its new
 //! calls appended; any other difference replaces that journal's calls (a
 //! new `epoch`), and a journal the store no longer indexes loses its
-//! calls. Everything one run uploads commits in one transaction that
-//! holds the store's advisory lock, so two runs of one store queue, and
-//! runs of different stores, which touch different rows, run side by side.
+//! calls. Beside the calls, the store's partial aggregates (the module
+//! `partials`) are replaced whenever its calls change. Everything one run
+//! uploads commits in one transaction that holds the store's advisory
+//! lock, so two runs of one store queue, and runs of different stores,
+//! which touch different rows, run side by side.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
@@ -117,13 +119,13 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     )
     .map_err(pg_error(&shown))?;
     fault::team_statement();
-    let theirs: Option<String> = tx
+    let (theirs, has_partials): (Option<String>, bool) = tx
         .query_one(
-            "SELECT upload_token FROM mcpeval.stores WHERE store_id = $1",
+            "SELECT upload_token, partials FROM mcpeval.stores WHERE store_id = $1",
             &[&store],
         )
         .map_err(pg_error(&shown))
-        .and_then(|row| column(&row, 0, &shown))?;
+        .and_then(|row| Ok((column(&row, 0, &shown)?, column(&row, 1, &shown)?)))?;
     token::check(own, theirs.as_deref(), &store, &shown)?;
     let next = token::fresh();
     let mut pending: Vec<&str> = theirs.as_deref().into_iter().collect();
@@ -246,6 +248,12 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
         done.calls = copy_calls(&mut tx, &shown, &store, &local, &path, &steps, &names)?;
     }
     let changed = done.calls > 0 || done.replaced > 0 || done.removed > 0;
+    if changed || !has_partials {
+        // Beside the calls, in their transaction: a store's aggregates
+        // never disagree with its calls, whatever is killed when.
+        let partials = store::partial::read(&local, path.as_std_path())?;
+        super::partials::replace(&mut tx, &shown, &store, &partials)?;
+    }
     if changed {
         bump_generation(&mut tx, &shown)?;
     }
