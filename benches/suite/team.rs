@@ -185,10 +185,11 @@ fn upload(server: &Server, sizes: &Sizes, scratch: &Path, table: &mut Table) -> 
     (store, name)
 }
 
-/// Clones the store's calls in the database `name` into more stores (new
-/// store ids, journal names, event ids and sessions), brings a fresh store's
-/// team view up to date with them, and promotes over them, beside the same
-/// promote on the view's SQLite files without the database.
+/// Clones the store's calls and partial aggregates in the database `name`
+/// into more stores (new store ids, journal names, event ids and
+/// sessions), brings a fresh store's team view up to date with them, and
+/// promotes over them, beside the same promote on the view's SQLite files
+/// without the database.
 fn promote(
     server: &Server,
     store: &Store,
@@ -242,6 +243,21 @@ fn promote(
                  INSERT INTO mcpeval.daily
                    SELECT '{id}', {journal}, day, server, tool, calls, failures
                    FROM mcpeval.daily WHERE store_id = '{original}';
+                 INSERT INTO mcpeval.part_calls
+                   SELECT '{id}', server, tool, day, calls
+                   FROM mcpeval.part_calls WHERE store_id = '{original}';
+                 INSERT INTO mcpeval.part_failures
+                   SELECT '{id}', kind, server, tool, template_id, day, failures, first_seen,
+                          last_seen, retryable_true, retryable_false, retryable_unreported,
+                          unadvertised
+                   FROM mcpeval.part_failures WHERE store_id = '{original}';
+                 INSERT INTO mcpeval.part_details
+                   SELECT '{id}', kind, server, tool, template_id, what, value, n
+                   FROM mcpeval.part_details WHERE store_id = '{original}';
+                 INSERT INTO mcpeval.part_streams
+                   SELECT '{id}', {session}, server
+                   FROM mcpeval.part_streams WHERE store_id = '{original}';
+                 UPDATE mcpeval.stores SET partials = true WHERE store_id = '{id}';
                  UPDATE mcpeval.meta SET value = (value::bigint + 1)::text WHERE key = 'generation';
                  COMMIT;"
             ),

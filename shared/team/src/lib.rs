@@ -2,10 +2,12 @@
 //! PostgreSQL database.
 //!
 //! Capture stays local. `index` uploads the store's calls (the sanitized
-//! rows of its `index.db`, never a journal file or the salt) and then
-//! brings this machine's *team view* up to date: a directory laid out as a
-//! store of its own (`team/` inside the store), whose journals are rebuilt
-//! from every store's calls and indexed by the same code as any store. The
+//! rows of its `index.db`, never a journal file or the salt) with its
+//! partial aggregates (the module `partials`), which `promote` merges in
+//! SQL, and then brings this machine's *team view* up to date: a
+//! directory laid out as a store of its own (`team/` inside the store),
+//! whose journals are rebuilt from every store's calls and indexed by the
+//! same code as any store. The
 //! lifecycle and the last promote's findings live in the database; a
 //! command copies them into the view when it starts ([`view`]), and a
 //! command that changes them does so inside one serializable transaction
