@@ -855,6 +855,41 @@ fn a_promote_from_a_view_behind_the_database_merges_the_stores_aggregates() {
 }
 
 #[test]
+fn a_journal_copied_between_stores_is_promoted_from_the_calls() {
+    let db = postgres::database();
+    let seed = seed_journals();
+    let a = store_with(None, &seed[..4]);
+    let salt = salt_of(&a);
+    // Store b holds the other journals and a copy of one of a's: its
+    // sessions are in two stores, whose session counts would not add up.
+    let b = store_with(Some(&salt), &[&seed[4..], &seed[..1]].concat());
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+    ok(&b, Some(&db), "mcpeval-index", &[]);
+    let single = store_with(Some(&salt), &seed);
+    ok(&single, None, "mcpeval-index", &[]);
+    ok(&single, None, "mcpeval-promote", &["--now", NOW]);
+
+    // Promote sees that the aggregates cannot merge exactly and reads the
+    // calls of a's view, which it brings up to date first.
+    let in_view = || {
+        fs::read_dir(a.home().join("team/journals"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "jsonl")
+            })
+            .count()
+    };
+    assert_eq!(in_view(), 4);
+    ok(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(in_view(), seed.len() + 1);
+    assert_eq!(findings(&a, Some(&db)), findings(&single, None));
+}
+
+#[test]
 fn index_json_with_a_database_tells_the_seconds_of_upload_pull_and_view_index() {
     let db = postgres::database();
     let store = store_with(None, &seed_journals()[..3]);
