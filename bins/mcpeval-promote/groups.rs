@@ -169,3 +169,122 @@ pub fn from_partials(partials: &Partials) -> Vec<Group> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use store::partial::{Calls, Detail, Failures};
+
+    fn key(template: &str) -> GroupKey {
+        GroupKey {
+            kind: Kind::Error,
+            server: "s".into(),
+            tool: "a".into(),
+            template_id: Some(template.into()),
+        }
+    }
+
+    /// One store's rows of group `t-1`: calls, failures on `day`, and
+    /// its details.
+    fn store(day: &str, failures: i64, details: &[(What, &str, i64)]) -> Partials {
+        Partials {
+            calls: vec![Calls {
+                server: "s".into(),
+                tool: "a".into(),
+                day: day.into(),
+                calls: 10,
+            }],
+            failures: vec![Failures {
+                group: key("t-1"),
+                day: day.into(),
+                failures,
+                first_seen: format!("{day}T01:00:00Z"),
+                last_seen: format!("{day}T02:00:00.5Z"),
+                retryable_true: failures,
+                retryable_false: 0,
+                retryable_unreported: 0,
+                unadvertised: 1,
+            }],
+            details: details
+                .iter()
+                .map(|&(what, value, n)| Detail {
+                    group: key("t-1"),
+                    what,
+                    value: value.into(),
+                    n,
+                })
+                .collect(),
+            streams: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn stores_rows_merge_into_the_group_of_their_union() {
+        let a = store(
+            "2026-11-30",
+            3,
+            &[
+                (What::Sessions, "", 2),
+                (What::Code, "-32603", 3),
+                (What::Shape, "{}", 2),
+                (What::Shape, r#"{"x":"string"}"#, 1),
+                (What::Turns, "1", 2),
+                (What::Turns, "7", 1),
+                (What::Tool, "a", 1),
+                (What::Tool, "b", 1),
+            ],
+        );
+        let b = store(
+            "2026-12-01",
+            2,
+            &[
+                (What::Sessions, "", 1),
+                (What::Code, "-32603", 1),
+                (What::Code, "-32001", 1),
+                (What::Shape, r#"{"x":"string"}"#, 2),
+                (What::Turns, "4", 1),
+                (What::Tool, "b", 1),
+                (What::Tool, "c", 1),
+            ],
+        );
+        let mut both = a.clone();
+        both.calls.extend(b.calls);
+        both.failures.extend(b.failures);
+        both.details.extend(b.details);
+        let groups = from_partials(&both);
+        assert_eq!(groups.len(), 1);
+        let g = &groups[0];
+        assert_eq!((g.failures, g.calls, g.sessions), (5, 20, 3));
+        assert_eq!(g.first_seen, "2026-11-30T01:00:00Z");
+        assert_eq!(g.last_seen, "2026-12-01T02:00:00.5Z");
+        // Codes in numeric order, counted over both stores.
+        assert_eq!(g.codes, [(-32603, 4), (-32001, 1)]);
+        assert_eq!(g.err_code(), Some(-32603));
+        assert_eq!(
+            (g.evidence.retryable_true, g.evidence.unadvertised_failures),
+            (5, 2)
+        );
+        // The most frequent shape first; ties by text.
+        assert_eq!(g.args_shapes, [r#"{"x":"string"}"#, "{}"]);
+        // Every window's turns, whichever store saw it: 1, 1, 4, 7.
+        let mut turns = g.turns.clone();
+        turns.sort_by(f64::total_cmp);
+        assert_eq!(turns, [1.0, 1.0, 4.0, 7.0]);
+        // Tools hit in either store's windows, each once.
+        assert_eq!(g.blast_radius, 3);
+    }
+
+    #[test]
+    fn a_detail_of_no_counted_group_is_no_group() {
+        let mut p = store("2026-11-30", 1, &[(What::Sessions, "", 1)]);
+        p.details.push(Detail {
+            group: key("t-2"),
+            what: What::Sessions,
+            value: String::new(),
+            n: 4,
+        });
+        let groups = from_partials(&p);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].template_id.as_deref(), Some("t-1"));
+    }
+}
