@@ -11,7 +11,7 @@ use std::process::Command;
 use mcpeval_testkit::pg_host::{free_port, is_root, newest_packaged_initdb, postgres_user};
 
 /// The superuser every bench database belongs to.
-const USER: &str = "mcpeval";
+pub const USER: &str = "mcpeval";
 
 pub struct Server {
     initdb: PathBuf,

@@ -49,7 +49,7 @@ fn run(args: Args) -> Result<()> {
             calls: 0,
             findings: store::envelope::read_findings(input)?,
         },
-        None => catalog::load(home.as_ref().expect("a store without --from"))?,
+        None => catalog::load(home.as_deref().expect("a store without --from"))?,
     };
     let total = catalog.findings.len();
     let findings: Vec<&Finding> = catalog
@@ -70,8 +70,8 @@ fn run(args: Args) -> Result<()> {
     }
     let mut out = std::io::stdout().lock();
     if args.history {
-        let home = match home {
-            Some(home) => home,
+        let home = match &home {
+            Some(view) => view.home().clone(),
             None => args.store.resolve()?,
         };
         history::json(&mut out, &home, &findings)?;

@@ -25,9 +25,10 @@ fn main() -> ExitCode {
 }
 
 fn generate(config: Config) -> Result<()> {
-    // With a team database: the team's view of the finding, up to date.
+    // With a team database: the finding as the team holds it now.
+    let view = team::view(&config.home, team::Scope::Finding(config.finding.clone()))?;
     let config = Config {
-        home: team::view(&config.home, team::Scope::Finding(config.finding.clone()))?,
+        home: view.home().clone(),
         ..config
     };
     if !config.force && config.output.replaces() {

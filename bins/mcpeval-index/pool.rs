@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use shared::Result;
-use team::{self, Pulled, Team, Uploaded};
+use team::{self, Joined, Pulled, Team, Uploaded};
 
 use crate::args::Config;
 use crate::refresh::{self, Outcome};
@@ -15,6 +15,9 @@ pub struct Synced {
     /// The database, shown without a password.
     pub database: String,
     pub uploaded: Uploaded,
+    /// What this store's own lifecycle brought into the team's, on its
+    /// first run with the database.
+    pub joined: Option<Joined>,
     pub pulled: Pulled,
     /// The view's own index run.
     pub view: Outcome,
@@ -30,6 +33,7 @@ pub fn run(mut team: Team, config: &Config) -> Result<Synced> {
     let database = team.shown().to_owned();
     let started = Instant::now();
     let uploaded = team.upload(&config.home, config.rebuild)?;
+    let joined = team.join(&config.home)?;
     let upload_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     // The view's annotations come from the team's lifecycle.
@@ -47,6 +51,7 @@ pub fn run(mut team: Team, config: &Config) -> Result<Synced> {
     Ok(Synced {
         database,
         uploaded,
+        joined,
         pulled,
         view: outcome,
         upload_seconds,

@@ -11,6 +11,9 @@ use crate::refresh::Outcome;
 
 /// Reports `outcome` (and with a team database what was synced) in `format`.
 pub fn print(outcome: &Outcome, team: Option<&Synced>, format: Format) -> Result<()> {
+    if let Some(line) = team.and_then(joined_line) {
+        let _ = writeln!(io::stderr().lock(), "{line}");
+    }
     match format {
         Format::Text => {
             // Diagnostics: a closed stderr is no reason to fail the run.
@@ -66,6 +69,16 @@ pub fn line(o: &Outcome) -> String {
         "indexed {} calls ({} new) from {} journals in {:.2} s{rebuild}",
         o.calls, o.new, o.journals, o.seconds
     )
+}
+
+/// What a store's own lifecycle brought into the team's, when it
+/// joined, so nothing it held is left behind unsaid.
+pub fn joined_line(t: &Synced) -> Option<String> {
+    let j = t.joined.as_ref()?;
+    Some(format!(
+        "team {}: this store joined with a lifecycle of its own: {} runs and {} annotations added, {} finding states recomputed from the merged runs",
+        t.database, j.runs, j.annotations, j.states
+    ))
 }
 
 /// `team DB: uploaded U calls; the team's view holds N calls (M new) from

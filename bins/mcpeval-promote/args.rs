@@ -33,10 +33,14 @@ Findings are classified (false-success, malformed-result, unknown-tool, \
 invalid-arguments, error-honesty, transient, internal-error, tool-error: the \
 first that applies wins) and carry a one-line server-side fix hint. Derived \
 findings in index.db are replaced; lifecycle state in lifecycle.db is kept.\n\n\
-With a team database it promotes the team's evidence: when this machine's \
-team view is behind the database it runs `mcpeval index` first, then \
-promotes the view and writes the findings and new lifecycle rows back in one \
-transaction under the team's lock.",
+With a team database it promotes the team's evidence as it is now, reading \
+no call: it merges in the database the partial aggregates every store's \
+`mcpeval index` uploads beside its calls, scores the merged groups as one \
+store scores its own, and writes the findings and new lifecycle rows back in \
+one transaction under the team's lock. Where the aggregates cannot merge \
+exactly (a store not indexed since an earlier release, a journal copied \
+between stores) it promotes this machine's team view instead, running \
+`mcpeval index` first when the view is behind the database.",
     after_help = cli::footer(
         "Examples:\n  \
 mcpeval index && mcpeval promote\n  \

@@ -20,6 +20,7 @@ use store::catalog::{self, Promotion};
 use store::db;
 use store::index_db;
 use store::lifecycle;
+use store::partial::Partials;
 use store::salt::Salt;
 
 use crate::args::{Args, Config, Format};
@@ -32,20 +33,23 @@ fn run(config: Config) -> Result<()> {
     // Promote reads what index made; a store that is not there (a typo'd
     // --home) is said to be missing, not to lack an index.
     store::dir::require(&config.home)?;
-    // With a team database: on the team view, under the team's lock, and
-    // the findings and lifecycle written back in the same transaction. The
-    // other machines' evidence moves on between this machine's runs, so
-    // the view is brought up to date first: the findings promoted are
-    // those of the team's calls and annotations as they are now (and a
+    // With a team database: under the team's lock, from every store's
+    // partial aggregates merged in the database as they are now, with the
+    // findings and lifecycle written back in the same transaction; no
+    // call is read but those the team's false-success annotations name.
+    // Where the aggregates do not merge exactly (a store not indexed since
+    // an earlier release, a journal copied between stores), from the
+    // calls of this machine's team view, brought up to date first (and a
     // view that fell behind again meanwhile is refused). Opening the team
     // first refuses another salt or a newer database in promote's own
     // words.
     if let Some(mut team) = team::Team::open(&config.home)?
+        && !team.merges_exactly()?
         && !team.view_is_current(&config.home)?
     {
         catch_up(&config.home)?;
     }
-    let promotion = team::promote(&config.home, |home| promote(home, &config))?;
+    let promotion = team::promote(&config.home, |home, pooled| promote(home, &config, pooled))?;
     let mut out = std::io::stdout().lock();
     match config.format {
         Format::Text => writeln!(out, "{}", summary(&promotion))?,
@@ -58,8 +62,14 @@ fn run(config: Config) -> Result<()> {
     Ok(out.flush()?)
 }
 
-fn promote(home: &Home, config: &Config) -> Result<Promotion> {
-    let mut index = index_db::open_complete(home)?;
+/// Promotes the groups of `pooled` (a team's merged aggregates) or, with
+/// none, of the store's own index.
+fn promote(home: &Home, config: &Config, pooled: Option<Partials>) -> Result<Promotion> {
+    // Merged aggregates need no calls here: only the findings' tables.
+    let mut index = match pooled {
+        Some(_) => db::open(home.index_db().as_std_path(), &index_db::SCHEMA)?,
+        None => index_db::open_complete(home)?,
+    };
     let salt = Salt::load_or_create(home)?;
     let mut life = lifecycle::open(home)?;
 
@@ -70,8 +80,13 @@ fn promote(home: &Home, config: &Config) -> Result<Promotion> {
     // shows the previous run. (Locks are taken index.db, then lifecycle.db;
     // no command takes them the other way round, so none can deadlock.)
     db::write(&mut index, |tx| {
-        index_db::require_state(tx, home.index_db().as_std_path())?;
-        let groups = groups::load(tx, home.index_db().as_std_path())?;
+        let groups = match &pooled {
+            Some(partials) => groups::from_partials(partials),
+            None => {
+                index_db::require_state(tx, home.index_db().as_std_path())?;
+                groups::load(tx, home.index_db().as_std_path())?
+            }
+        };
         let selection = select::select(&groups, &salt, config.threshold, config.now);
         let promotion = Promotion {
             promoted_at: time::now_rfc3339(),

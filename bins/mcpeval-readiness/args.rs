@@ -39,7 +39,9 @@ KiB (measured as it is read, never held), is refused (status 4) with its file an
 trends.db is left as it was. A name in journals/ that is not a regular file (a FIFO, a device) is \
 skipped with a warning on stderr, never opened. Findings come from the index \
 when one exists (a damaged or incomplete one is status 3, as for `mcpeval findings`); without \
-one, the verdict rests on the failure rates and says so.\n\n\
+one, the verdict rests on the failure rates and says so. With a team database it reads neither \
+journals nor trends.db: the counts are the team's, summed in the database from the daily counts \
+each store's `mcpeval index` uploads, and it needs SELECT rights only.\n\n\
 The status is 0 whatever the verdicts: they are data. --format json prints one object \
 {{as_of, days, rate_limit, findings, servers: [{{server, verdict, reasons, open_findings, \
 verifying: [{{id, tool, severity, streak}}], tools: [{{tool, calls, failures, daily: [{{day, calls, \

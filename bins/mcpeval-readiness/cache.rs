@@ -81,6 +81,30 @@ pub struct Refresh {
     pub daily: Vec<Daily>,
 }
 
+impl Refresh {
+    /// The counts of a team, which the database sums for every store's
+    /// journals: nothing is cached, so every call is counted this run.
+    pub fn of_team(team: team::Trends) -> Refresh {
+        Refresh {
+            rebuilt: None,
+            journals: team.journals,
+            bytes_read: 0,
+            calls_added: team.daily.iter().map(|d| d.calls).sum(),
+            daily: team
+                .daily
+                .into_iter()
+                .map(|d| Daily {
+                    day: d.day,
+                    server: d.server,
+                    tool: d.tool,
+                    calls: d.calls,
+                    failures: d.failures,
+                })
+                .collect(),
+        }
+    }
+}
+
 struct Checkpoint {
     name: String,
     length: u64,

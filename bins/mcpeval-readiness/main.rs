@@ -27,15 +27,19 @@ fn main() -> ExitCode {
 }
 
 fn run(config: Config) -> Result<()> {
-    // With a team database: the team's view, brought up to date.
+    // With a team database: the team's findings and counts, read from it.
+    let mut view = team::view(&config.home, team::Scope::All)?;
     let config = Config {
-        home: team::view(&config.home, team::Scope::All)?,
+        home: view.home().clone(),
         ..config
     };
     // Findings not promoted since the index changed end the run first,
     // before the trends cache is touched.
     let catalog = store::catalog::load_if_indexed(&config.home)?;
-    let refresh = cache::refresh(&config.home)?;
+    let refresh = match view.trends()? {
+        Some(team) => cache::Refresh::of_team(team),
+        None => cache::refresh(&config.home)?,
+    };
     if let Some(reason) = &refresh.rebuilt {
         let _ = writeln!(
             std::io::stderr().lock(),

@@ -298,7 +298,9 @@ fn list_findings(config: &Config, args: &Map<String, Value>) -> Result<Value, Fa
         )));
     }
     let servers = strings(args, "server")?;
-    if !config.home.index_db().exists() {
+    // A team's findings are in its database, whatever this store holds;
+    // findings says so when the store joined a team but names none.
+    if !team::belongs(&config.home)? && !config.home.index_db().exists() {
         let note = "no findings: no index yet; run `mcpeval index` and `mcpeval promote`";
         return Ok(ok(json!({"findings": [], "note": note}), note.to_owned()));
     }

@@ -41,7 +41,9 @@ struct Envelope {
 
 /// Runs `share`.
 pub fn run(args: Args) -> Result<()> {
-    let home = team::view(&args.store.resolve()?, team::Scope::All)?;
+    // With a team database: its findings, and every store's calls.
+    let mut home = team::view(&args.store.resolve()?, team::Scope::All)?;
+    home.with_journals()?;
     let catalog = store::catalog::load_if_indexed(&home)?;
     let records = read_journals(&home)?;
 

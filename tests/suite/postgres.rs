@@ -85,6 +85,26 @@ impl Database {
         Postgres::get().psql(&self.name, sql)
     }
 
+    /// The URL of a role of this database that may only read the team's
+    /// tables, as the README's read-only role is set up (created on first
+    /// use; run again after new tables appear).
+    pub fn read_only_url(&self) -> String {
+        let role = format!("{}_reader", self.name);
+        self.psql(&format!(
+            "DO $$ BEGIN
+               IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN
+                 CREATE ROLE {role} LOGIN;
+               END IF;
+             END $$;
+             GRANT CONNECT ON DATABASE {name} TO {role};
+             GRANT USAGE ON SCHEMA mcpeval TO {role};
+             GRANT SELECT ON ALL TABLES IN SCHEMA mcpeval TO {role};",
+            name = self.name
+        ));
+        self.url
+            .replacen(&format!("{USER}@"), &format!("{role}@"), 1)
+    }
+
     /// Puts `line` first in the server's pg_hba.conf and waits for the
     /// server to reload it. The line should name this database alone, so
     /// other tests keep trust; edits are made one at a time.

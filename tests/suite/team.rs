@@ -5,10 +5,12 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use serde_json::json;
 use shared::record::COLUMN_NAMES;
 
 use crate::postgres::{self, Database};
 use crate::records::{self, Rec};
+use crate::serve::{call, client};
 use crate::support::{Deps, Store, private_dir, repo, text};
 
 /// The promotion time every store is promoted at.
@@ -87,6 +89,31 @@ pub fn findings(store: &Store, db: Option<&Database>) -> serde_json::Value {
     let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
     value.as_object_mut().unwrap().remove("promoted_at");
     value
+}
+
+/// `findings --format json` as [`findings`] gives it, read through the
+/// database at `url` (a role of its own).
+pub fn findings_at(store: &Store, url: &str) -> serde_json::Value {
+    let out = store
+        .cmd("mcpeval-findings")
+        .env("MCPEVAL_DATABASE_URL", url)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut value: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    value.as_object_mut().unwrap().remove("promoted_at");
+    value
+}
+
+/// What a reader's store holds: its files, by name.
+pub fn files_of(store: &Store) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(store.home())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 #[test]
@@ -200,6 +227,9 @@ struct Team {
     db: Database,
     stores: Vec<Store>,
     single: Store,
+    /// A CI runner's store: the team salt and nothing else; it reads
+    /// through a role that may only SELECT.
+    reader: Store,
 }
 
 /// The sessions three stores' machines captured from real servers, made
@@ -277,6 +307,7 @@ impl Team {
         Team {
             db,
             single: store_with(Some(&salt), &[]),
+            reader: store_with(Some(&salt), &[]),
             stores,
         }
     }
@@ -334,7 +365,64 @@ impl Team {
                 "{what}: the findings store {n} reads"
             );
         }
+        self.assert_reader_reads(&expected, what);
         expected
+    }
+
+    /// A store that never indexed reads `expected` through a role with
+    /// SELECT rights only, and neither the database nor its store keeps
+    /// a trace of it.
+    fn assert_reader_reads(&self, expected: &serde_json::Value, what: &str) {
+        let url = self.db.read_only_url();
+        let registered = self
+            .db
+            .psql("SELECT store_id FROM mcpeval.stores ORDER BY 1");
+        let kept = files_of(&self.reader);
+        assert_eq!(
+            &findings_at(&self.reader, &url),
+            expected,
+            "{what}: the findings a fresh read-only reader reads"
+        );
+        assert_eq!(
+            self.db
+                .psql("SELECT store_id FROM mcpeval.stores ORDER BY 1"),
+            registered,
+            "{what}: a reader registers no store"
+        );
+        assert_eq!(
+            files_of(&self.reader),
+            kept,
+            "{what}: a reader keeps no view"
+        );
+
+        // Its readiness is the single store's: the same servers, verdicts,
+        // findings and daily counts, from as many journals.
+        let readiness = |store: &Store, url: Option<&str>| -> serde_json::Value {
+            let mut cmd = store.cmd("mcpeval-readiness");
+            if let Some(url) = url {
+                cmd.env("MCPEVAL_DATABASE_URL", url);
+            }
+            let out = cmd
+                .args(["--format", "json", "--days", "30", "--now", NOW])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            serde_json::from_str(&text(&out.stdout)).unwrap()
+        };
+        let (ours, single) = (
+            readiness(&self.reader, Some(&url)),
+            readiness(&self.single, None),
+        );
+        assert_eq!(ours["servers"], single["servers"], "{what}: {ours}");
+        assert!(
+            !single["servers"].as_array().unwrap().is_empty(),
+            "{single}"
+        );
+        assert_eq!(ours["findings"], single["findings"], "{what}");
+        assert_eq!(
+            ours["cache"]["journals"], single["cache"]["journals"],
+            "{what}"
+        );
     }
 
     /// `mcpeval.journals` as (store id, name) → (epoch, sha256, lines).
@@ -459,6 +547,50 @@ fn captured_and_generated_journals_of_three_stores_give_the_findings_of_one_stor
     assert_eq!(t["journals"], team.single.journals().len(), "{summary}");
     assert!(t["new"].is_u64(), "{summary}");
     assert_eq!(findings(&team.stores[2], Some(&team.db)), expected);
+
+    assert_eq!(
+        files_of(&team.reader),
+        [".salt", "journals"],
+        "no view kept"
+    );
+
+    // A store of the team that names no database is told so, with the
+    // store id it is known by and where to name the database; it is not
+    // shown its own files as the team's findings.
+    let (status, _, stderr) = run(&team.stores[2], None, "mcpeval-findings", &[]);
+    assert_eq!(status, 3, "{stderr}");
+    assert!(stderr.contains("belongs to a team"), "{stderr}");
+    assert!(stderr.contains(&store_id(&team.stores[2])), "{stderr}");
+    assert!(stderr.contains("\"database_url\" in"), "{stderr}");
+
+    // serve, started by an MCP client with a small environment (no
+    // MCPEVAL_DATABASE_URL), answers with those words; with database_url
+    // in config.json, a reader's serve lists the team's findings.
+    let list = json!([call("list_findings", json!({}))]);
+    let out = client(&team.stores[2], "auto", list.clone());
+    assert_eq!(out["calls"][0]["is_error"], true, "{out}");
+    assert_eq!(out["calls"][0]["text"], stderr.trim_end(), "{out}");
+    let url = team.db.read_only_url();
+    fs::write(
+        team.reader.home().join("config.json"),
+        json!({ "database_url": url }).to_string(),
+    )
+    .unwrap();
+    let out = client(&team.reader, "auto", list);
+    assert_eq!(out["calls"][0]["is_error"], false, "{out}");
+    let ids = |findings: &serde_json::Value| -> Vec<String> {
+        findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        ids(&out["calls"][0]["structured"]["findings"]),
+        ids(&expected["findings"]),
+        "{out}"
+    );
 }
 
 #[test]
@@ -693,7 +825,7 @@ fn a_password_in_the_database_url_is_never_shown() {
 }
 
 #[test]
-fn a_promote_from_a_view_behind_the_database_catches_up_first() {
+fn a_promote_from_a_view_behind_the_database_merges_the_stores_aggregates() {
     let db = postgres::database();
     let seed = seed_journals();
     let half = |k: usize| -> Vec<PathBuf> { seed.iter().skip(k).step_by(2).cloned().collect() };
@@ -705,9 +837,74 @@ fn a_promote_from_a_view_behind_the_database_catches_up_first() {
     ok(&b, Some(&db), "mcpeval-promote", &["--now", NOW]);
     let team = findings(&b, Some(&db));
     assert!(!team["findings"].as_array().unwrap().is_empty(), "{team}");
+    let single = store_with(Some(&salt), &seed);
+    ok(&single, None, "mcpeval-index", &[]);
+    ok(&single, None, "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(team, findings(&single, None));
 
-    // Store a's view lacks b's calls: its promote indexes first, and so
-    // promotes the team's findings, not those of half its calls.
+    // Store a's view lacks b's calls, and its promote reads no call: it
+    // merges every store's aggregates, so it promotes the team's
+    // findings, not those of half its calls, and leaves its view as it
+    // was.
+    let in_view = |store: &Store| {
+        fs::read_dir(store.home().join("team/journals"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "jsonl")
+            })
+            .count()
+    };
+    assert_eq!(in_view(&a), half(0).len());
+    ok(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(in_view(&a), half(0).len());
+    assert_eq!(findings(&a, Some(&db)), team);
+    assert_eq!(findings(&b, Some(&db)), team);
+
+    // A store last indexed by an earlier release uploaded no aggregates:
+    // promote then reads the calls, bringing its view up to date first,
+    // and promotes the same findings.
+    db.psql(&format!(
+        "UPDATE mcpeval.stores SET partials = false WHERE store_id = '{}';
+         DELETE FROM mcpeval.part_failures WHERE store_id = '{}';",
+        store_id(&b),
+        store_id(&b)
+    ));
+    ok(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(in_view(&a), seed.len());
+    assert_eq!(findings(&a, Some(&db)), team);
+    // Its next index uploads them, and the merge is exact again.
+    ok(&b, Some(&db), "mcpeval-index", &[]);
+    let uploaded = db.psql(&format!(
+        "SELECT partials, (SELECT count(*) > 0 FROM mcpeval.part_failures WHERE store_id = '{0}')
+         FROM mcpeval.stores WHERE store_id = '{0}'",
+        store_id(&b)
+    ));
+    assert_eq!(uploaded.trim(), "t|t");
+    ok(&b, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(findings(&b, Some(&db)), team);
+}
+
+#[test]
+fn a_journal_copied_between_stores_is_promoted_from_the_calls() {
+    let db = postgres::database();
+    let seed = seed_journals();
+    let a = store_with(None, &seed[..4]);
+    let salt = salt_of(&a);
+    // Store b holds the other journals and a copy of one of a's: its
+    // sessions are in two stores, whose session counts would not add up.
+    let b = store_with(Some(&salt), &[&seed[4..], &seed[..1]].concat());
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+    ok(&b, Some(&db), "mcpeval-index", &[]);
+    let single = store_with(Some(&salt), &seed);
+    ok(&single, None, "mcpeval-index", &[]);
+    ok(&single, None, "mcpeval-promote", &["--now", NOW]);
+
+    // Promote sees that the aggregates cannot merge exactly and reads the
+    // calls of a's view, which it brings up to date first.
     let in_view = || {
         fs::read_dir(a.home().join("team/journals"))
             .unwrap()
@@ -720,11 +917,10 @@ fn a_promote_from_a_view_behind_the_database_catches_up_first() {
             })
             .count()
     };
-    assert_eq!(in_view(), half(0).len());
+    assert_eq!(in_view(), 4);
     ok(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
-    assert_eq!(in_view(), seed.len());
-    assert_eq!(findings(&a, Some(&db)), team);
-    assert_eq!(findings(&b, Some(&db)), team);
+    assert_eq!(in_view(), seed.len() + 1);
+    assert_eq!(findings(&a, Some(&db)), findings(&single, None));
 }
 
 #[test]
@@ -786,4 +982,80 @@ fn a_database_column_of_another_type_is_refused_not_a_crash() {
     assert_eq!(status, 3, "{stderr}");
     assert!(stderr.contains("team database postgres://"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_copied_store_is_refused_with_the_way_out_and_journal_names_may_repeat_across_stores() {
+    let db = postgres::database();
+    let seed = seed_journals();
+    let a = store_with(None, &seed[..4]);
+    // A reader changes nothing: before any store indexed, there is no
+    // team to read, and it says who makes one.
+    let (status, _, stderr) = run(&a, Some(&db), "mcpeval-findings", &[]);
+    assert_eq!(status, 3, "{stderr}");
+    assert!(stderr.contains("holds no team yet"), "{stderr}");
+    assert_eq!(
+        db.psql("SELECT to_regclass('mcpeval.meta') IS NULL").trim(),
+        "t"
+    );
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+    // The whole store copied to another machine, which indexes after the
+    // original indexed again.
+    let b = Store::new();
+    private_dir(&b.home());
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(a.home().join("."))
+        .arg(b.home())
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+    let before = db.psql("SELECT store_id, name, epoch, lines FROM mcpeval.journals ORDER BY 1, 2");
+    let (status, _, stderr) = run(&b, Some(&db), "mcpeval-index", &[]);
+    assert_eq!(status, 6, "{stderr}");
+    assert!(stderr.contains("is a copy of the other"), "{stderr}");
+    assert!(stderr.contains(&store_id(&a)), "{stderr}");
+    assert!(
+        stderr.contains("give the copy an id of its own: on the copy, delete"),
+        "{stderr}"
+    );
+    assert_eq!(
+        db.psql("SELECT store_id, name, epoch, lines FROM mcpeval.journals ORDER BY 1, 2"),
+        before,
+        "nothing uploaded"
+    );
+    // The original goes on as before.
+    ok(&a, Some(&db), "mcpeval-index", &[]);
+
+    // The way out: the copy gets an id of its own and keeps only its own
+    // journal, which has the name of one of the original's.
+    for name in ["store-id", "upload-token"] {
+        fs::remove_file(b.home().join(name)).unwrap();
+    }
+    for path in b.journals() {
+        fs::remove_file(path).unwrap();
+    }
+    let name = seed[0].file_name().unwrap();
+    fs::copy(&seed[5], b.home().join("journals").join(name)).unwrap();
+    ok(&b, Some(&db), "mcpeval-index", &[]);
+    ok(&b, Some(&db), "mcpeval-promote", &["--now", NOW]);
+    assert_ne!(store_id(&a), store_id(&b));
+
+    // The team's findings are those of one store holding every journal.
+    let salt = a.home().join(".salt");
+    let mut every: Vec<PathBuf> = seed[..4].to_vec();
+    every.push(seed[5].clone());
+    let single = store_with(Some(&salt), &every);
+    ok(&single, None, "mcpeval-index", &[]);
+    ok(&single, None, "mcpeval-promote", &["--now", NOW]);
+    assert_eq!(findings(&a, Some(&db)), findings(&single, None));
+    let lines: usize = every
+        .iter()
+        .map(|p| fs::read_to_string(p).unwrap().lines().count())
+        .sum();
+    assert_eq!(
+        db.psql("SELECT count(*) FROM mcpeval.calls").trim(),
+        lines.to_string()
+    );
 }

@@ -177,12 +177,18 @@ fn findings(home: &Path, db: &Database) -> Value {
 }
 
 /// The tables of the `mcpeval` schema and the columns of each that hold
-/// a clock's time (different from run to run), or a row's MAC over one.
+/// a clock's time (different from run to run), a row's MAC over one, or
+/// a random token (a store's upload token: that a new run after a kill
+/// is not taken for a copy shows it is kept right).
 const TABLES: &[(&str, &[&str])] = &[
     ("meta", &[]),
-    ("stores", &["first_seen", "last_upload"]),
+    (
+        "stores",
+        &["first_seen", "last_upload", "joined_at", "upload_token"],
+    ),
     ("journals", &[]),
     ("calls", &[]),
+    ("daily", &[]),
     ("life_annotations", &["created_at", "mac"]),
     ("life_finding_state", &["updated_at", "streak_since", "mac"]),
     ("life_verifications", &["recorded_at", "mac"]),
@@ -193,7 +199,7 @@ const TABLES: &[(&str, &[&str])] = &[
 ];
 
 /// The evidence an upload changes, and what a lifecycle write changes.
-const EVIDENCE: &[&str] = &["journals", "calls", "meta"];
+const EVIDENCE: &[&str] = &["journals", "calls", "daily", "meta"];
 const LIFECYCLE: &[&str] = &[
     "life_annotations",
     "life_finding_state",
@@ -697,4 +703,96 @@ fn index_killed_inside_the_team_views_own_index_leaves_a_view_the_next_run_compl
     // Past the store's own index and the upload, into the view's.
     assert!(last >= 200, "the run ended after {last} statements");
     assert!(in_view.get() >= 2, "{} kills after the pull", in_view.get());
+}
+
+/// Runs `name ARGS…` on the store at `home` with no team database.
+fn alone(home: &Path, name: &str, args: &[&str]) -> String {
+    let out = Command::new(bin(name))
+        .args(args)
+        .env_clear()
+        .env("MCPEVAL_HOME", home)
+        .env("HOME", home.parent().unwrap())
+        .env("NO_COLOR", "1")
+        .env("PATH", SYSTEM_PATH)
+        .env("LANG", "C.UTF-8")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{name} {args:?}: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+#[test]
+fn index_killed_while_a_store_joins_with_its_lifecycle_brings_it_wholly_and_once() {
+    let mut template = Template::new();
+    let journals = some_seed_journals();
+    two_stores(&mut template, &journals);
+    let (a, b) = (template.home("a"), template.home("b"));
+    ok(&a, &template.db, "mcpeval-index", &[]);
+    ok(&a, &template.db, "mcpeval-promote", &["--now", NOW]);
+    // Store b worked alone before it joins: it promoted its findings,
+    // closed one by hand and annotated a call.
+    let id = fs::read_to_string(b.join("store-id")).unwrap();
+    fs::remove_file(b.join("store-id")).unwrap();
+    alone(&b, "mcpeval-index", &[]);
+    alone(&b, "mcpeval-promote", &["--threshold", "0", "--now", NOW]);
+    let listed: Value =
+        serde_json::from_str(&alone(&b, "mcpeval-findings", &["--format", "json"])).unwrap();
+    let finding = listed["findings"][0]["id"].as_str().unwrap().to_owned();
+    alone(
+        &b,
+        "mcpeval-close",
+        &["--finding", &finding, "--reason", "fixed upstream"],
+    );
+    let first = fs::read_to_string(&journals[1]).unwrap();
+    let record: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    let event = record["identity"]["event_id"].as_str().unwrap();
+    alone(
+        &b,
+        "mcpeval-annotate",
+        &[
+            "--event-id",
+            event,
+            "--kind",
+            "other",
+            "--note",
+            "seen alone",
+        ],
+    );
+    fs::write(b.join("store-id"), id).unwrap();
+    template.changed();
+
+    // The lifecycle holds b's history wholly or not at all after a kill,
+    // and the next run brings it exactly once (the dump of a run never
+    // killed): the join is marked in the transaction that brings it.
+    const JOINED: &[&str] = &["life_annotations", "life_finding_state", "life_history"];
+    let before = dump(&template.db, JOINED, &[]);
+    let after = {
+        let copy = template.copy();
+        ok(&copy.home("b"), copy.db, "mcpeval-index", &[]);
+        dump(copy.db, JOINED, &[])
+    };
+    assert!(after.contains("seen alone"), "{after}");
+    assert!(after.contains("fixed upstream"), "{after}");
+    assert!(before != after, "the run must bring b's lifecycle");
+    let between = |copy: &Copy| {
+        let seen = dump(copy.db, JOINED, &[]);
+        before_or_after(&seen, &before, &after, "the lifecycle after a kill");
+        seen == after
+    };
+    killed_everywhere(
+        &mut template,
+        "b",
+        "mcpeval-index",
+        &[],
+        "mcpeval-index",
+        Sweep::Team(8),
+        true,
+        &[],
+        between,
+        |copy| promoted_findings(copy, "b"),
+    );
 }

@@ -19,6 +19,9 @@ use crate::verify::{AS_OF, FIXTURE_SERVER, status_case};
 struct Team {
     db: Database,
     stores: Vec<Store>,
+    /// A store with the team salt alone that reads through a role with
+    /// SELECT rights only: what every store reads, it reads.
+    reader: Store,
     finding: String,
     server: PathBuf,
     manifest: PathBuf,
@@ -71,6 +74,7 @@ impl Team {
         std::fs::write(&manifest, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
         Team {
             db,
+            reader: store_with(Some(&stores[0].home().join(".salt")), &[]),
             stores,
             finding,
             server,
@@ -165,12 +169,31 @@ impl Team {
         serde_json::from_str(&json).unwrap()
     }
 
-    /// Every store reads the same history; its runs are (run id, result).
+    /// `ARGS…` of `mcpeval-findings` on the read-only reader.
+    fn read_only(&self, args: &[&str]) -> Value {
+        let out = self
+            .reader
+            .cmd("mcpeval-findings")
+            .env("MCPEVAL_DATABASE_URL", self.db.read_only_url())
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_str(&text(&out.stdout)).unwrap()
+    }
+
+    /// Every store, and the read-only reader, reads the same history; its
+    /// runs are (run id, result).
     fn runs(&self) -> Vec<(String, String)> {
         let first = self.history(0);
         for k in 1..self.stores.len() {
             assert_eq!(self.history(k), first, "store {k}");
         }
+        assert_eq!(
+            self.read_only(&["--history", "--format", "json"]),
+            first,
+            "the read-only reader"
+        );
         let entry = &first["history"][0];
         assert_eq!(entry["finding"], self.finding.as_str(), "{first}");
         entry["runs"]
@@ -195,6 +218,22 @@ impl Team {
                 "store {k}"
             );
         }
+        let all = self.read_only(&["--format", "json"]);
+        let f = all["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == self.finding.as_str())
+            .unwrap_or_else(|| panic!("the read-only reader lost the finding: {all:#}"));
+        assert_eq!(
+            (
+                f["state"].as_str().unwrap(),
+                f["streak"].as_u64().unwrap(),
+                f["reopened"].as_u64().unwrap()
+            ),
+            (state, streak, reopened),
+            "the read-only reader"
+        );
     }
 }
 
@@ -1130,17 +1169,26 @@ fn rows_from_before_row_macs_are_signed_once_then_held_to_them() {
     }
     team.db
         .psql("UPDATE mcpeval.meta SET value = '2' WHERE key = 'schema_version'");
-    // The first command of this release signs every row, trusting it,
-    // and reads them as before.
+    // A reader changes nothing, the schema included: it says who can.
+    let (status, _, stderr) = run(
+        &team.stores[1],
+        Some(&team.db),
+        "mcpeval-findings",
+        &["--format", "json"],
+    );
+    assert_eq!(status, 3, "{stderr}");
+    assert!(stderr.contains("schema version 2"), "{stderr}");
+    assert!(stderr.contains("run `mcpeval index` once"), "{stderr}");
+    // The first command of this release that may write signs every row,
+    // trusting it, and they read as before.
+    ok(&team.stores[0], Some(&team.db), "mcpeval-index", &[]);
     assert_eq!(read(), expected);
     assert_eq!(unsigned(), counts);
     assert_eq!(team.history(1), history);
-    assert_eq!(
-        team.db
-            .psql("SELECT value FROM mcpeval.meta WHERE key = 'schema_version'")
-            .trim(),
-        "3"
-    );
+    let newest = team
+        .db
+        .psql("SELECT value FROM mcpeval.meta WHERE key = 'schema_version'");
+    assert!(newest.trim().parse::<i64>().unwrap() >= 3, "{newest}");
 
     // Once: a row that loses its MAC later is refused, not signed again.
     team.db.psql(&format!(
@@ -1204,4 +1252,95 @@ fn the_teams_require_witnessed_keeps_an_unwitnessed_streak_verifying_everywhere(
     team.expect(&out, 0, "green", "closed", 3);
     let f = &findings_of(&team.stores[2], &team.db)[0];
     assert_eq!(f["witnessed"], json!(false), "{f}");
+}
+
+#[test]
+fn a_store_with_a_verifying_finding_joins_with_its_runs_streak_and_state() {
+    let team = Team::new();
+    // A store with the team's salt that worked alone: failures of the same
+    // tool in sessions of its own, in a journal named as the first
+    // store's (names need not be unique across stores), promoted, and
+    // two green runs.
+    let loner = store_with(Some(&team.stores[0].home().join(".salt")), &[]);
+    let recs: Vec<Rec> = (1..=2)
+        .flat_map(|session| {
+            (1..=10).map(move |seq| {
+                Rec::error(
+                    5000 + session * 100 + seq,
+                    session + 50,
+                    seq,
+                    "status",
+                    Some(1),
+                )
+                .server(FIXTURE_SERVER)
+            })
+        })
+        .collect();
+    records::write(&loner, 1, &records::lines(&recs));
+    ok(&loner, None, "mcpeval-index", &[]);
+    ok(
+        &loner,
+        None,
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", AS_OF],
+    );
+    let verify_alone = || -> Out {
+        let out = loner
+            .cmd("mcpeval-verify")
+            .env("PROBE_FIXTURE_LOG", &team.log)
+            .args(["--finding", &team.finding, "--case", "status", "--manifest"])
+            .arg(&team.manifest)
+            .arg("--")
+            .args(team.argv(&[]))
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            text(&out.stdout),
+            text(&out.stderr),
+        )
+    };
+    let first = verify_alone();
+    team.expect(&first, 0, "green", "verifying", 1);
+    let second = verify_alone();
+    team.expect(&second, 0, "green", "verifying", 2);
+
+    // It joins by the README's steps: index, then promote.
+    let (status, _, stderr) = run(&loner, Some(&team.db), "mcpeval-index", &[]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(
+        stderr.contains(
+            "joined with a lifecycle of its own: 2 runs and 0 annotations added, 1 finding states recomputed"
+        ),
+        "{stderr}"
+    );
+    ok(
+        &loner,
+        Some(&team.db),
+        "mcpeval-promote",
+        &["--threshold", "0", "--now", AS_OF],
+    );
+    // Every store of the team reads the runs, streak and state it had.
+    team.everywhere("verifying", 2, 0);
+    let green = |out: &Out| (run_id(out), "green".to_owned());
+    assert_eq!(team.runs(), [green(&first), green(&second)]);
+    let read = ok(
+        &loner,
+        Some(&team.db),
+        "mcpeval-findings",
+        &["--history", "--format", "json"],
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&read).unwrap(),
+        team.history(0)
+    );
+
+    // Its history is brought once; the streak goes on on any store.
+    let (status, _, stderr) = run(&loner, Some(&team.db), "mcpeval-index", &[]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(!stderr.contains("joined"), "{stderr}");
+    let third = team.verify(1, &[]);
+    team.expect(&third, 0, "green", "closed", 3);
+    team.everywhere("closed", 3, 0);
+    assert_eq!(team.runs().len(), 3);
 }

@@ -137,6 +137,19 @@ impl Home {
         }
     }
 
+    /// A reader's view of the team at `dir`, a directory of its own that
+    /// lives as long as the command: laid out like [`Home::team_view`]
+    /// (this store's salt and settings), but filled from the team
+    /// database for one command and never kept in the store.
+    pub fn team_reading(&self, dir: &Utf8Path) -> Home {
+        Home {
+            root: dir.to_path_buf(),
+            base: Some(self.own_root().to_path_buf()),
+            database: self.database.clone(),
+            named: self.named,
+        }
+    }
+
     /// Whether this is a team view.
     pub fn is_team_view(&self) -> bool {
         self.base.is_some()

@@ -25,6 +25,7 @@ pub mod lifecycle;
 pub mod lock;
 pub mod loopback;
 pub mod outcome;
+pub mod partial;
 pub mod salt;
 pub mod sanitize;
 pub mod signed;

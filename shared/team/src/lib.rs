@@ -2,10 +2,12 @@
 //! PostgreSQL database.
 //!
 //! Capture stays local. `index` uploads the store's calls (the sanitized
-//! rows of its `index.db`, never a journal file or the salt) and then
-//! brings this machine's *team view* up to date: a directory laid out as a
-//! store of its own (`team/` inside the store), whose journals are rebuilt
-//! from every store's calls and indexed by the same code as any store. The
+//! rows of its `index.db`, never a journal file or the salt) with its
+//! partial aggregates (the module `partials`), which `promote` merges in
+//! SQL, and then brings this machine's *team view* up to date: a
+//! directory laid out as a store of its own (`team/` inside the store),
+//! whose journals are rebuilt from every store's calls and indexed by the
+//! same code as any store. The
 //! lifecycle and the last promote's findings live in the database; a
 //! command copies them into the view when it starts ([`view`]), and a
 //! command that changes them does so inside one serializable transaction
@@ -33,11 +35,15 @@
 //! After that a row without a MAC is refused like one with a wrong MAC.
 
 mod database;
+mod join;
 mod mirror;
+mod partials;
 mod pull;
+mod read;
 mod schema;
 mod scope;
 mod tls;
+mod token;
 mod trust;
 mod upload;
 
@@ -46,8 +52,11 @@ use std::fs;
 use postgres::{Client, IsolationLevel, Transaction};
 
 pub use database::{DATABASE_ENV, Database};
+pub use join::Joined;
 pub use pull::{Pulled, mark_indexed};
+pub use read::{Daily, Trends, View, check, view};
 pub use scope::Scope;
+pub use store::partial::Partials;
 pub use upload::Uploaded;
 
 use shared::error::{Error, Result};
@@ -143,16 +152,6 @@ impl Team {
         upload::run(self, own, replace)
     }
 
-    /// A read-only transaction that sees one state of the database.
-    fn snapshot(&mut self) -> Result<Transaction<'_>> {
-        self.client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(pg_error(&self.shown))
-    }
-
     /// Copies the team's lifecycle and findings into this machine's team
     /// view and returns it (see [`view`]); refuses (status 3) when a row
     /// that `scope` reads is refused.
@@ -164,7 +163,7 @@ impl Team {
         let shown = self.shown.clone();
         let salt = self.salt.clone();
         fault::team_statement();
-        let mut tx = self.snapshot()?;
+        let mut tx = read::snapshot(&mut self.client, &shown)?;
         let refused = pull_shared(&mut tx, &shown, &salt, &view)?;
         fault::team_statement();
         tx.commit().map_err(pg_error(&shown))?;
@@ -182,33 +181,31 @@ impl Team {
         Ok(pull::indexed_generation(&home.team_view())? >= generation)
     }
 
+    /// Whether every store's partial aggregates merge exactly into the
+    /// groups one store holding every journal would have (see the module
+    /// `partials`); when not, promote reads the calls in this machine's
+    /// view, which `mcpeval index` brings up to date.
+    pub fn merges_exactly(&mut self) -> Result<bool> {
+        let shown = self.shown.clone();
+        fault::team_statement();
+        let mut tx = self.client.transaction().map_err(pg_error(&shown))?;
+        let inexact = partials::inexact(&mut tx, &shown)?;
+        fault::team_statement();
+        tx.commit().map_err(pg_error(&shown))?;
+        Ok(inexact.is_none())
+    }
+
     /// Rebuilds the view's journals from the database's calls (see
     /// the module `pull`).
     pub fn pull(&mut self, view: &Home) -> Result<Pulled> {
-        pull::run(self, view)
+        pull::run(&mut self.client, &self.shown, view)
     }
 }
 
-/// Refuses, as [`view`] does, a store that is not there or cannot use its
-/// team database; for commands that leave the reading to their siblings.
-pub fn check(home: &Home) -> Result<()> {
-    store::dir::require(home)?;
-    Team::open(home).map(drop)
-}
-
-/// The store to read: the store itself, or, with a team database, this
-/// machine's team view with the team's lifecycle and findings as the
-/// database holds them now. Every reader starts here, so this is where a
-/// store that does not exist is refused (status 3, see
-/// [`store::dir::require`]): before a team database is reached, since
-/// the store's salt is what keys the team. A command that reads a row the
-/// view refused (`scope` says which it reads) is refused with it (status 3).
-pub fn view(home: &Home, scope: Scope) -> Result<Home> {
-    store::dir::require(home)?;
-    match Team::open(home)? {
-        Some(mut team) => team.refresh_view(home, &scope),
-        None => Ok(home.clone()),
-    }
+/// Whether the store reads a team: it names a team database, or it
+/// joined one (it has a store id) and should.
+pub fn belongs(home: &Home) -> Result<bool> {
+    Ok(Database::resolve(home)?.is_some() || home.own().store_id().exists())
 }
 
 /// Whether the team's settings ask for witnessed closures: the row
@@ -242,30 +239,50 @@ pub fn require_witnessed(home: &Home) -> Result<bool> {
 /// with the refused rows as they were. A failure anywhere leaves the
 /// database as it was.
 pub fn write<T>(home: &Home, scope: Scope, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
-    write_on(home, &scope, false, work)
+    write_on(home, &scope, work)
 }
 
 /// [`write()`] for `promote`, which reads the whole lifecycle
 /// ([`Scope::Lifecycle`]) and replaces the findings, refused rows of them
-/// included. It refuses (status 3, nothing written) when this machine's
-/// view was indexed from older evidence than the database holds now,
-/// since promoting it would replace the team's findings with those of
-/// calls the team has moved past.
-pub fn promote<T>(home: &Home, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
-    write_on(home, &Scope::Lifecycle, true, work)
+/// included. `work` is handed every store's partial aggregates merged in
+/// the database, with the false-success groups of the team's annotations
+/// (the module `partials`), read in the transaction its findings are
+/// written in; `None` for one store, and for a team whose aggregates do
+/// not merge exactly ([`Team::merges_exactly`]): then `work` reads this
+/// machine's view, and promote refuses (status 3, nothing written) when
+/// that view was indexed from older evidence than the database holds
+/// now, since promoting it would replace the team's findings with those
+/// of calls the team has moved past.
+pub fn promote<T>(
+    home: &Home,
+    work: impl FnOnce(&Home, Option<Partials>) -> Result<T>,
+) -> Result<T> {
+    let Some(mut team) = Team::open(home)? else {
+        return work(home, None);
+    };
+    write_team(&mut team, home, &Scope::Lifecycle, true, None, work)
 }
 
-/// `promoting`: the view must be current, and `work` recomputes the
-/// catalog, so the catalog's refused rows are not kept.
-fn write_on<T>(
-    home: &Home,
-    scope: &Scope,
-    promoting: bool,
-    work: impl FnOnce(&Home) -> Result<T>,
-) -> Result<T> {
+fn write_on<T>(home: &Home, scope: &Scope, work: impl FnOnce(&Home) -> Result<T>) -> Result<T> {
     let Some(mut team) = Team::open(home)? else {
         return work(home);
     };
+    write_team(&mut team, home, scope, false, None, |view, _| work(view))
+}
+
+/// [`write_on`] with the team open; `joining` names a store whose
+/// lifecycle `work` brings into the team's, marked as joined in the same
+/// transaction. `promoting`: `work` recomputes the catalog (so the
+/// catalog's refused rows are not kept) from the merged aggregates, or
+/// from a view that must be current (see [`promote`]).
+fn write_team<T>(
+    team: &mut Team,
+    home: &Home,
+    scope: &Scope,
+    promoting: bool,
+    joining: Option<&str>,
+    work: impl FnOnce(&Home, Option<Partials>) -> Result<T>,
+) -> Result<T> {
     let view = home.team_view();
     store::dir::ensure(&view)?;
     let lock = view_lock(&view)?;
@@ -288,9 +305,17 @@ fn write_on<T>(
         .map_err(pg_error(&shown))?;
     let refused = pull_shared(&mut tx, &shown, &team.salt, &view)?;
     scope.check(&refused, &shown)?;
+    // The generation the findings are promoted from.
+    let mut promoted_from = None;
+    let mut pooled = None;
     if promoting {
         let generation = generation(&mut tx, &shown)?;
-        if pull::indexed_generation(&view)? < generation {
+        if partials::inexact(&mut tx, &shown)?.is_none() {
+            // The team's annotations, as the view now holds them.
+            let annotations = lifecycle::list(&lifecycle::open(&view)?)?;
+            pooled = Some(partials::merged(&mut tx, &shown, &annotations)?);
+            promoted_from = Some(generation);
+        } else if pull::indexed_generation(&view)? < generation {
             return Err(Error::unavailable(format!(
                 "this store's view of the team database {shown} is behind it: calls or annotations \
                  arrived since this store last ran mcpeval index; nothing was promoted"
@@ -299,7 +324,7 @@ fn write_on<T>(
         }
     }
     let before = Snapshot::take(&view)?;
-    let value = work(&view)?;
+    let value = work(&view, pooled)?;
     let after = Snapshot::take(&view)?;
     let mut evidence_changed = false;
     for (old, new) in before.lifecycle.iter().zip(&after.lifecycle) {
@@ -316,11 +341,17 @@ fn write_on<T>(
         for new in &after.catalog {
             mirror::push(&mut tx, &shown, &team.salt, new.table, &new.rows, kept)?;
         }
-        let indexed = pull::indexed_generation(&view)?;
+        let indexed = match promoted_from {
+            Some(generation) => generation,
+            None => pull::indexed_generation(&view)?,
+        };
         set_meta(&mut tx, &shown, "promoted_generation", &indexed.to_string())?;
     }
     if evidence_changed {
         bump_generation(&mut tx, &shown)?;
+    }
+    if let Some(store) = joining {
+        join::mark(&mut tx, &shown, store)?;
     }
     fault::team_statement();
     tx.commit().map_err(|e| {
@@ -552,6 +583,13 @@ fn store_id(own: &Home) -> Result<String> {
     let line = format!("{id}\n");
     shared::atomic_file::create(path.as_std_path(), line.as_bytes(), 0o600)?;
     read(&path)?.ok_or_else(|| Error::unavailable(format!("{path} vanished while being created")))
+}
+
+/// Whether a call's origin is real traffic (captured or traced), which
+/// readiness and false-success annotations count; a probe's own calls
+/// never are.
+fn is_traffic(origin: &str) -> bool {
+    shared::record::Origin::parse(origin).is_some_and(shared::record::Origin::is_traffic)
 }
 
 /// Column `i` of a row read from the database: a value of another type

@@ -25,7 +25,7 @@ use shared::record::{self, COLUMN_NAMES, Columns};
 use store::fault;
 use store::journal;
 
-use super::{Team, column, pg_error};
+use super::{column, pg_error};
 
 /// What a pull did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -102,14 +102,14 @@ pub fn mark_indexed(view: &Home, generation: i64) -> Result<()> {
 }
 
 /// Brings the view's journals to the database's calls, in one snapshot.
-pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
+pub fn run(client: &mut postgres::Client, shown: &str, view: &Home) -> Result<Pulled> {
     store::dir::ensure(view)?;
-    let shown = team.shown.clone();
+    let shown = shown.to_owned();
     let lock = super::view_lock(view)?;
     let _held = lock.exclusive()?;
     let mut state = load(view)?;
     fault::team_statement();
-    let mut tx = team.snapshot()?;
+    let mut tx = super::read::snapshot(client, &shown)?;
     let generation = super::generation(&mut tx, &shown)?;
     fault::team_statement();
     let rows = tx
@@ -118,7 +118,7 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
             &[],
         )
         .map_err(pg_error(&shown))?;
-    let mut wanted: BTreeMap<String, (String, i64, i64)> = BTreeMap::new();
+    let mut holders: BTreeMap<String, u32> = BTreeMap::new();
     for row in &rows {
         let (store, name): (String, String) = (column(row, 0, &shown)?, column(row, 1, &shown)?);
         if !journal::is_journal_name(&name) {
@@ -128,17 +128,24 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
                 shared::escape::quoted(&name)
             )));
         }
-        if let Some((other, _, _)) = wanted.get(&name) {
-            return Err(Error::unavailable(format!(
-                "team database {shown}: stores {} and {} both upload a journal named {name}; the team view cannot hold both",
-                shared::escape::quoted(other),
-                shared::escape::quoted(&store)
-            ))
-            .with_hint("rename one store's journal (journal names carry the time and a random part, so this happens only when a store was copied)"));
-        }
+        *holders.entry(name).or_default() += 1;
+    }
+    // View file name → (store, epoch, lines, the store's journal name).
+    let mut wanted: BTreeMap<String, (String, i64, i64, String)> = BTreeMap::new();
+    for row in &rows {
+        let (store, name): (String, String) = (column(row, 0, &shown)?, column(row, 1, &shown)?);
+        let file = match holders.get(&name) {
+            Some(1) => name.clone(),
+            _ => shared_name(&name, &store),
+        };
         wanted.insert(
-            name,
-            (store, column(row, 2, &shown)?, column(row, 3, &shown)?),
+            file,
+            (
+                store,
+                column(row, 2, &shown)?,
+                column(row, 3, &shown)?,
+                name,
+            ),
         );
     }
 
@@ -153,7 +160,7 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
             .len() as u64,
         calls: 0,
     };
-    for (name, (store, epoch, lines)) in &wanted {
+    for (name, (store, epoch, lines, journal)) in &wanted {
         let path = dir.join(name);
         // Only a regular file is kept or appended to: anything else under
         // that name (a FIFO would block the open) is replaced whole.
@@ -175,8 +182,15 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
                 let mut file = BufWriter::new(file);
                 std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0))
                     .map_err(|err| Error::io(format_args!("cannot append to {path}"), err))?;
-                let (calls, last_line, written) =
-                    write_calls(&mut tx, &shown, store, name, e.last_line, &mut file, &path)?;
+                let (calls, last_line, written) = write_calls(
+                    &mut tx,
+                    &shown,
+                    store,
+                    journal,
+                    e.last_line,
+                    &mut file,
+                    &path,
+                )?;
                 file.flush()
                     .map_err(|err| Error::io(format_args!("cannot write {path}"), err))?;
                 pulled.calls += calls;
@@ -200,7 +214,7 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
                     .map_err(|e| Error::io(format_args!("cannot create {tmp}"), e))?;
                 let mut file = BufWriter::new(file);
                 let (calls, last_line, written) =
-                    write_calls(&mut tx, &shown, store, name, 0, &mut file, &tmp)?;
+                    write_calls(&mut tx, &shown, store, journal, 0, &mut file, &tmp)?;
                 file.flush()
                     .map_err(|err| Error::io(format_args!("cannot write {tmp}"), err))?;
                 drop(file);
@@ -244,6 +258,16 @@ pub fn run(team: &mut Team, view: &Home) -> Result<Pulled> {
 
 /// Writes the calls of one journal after `after` as record lines;
 /// returns (calls, last line, bytes).
+/// The view's name for journal `name` of `store` when another store has
+/// a journal of that name too (names are unique within a store, not
+/// across a team): the same time, so the order of journals stays the
+/// order they were made in, and the random part made from the store and
+/// the name, so each store's journal has a file of its own.
+fn shared_name(name: &str, store: &str) -> String {
+    let digest = store::hash::sha256_joined(&[store.as_bytes(), name.as_bytes()]);
+    format!("{}{}.jsonl", &name[..21], &store::hash::hex(&digest)[..8])
+}
+
 fn write_calls(
     tx: &mut postgres::Transaction<'_>,
     shown: &str,

@@ -11,7 +11,14 @@ use store::salt::Salt;
 use super::{LOCK_LIFECYCLE, LOCK_SCHEMA, mirror, pg_error};
 
 /// The migrations, in order; append new steps, never edit a released one.
-pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+pub const MIGRATIONS: &[&str] = &[
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+    MIGRATION_6,
+];
 
 /// The first version whose mirrored rows carry a MAC.
 const SIGNED: i64 = 3;
@@ -133,6 +140,99 @@ ALTER TABLE mcpeval.life_history ADD COLUMN mac text;
 ALTER TABLE mcpeval.life_imports ADD COLUMN mac text;
 ALTER TABLE mcpeval.cat_findings ADD COLUMN mac text;
 ALTER TABLE mcpeval.cat_promotion ADD COLUMN mac text;
+";
+
+/// What a store brought along and who uploads as it: `joined_at`, when
+/// the store's own lifecycle (from before it joined) went into the
+/// team's (see `join`); `upload_token`, a random token each upload
+/// replaces, which the store keeps too, so a second machine uploading
+/// under the same store id (a copied store) is told apart (see `upload`).
+const MIGRATION_4: &str = "
+ALTER TABLE mcpeval.stores ADD COLUMN IF NOT EXISTS joined_at text,
+    ADD COLUMN IF NOT EXISTS upload_token text;
+";
+
+/// `daily`: per store, journal, UTC day, server and tool, the captured
+/// calls and the failures among them (an error, or a malformed result),
+/// as `readiness` counts a store's journals. `index` keeps it with the
+/// calls, in the upload's transaction, so a reader sums a few rows per
+/// day and tool instead of every call; this step fills it from the calls
+/// already there (once: a database whose version was set back keeps the
+/// counts it has).
+const MIGRATION_5: &str = "
+CREATE TABLE IF NOT EXISTS mcpeval.daily(
+    store_id text NOT NULL,
+    journal  text NOT NULL,
+    day      text NOT NULL,
+    server   text NOT NULL,
+    tool     text NOT NULL,
+    calls    bigint NOT NULL,
+    failures bigint NOT NULL,
+    PRIMARY KEY (store_id, journal, day, server, tool)
+);
+INSERT INTO mcpeval.daily
+    SELECT store_id, journal, substr(started_at, 1, 10), server, tool, count(*),
+           count(*) FILTER (WHERE outcome = 'error'
+                            OR (outcome = 'unknown' AND unknown = 'malformed'))
+    FROM mcpeval.calls WHERE origin IN ('capture', 'otel')
+    GROUP BY 1, 2, 3, 4, 5
+ON CONFLICT DO NOTHING;
+";
+
+/// Each store's partial aggregates (see `store::partial`), which `index`
+/// replaces in the upload's transaction whenever the store's calls change,
+/// and `promote` merges in SQL: `part_calls`, captured calls per (server,
+/// tool, UTC day); `part_failures`, a failure group's failures per day
+/// with their first and last time and evidence counts; `part_details`,
+/// per group the counted values that are not sums (sessions in the store,
+/// codes, argument shapes, window turns, tools hit); `part_streams`, the
+/// store's (session, server) pairs, so that promote can tell that no
+/// session is in two stores. `stores.partials` says the store's
+/// aggregates are there: a store last indexed by an earlier release has
+/// none until it indexes again.
+const MIGRATION_6: &str = "
+ALTER TABLE mcpeval.stores ADD COLUMN IF NOT EXISTS partials boolean NOT NULL DEFAULT false;
+CREATE TABLE IF NOT EXISTS mcpeval.part_calls(
+    store_id text NOT NULL,
+    server   text NOT NULL,
+    tool     text NOT NULL,
+    day      text NOT NULL,
+    calls    bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS part_calls_by_store ON mcpeval.part_calls(store_id);
+CREATE TABLE IF NOT EXISTS mcpeval.part_failures(
+    store_id             text NOT NULL,
+    kind                 text NOT NULL,
+    server               text NOT NULL,
+    tool                 text NOT NULL,
+    template_id          text,
+    day                  text NOT NULL,
+    failures             bigint NOT NULL,
+    first_seen           text NOT NULL,
+    last_seen            text NOT NULL,
+    retryable_true       bigint NOT NULL,
+    retryable_false      bigint NOT NULL,
+    retryable_unreported bigint NOT NULL,
+    unadvertised         bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS part_failures_by_store ON mcpeval.part_failures(store_id);
+CREATE TABLE IF NOT EXISTS mcpeval.part_details(
+    store_id    text NOT NULL,
+    kind        text NOT NULL,
+    server      text NOT NULL,
+    tool        text NOT NULL,
+    template_id text,
+    what        text NOT NULL,
+    value       text NOT NULL,
+    n           bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS part_details_by_store ON mcpeval.part_details(store_id);
+CREATE TABLE IF NOT EXISTS mcpeval.part_streams(
+    store_id text NOT NULL,
+    session  text NOT NULL,
+    server   text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS part_streams_by_store ON mcpeval.part_streams(store_id);
 ";
 
 /// The schema version this binary writes.

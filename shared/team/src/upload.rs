@@ -5,11 +5,13 @@
 //! first `length` bytes still hash to the recorded digest) gets its new
 //! calls appended; any other difference replaces that journal's calls (a
 //! new `epoch`), and a journal the store no longer indexes loses its
-//! calls. Everything one run uploads commits in one transaction that
-//! holds the store's advisory lock, so two runs of one store queue, and
-//! runs of different stores, which touch different rows, run side by side.
+//! calls. Beside the calls, the store's partial aggregates (the module
+//! `partials`) are replaced whenever its calls change. Everything one run
+//! uploads commits in one transaction that holds the store's advisory
+//! lock, so two runs of one store queue, and runs of different stores,
+//! which touch different rows, run side by side.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 
 use postgres::binary_copy::BinaryCopyInWriter;
@@ -24,7 +26,7 @@ use store::db;
 use store::fault;
 use store::index_db;
 
-use super::{Team, bump_generation, column, pg_error, schema};
+use super::{Team, bump_generation, column, is_traffic, pg_error, schema, token};
 
 /// What an upload did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -103,6 +105,11 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     let months = months(&local, &path)?;
     schema::ensure_partitions(&mut team.client, &shown, &months)?;
 
+    // This machine's runs take turns with the upload token (see `token`).
+    let view = own.team_view();
+    store::dir::ensure(&view)?;
+    let lock = super::view_lock(&view)?;
+    let _held = lock.exclusive()?;
     fault::team_statement();
     let mut tx = team.client.transaction().map_err(pg_error(&shown))?;
     fault::team_statement();
@@ -111,6 +118,19 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
         &[&store],
     )
     .map_err(pg_error(&shown))?;
+    fault::team_statement();
+    let (theirs, has_partials): (Option<String>, bool) = tx
+        .query_one(
+            "SELECT upload_token, partials FROM mcpeval.stores WHERE store_id = $1",
+            &[&store],
+        )
+        .map_err(pg_error(&shown))
+        .and_then(|row| Ok((column(&row, 0, &shown)?, column(&row, 1, &shown)?)))?;
+    token::check(own, theirs.as_deref(), &store, &shown)?;
+    let next = token::fresh();
+    let mut pending: Vec<&str> = theirs.as_deref().into_iter().collect();
+    pending.push(&next);
+    token::write(own, &pending)?;
     fault::team_statement();
     let remote: HashMap<String, (Checkpoint, i64)> = tx
         .query(
@@ -166,7 +186,9 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
                 }
                 fault::team_statement();
                 tx.execute(
-                    "DELETE FROM mcpeval.calls WHERE store_id = $1 AND journal = $2",
+                    "WITH calls AS (
+                         DELETE FROM mcpeval.calls WHERE store_id = $1 AND journal = $2)
+                     DELETE FROM mcpeval.daily WHERE store_id = $1 AND journal = $2",
                     &[&store, name],
                 )
                 .map_err(pg_error(&shown))?;
@@ -203,7 +225,9 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
     for name in remote.keys().filter(|n| !kept.contains(n.as_str())) {
         fault::team_statement();
         tx.execute(
-            "DELETE FROM mcpeval.calls WHERE store_id = $1 AND journal = $2",
+            "WITH calls AS (
+                 DELETE FROM mcpeval.calls WHERE store_id = $1 AND journal = $2)
+             DELETE FROM mcpeval.daily WHERE store_id = $1 AND journal = $2",
             &[&store, name],
         )
         .map_err(pg_error(&shown))?;
@@ -224,18 +248,25 @@ pub fn run(team: &mut Team, own: &Home, replace: bool) -> Result<Uploaded> {
         done.calls = copy_calls(&mut tx, &shown, &store, &local, &path, &steps, &names)?;
     }
     let changed = done.calls > 0 || done.replaced > 0 || done.removed > 0;
+    if changed || !has_partials {
+        // Beside the calls, in their transaction: a store's aggregates
+        // never disagree with its calls, whatever is killed when.
+        let partials = store::partial::read(&local, path.as_std_path())?;
+        super::partials::replace(&mut tx, &shown, &store, &partials)?;
+    }
     if changed {
         bump_generation(&mut tx, &shown)?;
     }
     fault::team_statement();
     tx.execute(
-        "UPDATE mcpeval.stores SET last_upload = $2 WHERE store_id = $1",
-        &[&store, &shared::time::now_rfc3339()],
+        "UPDATE mcpeval.stores SET last_upload = $2, upload_token = $3 WHERE store_id = $1",
+        &[&store, &shared::time::now_rfc3339(), &next],
     )
     .map_err(pg_error(&shown))?;
     fault::team_statement();
     tx.commit().map_err(pg_error(&shown))?;
     fault::team_statement();
+    token::write(own, &[&next])?;
     Ok(done)
 }
 
@@ -350,6 +381,7 @@ fn copy_calls(
         .map_err(fail)?;
     let mut rows = stmt.query([]).map_err(fail)?;
     let mut sent = 0u64;
+    let mut daily = Daily::default();
     while let Some(r) = rows.next().map_err(fail)? {
         let journal: i64 = r.get(0).map_err(fail)?;
         let line: i64 = r.get(1).map_err(fail)?;
@@ -397,8 +429,80 @@ fn copy_calls(
         fault::team_row(sent + 1);
         writer.write(&values).map_err(pg_error(shown))?;
         sent += 1;
+        if let Some(failed) = failure(text(6)?, text(14)?, text(15)?) {
+            daily.count(name, &started_at, &server, &tool, failed);
+        }
     }
     fault::team_statement();
     writer.finish().map_err(pg_error(shown))?;
+    daily.add(tx, shown, store)?;
     Ok(sent)
+}
+
+/// Whether a call failed, as `readiness` counts a journal's: `None` for
+/// one it does not count (not captured), else whether it is an error or a
+/// malformed result.
+fn failure(
+    origin: Option<String>,
+    outcome: Option<String>,
+    unknown: Option<String>,
+) -> Option<bool> {
+    origin
+        .as_deref()
+        .is_some_and(is_traffic)
+        .then(|| match outcome.as_deref() {
+            Some("error") => true,
+            Some("unknown") => unknown.as_deref() == Some("malformed"),
+            _ => false,
+        })
+}
+
+/// The daily counts of the calls one upload sends, per (journal, day,
+/// server, tool): what `mcpeval.daily` gains (see the module `schema`).
+#[derive(Default)]
+struct Daily(BTreeMap<(String, String, String, String), (i64, i64)>);
+
+impl Daily {
+    /// Counts a call that `failure` says is captured.
+    fn count(&mut self, journal: &str, started_at: &str, server: &str, tool: &str, failed: bool) {
+        // Stored time stamps are RFC 3339 UTC: the first ten bytes are the day.
+        let day = started_at.get(..10).unwrap_or(started_at);
+        let entry = self
+            .0
+            .entry((journal.into(), day.into(), server.into(), tool.into()))
+            .or_default();
+        entry.0 += 1;
+        entry.1 += i64::from(failed);
+    }
+
+    /// Adds the counts to `mcpeval.daily`, in the upload's transaction.
+    fn add(self, tx: &mut postgres::Transaction<'_>, shown: &str, store: &str) -> Result<()> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let mut columns: (Vec<String>, Vec<String>, Vec<String>, Vec<String>) = Default::default();
+        let (mut calls, mut failures) = (Vec::new(), Vec::new());
+        for ((journal, day, server, tool), (c, f)) in self.0 {
+            columns.0.push(journal);
+            columns.1.push(day);
+            columns.2.push(server);
+            columns.3.push(tool);
+            calls.push(c);
+            failures.push(f);
+        }
+        fault::team_statement();
+        tx.execute(
+            "INSERT INTO mcpeval.daily(store_id, journal, day, server, tool, calls, failures)
+             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[],
+                                      $6::bigint[], $7::bigint[])
+             ON CONFLICT (store_id, journal, day, server, tool) DO UPDATE
+             SET calls = mcpeval.daily.calls + excluded.calls,
+                 failures = mcpeval.daily.failures + excluded.failures",
+            &[
+                &store, &columns.0, &columns.1, &columns.2, &columns.3, &calls, &failures,
+            ],
+        )
+        .map(drop)
+        .map_err(pg_error(shown))
+    }
 }
