@@ -13,6 +13,8 @@
 //! and the memory are bounded ([`crate::limits`]).
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shared::error::Result;
@@ -27,15 +29,15 @@ use crate::tally::Tally;
 #[derive(Debug)]
 pub struct Journaler {
     writer: Writer,
-    held: HashMap<u128, (Instant, Observed)>,
+    held: HashMap<u128, (Instant, Observed), PairKeys>,
     /// Held pairing keys in arrival order (stale entries are skipped).
     order: VecDeque<(Instant, u128)>,
-    remembered: HashSet<u128>,
+    remembered: HashSet<u128, PairKeys>,
     remembered_order: VecDeque<u128>,
     /// Per session: its last turn and the clock of its last use.
-    turns: HashMap<String, (u64, u64)>,
+    turns: HashMap<Arc<str>, (u64, u64)>,
     /// Uses of sessions in order, `(clock, session)`.
-    uses: VecDeque<(u64, String)>,
+    uses: VecDeque<(u64, Arc<str>)>,
     /// Counts uses, so the least recently used session is found.
     clock: u64,
     event_ids: store::ids::EventIds,
@@ -48,9 +50,9 @@ impl Journaler {
     pub fn new(writer: Writer) -> Journaler {
         Journaler {
             writer,
-            held: HashMap::new(),
+            held: HashMap::default(),
             order: VecDeque::new(),
-            remembered: HashSet::new(),
+            remembered: HashSet::default(),
             remembered_order: VecDeque::new(),
             turns: HashMap::new(),
             uses: VecDeque::new(),
@@ -183,11 +185,17 @@ impl Journaler {
             }
         }
         let clock = self.clock;
-        let entry = self.turns.entry(session.to_owned()).or_insert((0, 0));
+        // A session seen before costs no allocation: its name is shared
+        // by its counter and its uses.
+        let name: Arc<str> = match self.turns.get_key_value(session) {
+            Some((name, _)) => name.clone(),
+            None => session.into(),
+        };
+        let entry = self.turns.entry(name.clone()).or_insert((0, 0));
         entry.0 += 1;
         entry.1 = clock;
         let turn = entry.0;
-        self.uses.push_back((clock, session.to_owned()));
+        self.uses.push_back((clock, name));
         if self.uses.len() > 4 * MAX_SESSIONS {
             // Drop the uses that are no session's last, keeping the queue
             // as long as the sessions it orders.
@@ -215,6 +223,32 @@ impl Journaler {
         }
     }
 }
+
+/// Hashes pairing keys, which are already the leading bits of a SHA-256
+/// digest: folding them is as good a hash as any, and cheaper than SipHash
+/// (the set of remembered requests is touched by every span).
+#[derive(Debug, Default)]
+struct FoldedKey(u64);
+
+impl Hasher for FoldedKey {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(word);
+        }
+    }
+
+    fn write_u128(&mut self, key: u128) {
+        self.0 ^= (key as u64) ^ ((key >> 64) as u64);
+    }
+}
+
+type PairKeys = BuildHasherDefault<FoldedKey>;
 
 /// What only the client's span said, lent to the server's record: the
 /// arguments when the server did not record them, and the session when
