@@ -18,6 +18,8 @@ pub struct Recent<K, V> {
     order: BTreeMap<u64, K>,
     tick: u64,
     capacity: usize,
+    /// Whether room left by removed entries is given back ([`Recent::shrink`]).
+    gives_back: bool,
 }
 
 impl<K: Hash + Eq + Clone, V> Recent<K, V> {
@@ -28,6 +30,19 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
             order: BTreeMap::new(),
             tick: 0,
             capacity: capacity.max(1),
+            gives_back: true,
+        }
+    }
+
+    /// An empty map for at most `capacity` entries that keeps the room its
+    /// entries once took: for a map that is the only one of its kind, so
+    /// that `capacity` bounds the room too. Filled and emptied over and
+    /// over (a pipelined session's unanswered calls), a map that gives its
+    /// room back builds its table anew each time, on fresh pages.
+    pub fn keeping_room(capacity: usize) -> Recent<K, V> {
+        Recent {
+            gives_back: false,
+            ..Recent::new(capacity)
         }
     }
 
@@ -92,7 +107,10 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     /// must not keep the room for all of them (its bytes are counted
     /// against the sessions' bound by what it holds, not what it held).
     fn shrink(&mut self) {
-        if self.entries.capacity() > 64 && self.entries.len() < self.entries.capacity() / 4 {
+        if self.gives_back
+            && self.entries.capacity() > 64
+            && self.entries.len() < self.entries.capacity() / 4
+        {
             self.entries.shrink_to(self.entries.len() * 2);
         }
     }
@@ -135,6 +153,26 @@ mod tests {
             map.entries.capacity()
         );
         assert_eq!(map.remove(&65_535), Some(65_535));
+    }
+
+    #[test]
+    fn a_map_keeping_its_room_keeps_it() {
+        let mut map: Recent<u32, u32> = Recent::keeping_room(100_000);
+        for i in 0..65_536 {
+            map.insert(i, i);
+        }
+        let full = map.entries.capacity();
+        for i in 0..65_530 {
+            map.remove(&i);
+        }
+        // (A removed entry may leave a marker that counts against the
+        // room until the table is rebuilt, so the room is not all free.)
+        assert!(
+            map.entries.capacity() >= full / 2,
+            "{} of {full}",
+            map.entries.capacity()
+        );
+        assert_eq!(map.len(), 6);
     }
 
     #[test]
