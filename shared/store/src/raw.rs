@@ -79,16 +79,19 @@ fn parses(text: &str) -> bool {
     while i < bytes.len() && !suspect {
         match bytes[i] {
             b'"' => {
+                // Strings are most of a message: jump from escape to
+                // escape to the closing quote.
                 i += 1;
-                while i < bytes.len() {
-                    match bytes[i] {
-                        b'"' => break,
-                        b'\\' => {
-                            suspect |= bytes.get(i + 1) == Some(&b'u')
-                                && matches!(bytes.get(i + 2), Some(b'd' | b'D'));
-                            i += 2;
-                        }
-                        _ => i += 1,
+                while let Some(at) = memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+                    i += at;
+                    if bytes[i] == b'"' {
+                        break;
+                    }
+                    suspect |= bytes.get(i + 1) == Some(&b'u')
+                        && matches!(bytes.get(i + 2), Some(b'd' | b'D'));
+                    i += 2;
+                    if i >= bytes.len() {
+                        break;
                     }
                 }
                 digits = 0;
