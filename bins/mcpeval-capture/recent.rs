@@ -8,6 +8,7 @@
 //! HTTP observer keeps its sessions in one, and each session its unanswered
 //! calls (used only by insertion, so oldest first is first asked).
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
@@ -79,9 +80,9 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     /// Adds or replaces `key`'s entry as the most recently used, and
     /// returns the least recently used one if the map was full.
     pub fn insert(&mut self, key: K, value: V) -> Option<(K, V)> {
-        let evicted = if self.entries.contains_key(&key) {
-            None
-        } else if self.entries.len() >= self.capacity {
+        // (The key is looked up only when the map is full: every lookup
+        // hashes it again, and this runs for every call observed.)
+        let evicted = if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
             self.pop_oldest()
         } else {
             None
@@ -95,7 +96,16 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     }
 
     /// Removes `key`'s entry.
-    pub fn remove(&mut self, key: &K) -> Option<V> {
+    pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        // An empty map is asked often (a response looked up among the
+        // pending `tools/list` and handshake requests): no need to hash.
+        if self.entries.is_empty() {
+            return None;
+        }
         let (used, value) = self.entries.remove(key)?;
         self.order.remove(&used);
         self.shrink();

@@ -342,7 +342,7 @@ impl Session {
 
     /// Takes `id`'s unanswered call out, if any.
     fn take_call(&mut self, id: &str) -> Option<Pending> {
-        let pending = self.calls.remove(&id.to_owned())?;
+        let pending = self.calls.remove(id)?;
         self.pending_bytes -= pending.bytes;
         Some(pending)
     }
