@@ -18,6 +18,7 @@ mod otel;
 mod postgres;
 mod relay;
 mod report;
+mod sdk;
 mod store;
 mod team;
 mod workload;
@@ -292,6 +293,7 @@ fn capture(sizes: &Sizes, scratch: &Path, table: &mut Table) {
         sizes.short_reps
     ));
     capture_cpu(sizes, scratch, table);
+    capture_sdk(sizes, scratch, table);
     capture_http(sizes, scratch, table);
 }
 
@@ -357,6 +359,62 @@ fn capture_cpu(sizes: &Sizes, scratch: &Path, table: &mut Table) {
     table.note(format!(
         "capture's own CPU: its user + system time less the server's, {lo:.2}–{hi:.2} µs a call \
          over {} runs; the server's CPU under capture over behind plain pipes, {rlo:.2}–{rhi:.2}×",
+        sizes.short_reps
+    ));
+}
+
+/// Pipelined calls to the MCP Python SDK server, directly and through
+/// capture, alternately; skipped when the test peers are not installed.
+fn capture_sdk(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    let Some(python) = sdk::python() else {
+        table.note(
+            "capture against the MCP Python SDK server: skipped, .deps/venv is not installed \
+             (scripts/test-deps installs it)"
+                .into(),
+        );
+        return;
+    };
+    let calls = sizes.round_trips / 5;
+    let home = scratch.join("capture-sdk");
+    let (mut direct, mut ours) = (Vec::new(), Vec::new());
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "{calls} pipelined calls to the MCP Python SDK server, direct and through capture \
+             ({} of {})",
+            rep + 1,
+            sizes.short_reps
+        ));
+        direct.push(sdk::pipelined(&python, scratch, None, calls));
+        ours.push(sdk::pipelined(&python, scratch, Some(&home), calls));
+    }
+    assert_eq!(
+        relay::journaled(&home),
+        sizes.short_reps as u64 * calls,
+        "calls journaled by capture"
+    );
+    let kept: Vec<f64> = direct
+        .iter()
+        .zip(&ours)
+        .map(|(d, o)| d.as_secs_f64() / o.as_secs_f64())
+        .collect();
+    let ratio = median(&kept);
+    table.push(Row {
+        figure: format!(
+            "capture: {} pipelined calls to the MCP Python SDK server, all replies in",
+            report::count(calls)
+        ),
+        ours: secs(median(&ours)),
+        baseline: format!("{} direct", secs(median(&direct))),
+        ratio: format!("{:.0}% of direct", ratio * 100.0),
+        target: "≥ 97%".into(),
+        met: Some(ratio >= 0.97),
+    });
+    let (lo, hi) = cpu::range(&kept);
+    table.note(format!(
+        "capture against the MCP Python SDK server: from the first call until every reply is \
+         in, start-up excluded; {:.0}–{:.0}% of direct over {} alternating pairs",
+        lo * 100.0,
+        hi * 100.0,
         sizes.short_reps
     ));
 }
