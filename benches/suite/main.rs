@@ -10,6 +10,7 @@
 //! both see the same load. Nothing here asserts a time; it asserts only
 //! that each program gave the right answer.
 
+mod cpu;
 mod floor;
 mod http;
 mod measure;
@@ -17,6 +18,7 @@ mod otel;
 mod postgres;
 mod relay;
 mod report;
+mod sdk;
 mod store;
 mod team;
 mod workload;
@@ -111,6 +113,11 @@ fn main() {
     // view's journals and its index).
     if let Some(n) = value("--team-stores") {
         sizes.team_stores = n.parse().expect("--team-stores takes a count");
+    }
+    // `--revalidate-bytes N`: re-validate and append to a store of N
+    // journal bytes (a +1% append's fixed cost shows best on a smaller one).
+    if let Some(n) = value("--revalidate-bytes") {
+        sizes.revalidate_bytes = n.parse().expect("--revalidate-bytes takes a count");
     }
     let only: Vec<&str> = value("--only")
         .map(|s| s.split(',').collect())
@@ -285,7 +292,131 @@ fn capture(sizes: &Sizes, scratch: &Path, table: &mut Table) {
          so it need not equal the difference of the two medians shown",
         sizes.short_reps
     ));
+    capture_cpu(sizes, scratch, table);
+    capture_sdk(sizes, scratch, table);
     capture_http(sizes, scratch, table);
+}
+
+/// Capture's own CPU per call, and the server's CPU under capture against
+/// behind plain pipes, over the pipelined session, alternately.
+fn capture_cpu(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    let home = scratch.join("capture-cpu");
+    let input = cpu::requests(sizes.pipelined);
+    let (mut own, mut under, mut plain) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "{} pipelined calls to a Python echo server, behind plain pipes and through \
+             capture, CPU time ({} of {})",
+            sizes.pipelined,
+            rep + 1,
+            sizes.short_reps
+        ));
+        plain.push(cpu::session(&input, None, scratch).server);
+        let captured = cpu::session(&input, Some(&home), scratch);
+        own.push(cpu::per_call(
+            captured.capture.expect("capture's CPU"),
+            sizes.pipelined,
+        ));
+        under.push(captured.server);
+    }
+    assert_eq!(
+        relay::journaled(&home),
+        sizes.short_reps as u64 * sizes.pipelined,
+        "calls journaled by capture"
+    );
+    let server_per_call: Vec<f64> = under
+        .iter()
+        .map(|&s| cpu::per_call(s, sizes.pipelined))
+        .collect();
+    let ours = median(&own);
+    table.push(Row {
+        figure: format!(
+            "capture: own CPU per call, {} pipelined calls (10% errors) to a Python echo server",
+            report::count(sizes.pipelined)
+        ),
+        ours: format!("{ours:.2} µs"),
+        baseline: format!("{:.2} µs the server's", median(&server_per_call)),
+        ratio: format!("{:.2}×", ours / median(&server_per_call)),
+        target: "≤ 2.5 µs".into(),
+        met: Some(ours <= 2.5),
+    });
+    // Paired ratios, so load shared by both runs of a pair cancels out.
+    let ratios: Vec<f64> = under.iter().zip(&plain).map(|(u, p)| u / p).collect();
+    let ratio = median(&ratios);
+    table.push(Row {
+        figure: "capture: the server's CPU under capture".into(),
+        ours: secs(Duration::from_secs_f64(median(&under))),
+        baseline: format!(
+            "{} behind plain pipes",
+            secs(Duration::from_secs_f64(median(&plain)))
+        ),
+        ratio: format!("{ratio:.2}×"),
+        target: "≤ 1.10×".into(),
+        met: Some(ratio <= 1.10),
+    });
+    let (lo, hi) = cpu::range(&own);
+    let (rlo, rhi) = cpu::range(&ratios);
+    table.note(format!(
+        "capture's own CPU: its user + system time less the server's, {lo:.2}–{hi:.2} µs a call \
+         over {} runs; the server's CPU under capture over behind plain pipes, {rlo:.2}–{rhi:.2}×",
+        sizes.short_reps
+    ));
+}
+
+/// Pipelined calls to the MCP Python SDK server, directly and through
+/// capture, alternately; skipped when the test peers are not installed.
+fn capture_sdk(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    let Some(python) = sdk::python() else {
+        table.note(
+            "capture against the MCP Python SDK server: skipped, .deps/venv is not installed \
+             (scripts/test-deps installs it)"
+                .into(),
+        );
+        return;
+    };
+    let calls = sizes.round_trips / 5;
+    let home = scratch.join("capture-sdk");
+    let (mut direct, mut ours) = (Vec::new(), Vec::new());
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "{calls} pipelined calls to the MCP Python SDK server, direct and through capture \
+             ({} of {})",
+            rep + 1,
+            sizes.short_reps
+        ));
+        direct.push(sdk::pipelined(&python, scratch, None, calls));
+        ours.push(sdk::pipelined(&python, scratch, Some(&home), calls));
+    }
+    assert_eq!(
+        relay::journaled(&home),
+        sizes.short_reps as u64 * calls,
+        "calls journaled by capture"
+    );
+    let kept: Vec<f64> = direct
+        .iter()
+        .zip(&ours)
+        .map(|(d, o)| d.as_secs_f64() / o.as_secs_f64())
+        .collect();
+    let ratio = median(&kept);
+    table.push(Row {
+        figure: format!(
+            "capture: {} pipelined calls to the MCP Python SDK server, all replies in",
+            report::count(calls)
+        ),
+        ours: secs(median(&ours)),
+        baseline: format!("{} direct", secs(median(&direct))),
+        ratio: format!("{:.0}% of direct", ratio * 100.0),
+        target: "≥ 97%".into(),
+        met: Some(ratio >= 0.97),
+    });
+    let (lo, hi) = cpu::range(&kept);
+    table.note(format!(
+        "capture against the MCP Python SDK server: from the first call until every reply is \
+         in, start-up excluded; {:.0}–{:.0}% of direct over {} alternating pairs",
+        lo * 100.0,
+        hi * 100.0,
+        sizes.short_reps
+    ));
 }
 
 /// Sequential POSTs over one keep-alive connection, straight to an HTTP

@@ -48,6 +48,19 @@ pub fn run(cmd: &mut Command, scratch: &Path) -> Run {
 /// Waits for `child` with `wait4`, since `Child::wait` cannot tell its
 /// resource usage; returns its wait status and peak resident bytes.
 pub fn reap(child: Child) -> (i32, u64) {
+    let (status, usage) = wait(child);
+    // Linux reports ru_maxrss in KiB.
+    (status, usage.ru_maxrss as u64 * 1024)
+}
+
+/// Waits for `child`; returns its wait status and the CPU time (user +
+/// system) it and its reaped children took.
+pub fn reap_cpu(child: Child) -> (i32, Duration) {
+    let (status, usage) = wait(child);
+    (status, crate::cpu::total(&usage))
+}
+
+fn wait(child: Child) -> (i32, libc::rusage) {
     let pid = child.id();
     let mut status = 0;
     // SAFETY: rusage is plain data, fully written by a successful wait4.
@@ -64,8 +77,7 @@ pub fn reap(child: Child) -> (i32, u64) {
             "wait4: {err}"
         );
     }
-    // Linux reports ru_maxrss in KiB.
-    (status, usage.ru_maxrss as u64 * 1024)
+    (status, usage)
 }
 
 /// The peak resident bytes of this process's own memory so far: what a

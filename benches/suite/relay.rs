@@ -97,7 +97,8 @@ fn spawn(route: &Route<'_>) -> Child {
         .expect("start the echo server")
 }
 
-fn request(out: &mut Vec<u8>, id: u64) {
+/// Request `id` of a bench session: a `tools/call`, every tenth failing.
+pub fn request(out: &mut Vec<u8>, id: u64) {
     out.clear();
     let fail = id.is_multiple_of(10);
     let _ = writeln!(
@@ -106,7 +107,7 @@ fn request(out: &mut Vec<u8>, id: u64) {
     );
 }
 
-const INITIALIZE: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n";
+pub const INITIALIZE: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n";
 
 /// Round-trip times of `calls` sequential tools/call requests.
 pub fn sequential(route: &Route<'_>, calls: u64) -> Vec<Duration> {

@@ -8,6 +8,7 @@
 //! HTTP observer keeps its sessions in one, and each session its unanswered
 //! calls (used only by insertion, so oldest first is first asked).
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
@@ -18,6 +19,8 @@ pub struct Recent<K, V> {
     order: BTreeMap<u64, K>,
     tick: u64,
     capacity: usize,
+    /// Whether room left by removed entries is given back ([`Recent::shrink`]).
+    gives_back: bool,
 }
 
 impl<K: Hash + Eq + Clone, V> Recent<K, V> {
@@ -28,6 +31,19 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
             order: BTreeMap::new(),
             tick: 0,
             capacity: capacity.max(1),
+            gives_back: true,
+        }
+    }
+
+    /// An empty map for at most `capacity` entries that keeps the room its
+    /// entries once took: for a map that is the only one of its kind, so
+    /// that `capacity` bounds the room too. Filled and emptied over and
+    /// over (a pipelined session's unanswered calls), a map that gives its
+    /// room back builds its table anew each time, on fresh pages.
+    pub fn keeping_room(capacity: usize) -> Recent<K, V> {
+        Recent {
+            gives_back: false,
+            ..Recent::new(capacity)
         }
     }
 
@@ -64,9 +80,9 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     /// Adds or replaces `key`'s entry as the most recently used, and
     /// returns the least recently used one if the map was full.
     pub fn insert(&mut self, key: K, value: V) -> Option<(K, V)> {
-        let evicted = if self.entries.contains_key(&key) {
-            None
-        } else if self.entries.len() >= self.capacity {
+        // (The key is looked up only when the map is full: every lookup
+        // hashes it again, and this runs for every call observed.)
+        let evicted = if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
             self.pop_oldest()
         } else {
             None
@@ -80,7 +96,16 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     }
 
     /// Removes `key`'s entry.
-    pub fn remove(&mut self, key: &K) -> Option<V> {
+    pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        // An empty map is asked often (a response looked up among the
+        // pending `tools/list` and handshake requests): no need to hash.
+        if self.entries.is_empty() {
+            return None;
+        }
         let (used, value) = self.entries.remove(key)?;
         self.order.remove(&used);
         self.shrink();
@@ -92,7 +117,10 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     /// must not keep the room for all of them (its bytes are counted
     /// against the sessions' bound by what it holds, not what it held).
     fn shrink(&mut self) {
-        if self.entries.capacity() > 64 && self.entries.len() < self.entries.capacity() / 4 {
+        if self.gives_back
+            && self.entries.capacity() > 64
+            && self.entries.len() < self.entries.capacity() / 4
+        {
             self.entries.shrink_to(self.entries.len() * 2);
         }
     }
@@ -135,6 +163,26 @@ mod tests {
             map.entries.capacity()
         );
         assert_eq!(map.remove(&65_535), Some(65_535));
+    }
+
+    #[test]
+    fn a_map_keeping_its_room_keeps_it() {
+        let mut map: Recent<u32, u32> = Recent::keeping_room(100_000);
+        for i in 0..65_536 {
+            map.insert(i, i);
+        }
+        let full = map.entries.capacity();
+        for i in 0..65_530 {
+            map.remove(&i);
+        }
+        // (A removed entry may leave a marker that counts against the
+        // room until the table is rebuilt, so the room is not all free.)
+        assert!(
+            map.entries.capacity() >= full / 2,
+            "{} of {full}",
+            map.entries.capacity()
+        );
+        assert_eq!(map.len(), 6);
     }
 
     #[test]

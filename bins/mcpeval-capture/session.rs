@@ -1,7 +1,10 @@
 //! Observing one MCP session: pairing each `tools/call` with its response.
 //!
 //! Fed every JSON-RPC message the relay saw, in the order it saw them, this
-//! turns completed calls into `mcpeval.call/1` records. It only observes:
+//! turns completed calls into `mcpeval.call/1` records. A message is read
+//! where it lies ([`store::raw`]): only the members a record needs are
+//! looked at, and the rare messages that need more (a `tools/list`
+//! result, an error to classify) are parsed whole. It only observes:
 //! it never changes, delays or answers a message, and a message it cannot
 //! parse is counted, never fatal. It keeps shapes, clean names and salted
 //! ids only: names pass through `escape::clean_name`, and each call's
@@ -20,12 +23,14 @@ use std::time::Instant;
 
 use jiff::Timestamp;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use shared::escape;
 use shared::id::SessionToken;
 use shared::record::{Call, Identity, Origin, SCHEMA_V1, Transport};
 use store::outcome::{self, Classified};
+use store::raw;
 use store::salt::Salt;
-use store::sanitize::{self, Declared};
+use store::sanitize::{self, Declared, Templates};
 
 // `super`, not `crate`: the fuzz targets compile this file, `limits` and
 // `recent` from their sources as siblings in a module of their own.
@@ -53,7 +58,7 @@ struct Pending {
     started_at: Timestamp,
     started: Instant,
     /// The arguments' shape as JSON text ([`shape_text`]).
-    args_shape: Box<str>,
+    args_shape: Box<RawValue>,
     advertised: Option<bool>,
     /// What it holds, as [`Session::bytes`] counts it.
     bytes: usize,
@@ -154,6 +159,13 @@ impl Advertised {
     }
 }
 
+/// A record as the observer makes it: its arguments' shape is JSON text,
+/// written as it is.
+pub type Record = Call<'static, Box<RawValue>>;
+
+/// The members of a JSON-RPC message the observer reads.
+const MESSAGE: [&str; 5] = ["id", "method", "params", "result", "error"];
+
 /// The observer of one session.
 #[derive(Debug)]
 pub struct Session {
@@ -181,6 +193,8 @@ pub struct Session {
     /// What was given up to stay within bounds.
     pub bounded: Bounded,
     event_ids: store::ids::EventIds,
+    /// The template ids of error messages seen lately.
+    templates: Templates,
 }
 
 /// What a session costs before it holds anything: itself, its buffer of
@@ -214,7 +228,13 @@ impl Session {
             reported_server: None,
             fallback_server: escape::clean_name(&fallback_server).into_owned(),
             seq: 0,
-            calls: Recent::new(MAX_PENDING_CALLS),
+            // A stdio capture is one session: the room of its unanswered
+            // calls (at most MAX_PENDING_CALLS) is kept as they come and
+            // go. On HTTP, sessions are many, and each gives room back.
+            calls: match transport {
+                Transport::Stdio => Recent::keeping_room(MAX_PENDING_CALLS),
+                Transport::Http => Recent::new(MAX_PENDING_CALLS),
+            },
             pending_bytes: 0,
             lists: Recent::new(MAX_PENDING_REQUESTS),
             handshakes: Recent::new(MAX_PENDING_REQUESTS),
@@ -222,6 +242,7 @@ impl Session {
             unparsed: 0,
             bounded: Bounded::default(),
             event_ids: store::ids::EventIds::new(),
+            templates: Templates::default(),
         }
     }
 
@@ -242,7 +263,7 @@ impl Session {
         bytes: &[u8],
         at: Timestamp,
         now: Instant,
-    ) -> Vec<Call<'static>> {
+    ) -> Vec<Record> {
         let mut done = Vec::new();
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return done;
@@ -251,14 +272,22 @@ impl Session {
             self.bounded.costly += 1;
             return done;
         }
-        match serde_json::from_slice::<Value>(bytes) {
-            Ok(Value::Array(batch)) => {
-                for message in &batch {
-                    self.message(side, message, at, now, &mut done);
+        // Text that is not UTF-8 is no JSON.
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            self.unparsed += 1;
+            return done;
+        };
+        if json_start(text) == Some(b'[') {
+            match raw::elements(text) {
+                Some(batch) => {
+                    for message in batch {
+                        self.message(side, message.get(), at, now, &mut done);
+                    }
                 }
+                None => self.unparsed += 1,
             }
-            Ok(message @ Value::Object(_)) => self.message(side, &message, at, now, &mut done),
-            Ok(_) | Err(_) => self.unparsed += 1,
+        } else {
+            self.message(side, text, at, now, &mut done);
         }
         done
     }
@@ -271,15 +300,21 @@ impl Session {
             // Never observed, so nothing to forget.
             return;
         }
-        let messages = match serde_json::from_slice::<Value>(bytes) {
-            Ok(Value::Array(batch)) => batch,
-            Ok(message) => vec![message],
-            Err(_) => return,
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return;
+        };
+        let messages: Vec<&str> = match json_start(text) {
+            Some(b'[') => match raw::elements(text) {
+                Some(batch) => batch.into_iter().map(RawValue::get).collect(),
+                None => return,
+            },
+            _ => vec![text],
         };
         let mut ids: Vec<String> = messages
-            .iter()
-            .filter(|m| m.get("method").is_some())
-            .filter_map(|m| m.get("id").filter(|id| !id.is_null()).map(id_key))
+            .into_iter()
+            .filter_map(|m| raw::object(m, ["method", "id"]))
+            .filter(|[method, _]| method.is_some())
+            .filter_map(|[_, id]| id.filter(|id| !raw::is_null(id)).map(id_key))
             .collect();
         // Latest first, so a batch gives back all of its seqs.
         ids.sort_by_key(|id| std::cmp::Reverse(self.calls.get(id).map(|p| p.seq)));
@@ -296,7 +331,7 @@ impl Session {
 
     /// Ends the session: every call still waiting is recorded unanswered,
     /// in the order they were made.
-    pub fn finish(&mut self) -> Vec<Call<'static>> {
+    pub fn finish(&mut self) -> Vec<Record> {
         let mut done = Vec::with_capacity(self.calls.len());
         while let Some((_, pending)) = self.calls.pop_oldest() {
             self.pending_bytes -= pending.bytes;
@@ -307,7 +342,7 @@ impl Session {
 
     /// Takes `id`'s unanswered call out, if any.
     fn take_call(&mut self, id: &str) -> Option<Pending> {
-        let pending = self.calls.remove(&id.to_owned())?;
+        let pending = self.calls.remove(id)?;
         self.pending_bytes -= pending.bytes;
         Some(pending)
     }
@@ -315,7 +350,7 @@ impl Session {
     /// Tracks a new unanswered call; the oldest ones beyond
     /// [`MAX_PENDING_CALLS`] or [`MAX_PENDING_BYTES`] are recorded as
     /// unanswered, as at the session's end.
-    fn track(&mut self, id: String, pending: Pending, done: &mut Vec<Call<'static>>) {
+    fn track(&mut self, id: String, pending: Pending, done: &mut Vec<Record>) {
         // A client reusing a pending id has abandoned the first call.
         if let Some(old) = self.take_call(&id) {
             done.push(self.record(old, None, Classified::unanswered()));
@@ -335,24 +370,25 @@ impl Session {
         }
     }
 
+    /// Observes one message, `text` (one JSON value, unparsed).
     fn message(
         &mut self,
         side: Side,
-        message: &Value,
+        text: &str,
         at: Timestamp,
         now: Instant,
-        done: &mut Vec<Call<'static>>,
+        done: &mut Vec<Record>,
     ) {
-        let Value::Object(map) = message else {
+        let Some([id, method, params, result, error]) = raw::object(text, MESSAGE) else {
             self.unparsed += 1;
             return;
         };
-        let id = map.get("id").filter(|id| !id.is_null()).map(id_key);
-        match (side, map.get("method").and_then(Value::as_str), id) {
+        let id = id.filter(|id| !raw::is_null(id)).map(id_key);
+        match (side, method.and_then(raw::string), id) {
             (Side::Client, Some(method), Some(id)) => {
-                self.request(method, id, map.get("params"), at, now, done)
+                self.request(&method, id, params, at, now, done)
             }
-            (Side::Server, None, Some(id)) => self.response(id, message, now, done),
+            (Side::Server, None, Some(id)) => self.response(id, text, result, error, now, done),
             // Notifications, server→client requests and the client's answers
             // to them carry nothing we record.
             _ => {}
@@ -363,34 +399,33 @@ impl Session {
         &mut self,
         method: &str,
         id: String,
-        params: Option<&Value>,
+        params: Option<&RawValue>,
         at: Timestamp,
         now: Instant,
-        done: &mut Vec<Call<'static>>,
+        done: &mut Vec<Record>,
     ) {
         match method {
             "tools/call" => {
                 // A call needs a tool name; an empty one would make a record
                 // the index refuses, stopping it for the whole store.
-                let Some(tool) = params
-                    .and_then(|p| p.get("name"))
-                    .and_then(Value::as_str)
-                    .filter(|name| !name.is_empty())
-                else {
+                let [name, arguments] = params
+                    .and_then(|p| raw::members(p, ["name", "arguments"]))
+                    .unwrap_or_default();
+                let Some(tool) = name.and_then(raw::string).filter(|name| !name.is_empty()) else {
                     self.unparsed += 1;
                     return;
                 };
                 self.seq += 1;
                 let (advertised, declared) = match &self.advertised {
-                    Some(tools) => tools.lookup(tool),
+                    Some(tools) => tools.lookup(&tool),
                     None => (None, None),
                 };
-                let args_shape = match params.and_then(|p| p.get("arguments")) {
-                    Some(args) => shape_text(&sanitize::args_shape(args, declared)),
+                let args_shape = shape_text(match arguments {
+                    Some(args) => sanitize::args_shape_text(args, declared),
                     None => "{}".into(),
-                };
-                let tool = escape::clean_name(tool).into_owned();
-                let bytes = PENDING_BYTES + 2 * id.len() + tool.len() + args_shape.len();
+                });
+                let tool = escape::clean_name(&tool).into_owned();
+                let bytes = PENDING_BYTES + 2 * id.len() + tool.len() + args_shape.get().len();
                 let pending = Pending {
                     tool,
                     seq: self.seq,
@@ -404,8 +439,8 @@ impl Session {
             }
             "tools/list" => {
                 let continued = params
-                    .and_then(|p| p.get("cursor"))
-                    .is_some_and(|c| !c.is_null());
+                    .and_then(|p| raw::members(p, ["cursor"]))
+                    .is_some_and(|[cursor]| cursor.is_some_and(|c| !raw::is_null(c)));
                 self.lists.insert(id, continued);
             }
             "initialize" | "server/discover" => {
@@ -415,39 +450,40 @@ impl Session {
         }
     }
 
+    /// Observes a response, `text`, with its `result` and `error`.
     fn response(
         &mut self,
         id: String,
-        message: &Value,
+        text: &str,
+        result: Option<&RawValue>,
+        error: Option<&RawValue>,
         now: Instant,
-        done: &mut Vec<Call<'static>>,
+        done: &mut Vec<Record>,
     ) {
-        let result = message.get("result");
-        if let Some(name) = result
-            .and_then(|r| r.get("_meta"))
-            .and_then(|m| m.get(SERVER_INFO_META))
-            .and_then(|info| info.get("name"))
-            .and_then(Value::as_str)
+        let [meta, info, tools, is_error] = result
+            .and_then(|r| raw::members(r, ["_meta", "serverInfo", "tools", "isError"]))
+            .unwrap_or_default();
+        if let Some(name) = meta
+            .and_then(|m| raw::members(m, [SERVER_INFO_META]))
+            .and_then(|[info]| info)
+            .and_then(name_of)
         {
-            self.reported_server = Some(escape::clean_name(name).into_owned());
+            self.reported_server = Some(escape::clean_name(&name).into_owned());
         }
         if self.handshakes.remove(&id).is_some()
-            && let Some(name) = result
-                .and_then(|r| r.pointer("/serverInfo/name"))
-                .and_then(Value::as_str)
+            && let Some(name) = info.and_then(name_of)
         {
-            self.reported_server = Some(escape::clean_name(name).into_owned());
+            self.reported_server = Some(escape::clean_name(&name).into_owned());
         }
         if let Some(continued) = self.lists.remove(&id)
-            && let Some(tools) = result
-                .and_then(|r| r.get("tools"))
-                .and_then(Value::as_array)
+            && let Some(tools) =
+                tools.and_then(|t| serde_json::from_str::<Vec<Value>>(t.get()).ok())
         {
             let known = match (&mut self.advertised, continued) {
                 (Some(known), true) => known,
                 (slot, _) => slot.insert(Advertised::new()),
             };
-            for tool in tools {
+            for tool in &tools {
                 let Some(name) = tool.get("name").and_then(Value::as_str) else {
                     continue;
                 };
@@ -456,7 +492,22 @@ impl Session {
             }
         }
         if let Some(pending) = self.take_call(&id) {
-            let classified = outcome::classify(message, &self.salt);
+            // Most results are plain successes, told from their members
+            // alone; anything else is classified from the whole message.
+            let ok = error.is_none()
+                && result.is_some_and(raw::is_object)
+                && is_error.is_none_or(|e| raw::boolean(e) == Some(false));
+            let classified = if ok {
+                Classified::ok()
+            } else {
+                match serde_json::from_str::<Value>(text) {
+                    Ok(message) => {
+                        outcome::classify_with(&message, &self.salt, &mut self.templates)
+                    }
+                    // It was read as an object already.
+                    Err(_) => Classified::malformed(),
+                }
+            };
             let millis = now.saturating_duration_since(pending.started).as_millis();
             done.push(self.record(pending, Some(millis as u64), classified));
         }
@@ -476,7 +527,7 @@ impl Session {
         pending: Pending,
         duration_ms: Option<u64>,
         classified: Classified,
-    ) -> Call<'static> {
+    ) -> Record {
         Call {
             schema: SCHEMA_V1.into(),
             identity: Identity {
@@ -491,9 +542,7 @@ impl Session {
             started_at: shared::time::rfc3339(pending.started_at).into(),
             duration_ms,
             advertised: pending.advertised,
-            // Text this process wrote from a value: it parses back.
-            args_shape: serde_json::from_str(&pending.args_shape)
-                .unwrap_or_else(|_| Value::String("object".into())),
+            args_shape: pending.args_shape,
             outcome: classified.outcome,
             unknown: classified.unknown,
             error: classified.error,
@@ -507,13 +556,45 @@ const MAX_ID_KEY: usize = 64;
 /// A request id as a map key: its JSON text, so `1` and `"1"` differ; a
 /// longer id (a client may send megabytes) by a digest of that text, after
 /// a `#` that starts no JSON text, so it never equals a short id's key.
-fn id_key(id: &Value) -> String {
-    let text = id.to_string();
+fn id_key(id: &RawValue) -> String {
+    let text = canonical_id(id.get());
     if text.len() <= MAX_ID_KEY {
         return text;
     }
     let digest = store::hash::sha256(text.as_bytes());
     format!("#{}", store::hash::hex(&digest[..16]))
+}
+
+/// An id's JSON text as a parsed value prints it (compact, strings escaped
+/// the one way), so that `1` and ` 1`, or `"a"` and `"\u0061"`, are one
+/// id. The usual ids, small integers and strings without escapes, are
+/// already so.
+fn canonical_id(text: &str) -> String {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let integer = !digits.is_empty()
+        && digits.len() <= 18
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && text != "-0";
+    let string =
+        text.len() >= 2 && text.starts_with('"') && text.ends_with('"') && !text.contains('\\');
+    if integer || string {
+        return text.to_owned();
+    }
+    serde_json::from_str::<Value>(text).map_or_else(|_| text.to_owned(), |v| v.to_string())
+}
+
+/// The first byte of the JSON text `text`, past whitespace.
+fn json_start(text: &str) -> Option<u8> {
+    text.bytes()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+/// The `name` string of an object (a `serverInfo`).
+fn name_of(info: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
+    raw::members(info, ["name"])
+        .and_then(|[name]| name)
+        .and_then(raw::string)
 }
 
 /// Whether parsing `bytes` would take more than [`PARSE_BUDGET`]. A parsed
@@ -529,12 +610,12 @@ fn too_costly(bytes: &[u8]) -> bool {
 /// a parsed map takes a 640-byte node for even one key, its text a few
 /// bytes. A shape whose text alone passes a record's limit becomes
 /// `"object"` now, as the journal would write it ([`store::journal::encode`]).
-fn shape_text(shape: &Value) -> Box<str> {
-    let text = serde_json::to_string(shape).expect("shapes serialize");
-    if text.len() > shared::record::MAX_LINE {
-        return r#""object""#.into();
-    }
-    text.into_boxed_str()
+fn shape_text(text: String) -> Box<RawValue> {
+    let text = match text.len() > shared::record::MAX_LINE {
+        true => r#""object""#.to_owned(),
+        false => text,
+    };
+    RawValue::from_string(text).expect("a shape is JSON")
 }
 
 #[cfg(test)]
@@ -551,8 +632,13 @@ mod tests {
         )
     }
 
-    fn feed(s: &mut Session, side: Side, line: &str) -> Vec<Call<'static>> {
+    fn feed(s: &mut Session, side: Side, line: &str) -> Vec<Record> {
         s.observe(side, line.as_bytes(), Timestamp::now(), Instant::now())
+    }
+
+    /// A record's arguments shape, parsed.
+    fn shape(call: &Record) -> Value {
+        serde_json::from_str(call.args_shape.get()).unwrap()
     }
 
     #[test]
@@ -588,8 +674,70 @@ mod tests {
             (second[0].tool.as_ref(), second[0].outcome),
             ("a", Outcome::Error)
         );
-        assert_eq!(second[0].args_shape, serde_json::json!({"x": "integer"}));
+        assert_eq!(shape(&second[0]), serde_json::json!({"x": "integer"}));
         assert!(s.finish().is_empty());
+    }
+
+    #[test]
+    fn messages_read_in_place_answer_as_parsed_ones() {
+        let mut s = session();
+        for line in [
+            r#"{"jsonrpc":"2.0","id":"\u0061","method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":  7 ,"method":"tools/call","params":{"name":"b","arguments":{"x":[1]}}}"#,
+            r#"{"jsonrpc":"2.0","id":{"k":1, "j":[2]},"method":"tools/call","params":{"name":"c"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":8,"method":"tools/call","params":{"name":"d"}}"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":5,"params":{"name":"e"}}"#,
+        ] {
+            assert!(feed(&mut s, Side::Client, line).is_empty());
+        }
+        let answers = [
+            (
+                r#"{"jsonrpc":"2.0","id":"a","result":{"content":[{"text":"x"}]}}"#,
+                "a",
+                Outcome::Ok,
+            ),
+            (
+                r#"{"id":7,"jsonrpc":"2.0","result":{"isError":false}}"#,
+                "b",
+                Outcome::Ok,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":{"j":[2],"k":1},"error":null}"#,
+                "c",
+                Outcome::Error,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":8,"result":{"isError":"yes"}}"#,
+                "d",
+                Outcome::Unknown,
+            ),
+        ];
+        for (line, tool, outcome) in answers {
+            let done = feed(&mut s, Side::Server, line);
+            assert_eq!(
+                (done[0].tool.as_ref(), done[0].outcome),
+                (tool, outcome),
+                "{line}"
+            );
+        }
+        // A method that is no string made no request, and an id of 9 is
+        // the server's own request then, not an answer.
+        assert!(feed(&mut s, Side::Server, r#"{"id":9,"result":{}}"#).is_empty());
+        assert_eq!(s.unparsed, 0);
+        // A batch: each member observed, what is not an object counted.
+        let batch =
+            r#"[{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"f"}}, 3, "x"]"#;
+        feed(&mut s, Side::Client, batch);
+        assert_eq!(s.unparsed, 2);
+        for junk in ["{\"id\":1", "[1,", "\u{ff}", "7", "{\"a\":1} 2"] {
+            feed(&mut s, Side::Server, junk);
+        }
+        let not_utf8 = b"{\"id\":1,\"x\":\"\xff\"}";
+        s.observe(Side::Server, not_utf8, Timestamp::now(), Instant::now());
+        assert_eq!(s.unparsed, 8);
+        let left = s.finish();
+        assert_eq!(left.len(), 1);
+        assert_eq!(shape(&left[0]), serde_json::json!({}));
     }
 
     #[test]
@@ -726,7 +874,7 @@ mod tests {
             feed(s, Side::Server, &answer).remove(0)
         };
         let open = serde_json::json!({"extra": "boolean", "*": "integer"});
-        assert_eq!(call(&mut s, 1, "a").args_shape, open, "no list seen yet");
+        assert_eq!(shape(&call(&mut s, 1, "a")), open, "no list seen yet");
         feed(
             &mut s,
             Side::Client,
@@ -749,13 +897,13 @@ mod tests {
         );
         let a = call(&mut s, 4, "a");
         assert_eq!(
-            a.args_shape,
+            shape(&a),
             serde_json::json!({"Odd Key": "integer", "*": "boolean"}),
             "a closed schema from the first page keeps only its own keys"
         );
         assert_eq!(a.advertised, Some(true));
         let b = call(&mut s, 5, "b");
-        assert_eq!((b.args_shape, b.advertised), (open.clone(), Some(true)));
+        assert_eq!((shape(&b), b.advertised), (open.clone(), Some(true)));
         // A new list replaces the old one: "a" is gone, and so is its schema.
         feed(
             &mut s,
@@ -768,7 +916,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":6,"result":{"tools":[{"name":"b"}]}}"#,
         );
         let gone = call(&mut s, 7, "a");
-        assert_eq!((gone.args_shape, gone.advertised), (open, Some(false)));
+        assert_eq!((shape(&gone), gone.advertised), (open, Some(false)));
     }
 
     #[test]
@@ -874,7 +1022,7 @@ mod tests {
             (answered[0].identity.seq, answered[0].outcome),
             (3, Outcome::Ok)
         );
-        assert_eq!(answered[0].args_shape, serde_json::json!({"q": "integer"}));
+        assert_eq!(shape(&answered[0]), serde_json::json!({"q": "integer"}));
         let rest = s.finish();
         assert_eq!(rest.len(), MAX_PENDING_CALLS - 1);
         assert!(
@@ -917,9 +1065,10 @@ mod tests {
             &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#),
         );
         assert_eq!(done[0].outcome, Outcome::Ok);
+        let raw = |text: String| RawValue::from_string(text).unwrap();
         assert_ne!(
-            id_key(&Value::String("i".repeat(100))),
-            id_key(&Value::String("i".repeat(101)))
+            id_key(&raw(format!("\"{}\"", "i".repeat(100)))),
+            id_key(&raw(format!("\"{}\"", "i".repeat(101))))
         );
     }
 

@@ -7,6 +7,7 @@
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 use std::process::{Command, Stdio};
+use std::sync::mpsc::TryRecvError;
 use std::time::Instant;
 
 use jiff::Timestamp;
@@ -21,7 +22,7 @@ use store::salt::Salt;
 use crate::PROGRAM;
 use crate::args;
 use crate::relay::{self, Event, Lines};
-use crate::session::{Session, Side};
+use crate::session::{Record, Session, Side};
 use crate::signals;
 use crate::warnings;
 
@@ -56,9 +57,12 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     lower_priority();
     let mut journaled = 0u64;
     let mut failed_write = false;
-    // The calls a chunk completes are appended together, under one hold
-    // of the journal lock.
-    let mut append = |writer: &mut Writer, calls: &mut Vec<shared::record::Call<'static>>| {
+    // The calls completed while the relays had more for the observer are
+    // appended together, under one hold of the journal lock, as soon as the
+    // observer has caught up (or has gathered [`GATHER`] of them): every
+    // record is on disk before the observer waits for more, as when each
+    // chunk's records were written on their own.
+    let mut append = |writer: &mut Writer, calls: &mut Vec<Record>| {
         let (done, failed) = writer.append_all(calls);
         journaled += done as u64;
         calls.clear();
@@ -74,7 +78,18 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     };
     let mut completed = Vec::new();
     let (mut client, mut server) = (Lines::default(), Lines::default());
-    for event in observed {
+    loop {
+        let event = match observed.try_recv() {
+            Ok(event) => event,
+            Err(TryRecvError::Empty) => {
+                append(&mut writer, &mut completed);
+                match observed.recv() {
+                    Ok(event) => event,
+                    Err(_) => break,
+                }
+            }
+            Err(TryRecvError::Disconnected) => break,
+        };
         match event {
             Event::Chunk {
                 side,
@@ -92,7 +107,9 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                 });
                 // Its place in the backlog is free once it is cut into lines.
                 drop((bytes, held));
-                append(&mut writer, &mut completed);
+                if completed.len() >= GATHER {
+                    append(&mut writer, &mut completed);
+                }
             }
             Event::Lost { side, len } => match side {
                 Side::Client => client.lose(len),
@@ -104,16 +121,21 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                     Side::Server => &mut server,
                 };
                 if let Some(last) = lines.finish() {
-                    completed = session.observe(side, &last, Timestamp::now(), Instant::now());
-                    append(&mut writer, &mut completed);
+                    completed.extend(session.observe(
+                        side,
+                        &last,
+                        Timestamp::now(),
+                        Instant::now(),
+                    ));
                 }
+                append(&mut writer, &mut completed);
                 if side == Side::Server {
                     break;
                 }
             }
         }
     }
-    completed = session.finish();
+    completed.extend(session.finish());
     append(&mut writer, &mut completed);
 
     let status = child
@@ -139,6 +161,10 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     }
     signals::exit_like(status)
 }
+
+/// The most completed records the observer holds before it writes them,
+/// however far behind the relays it is.
+const GATHER: usize = 1024;
 
 /// How much less CPU the observer gets than the relays.
 const OBSERVER_NICE: i32 = 10;

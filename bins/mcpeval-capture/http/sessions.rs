@@ -27,13 +27,13 @@ use std::time::Instant;
 use bytes::Bytes;
 use jiff::Timestamp;
 use sha2::{Digest, Sha256};
-use shared::record::{Call, Transport};
+use shared::record::Transport;
 use store::journal::Writer;
 use store::salt::Salt;
 
 use crate::limits::{MAX_SESSIONS, SESSIONS_BYTES};
 use crate::recent::Recent;
-use crate::session::{Bounded, Session, Side};
+use crate::session::{Bounded, Record, Session, Side};
 
 /// What makes requests one session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -320,21 +320,21 @@ impl State {
         self.tally.bounded.add(session.bounded);
     }
 
-    fn append(&mut self, calls: Vec<Call<'static>>) {
-        for call in calls {
-            match self.writer.append(&call) {
-                Ok(()) => self.tally.journaled += 1,
-                // Keep relaying: the clients' sessions matter more than the
-                // journal. Say so once, loudly.
-                Err(err) if !self.failed_write => {
-                    self.failed_write = true;
-                    cli::warn(
-                        crate::PROGRAM,
-                        format_args!("{err}; further records are lost"),
-                    );
-                }
-                Err(_) => {}
+    /// Appends the records together, under one hold of the journal lock.
+    fn append(&mut self, calls: Vec<Record>) {
+        let (done, failed) = self.writer.append_all(&calls);
+        self.tally.journaled += done as u64;
+        match failed {
+            // Keep relaying: the clients' sessions matter more than the
+            // journal. Say so once, loudly.
+            Some(err) if !self.failed_write => {
+                self.failed_write = true;
+                cli::warn(
+                    crate::PROGRAM,
+                    format_args!("{err}; further records are lost"),
+                );
             }
+            _ => {}
         }
     }
 }

@@ -6,16 +6,20 @@
 //! with [`files`], opens them with [`open`] and reads their lines with
 //! [`lines`], so all of them share one set of bounds: a name that is not a
 //! regular file (a FIFO would block a reader forever) is skipped with a
-//! warning, and a line over [`MAX_LINE`] is measured, never held. Each record is one line written with
-//! one `write` on an `O_APPEND` file under a shared lock on `journals/.lock`,
-//! so concurrent writers never interleave and the index never sees a torn
-//! line it would take for complete. A writer rotates to a new file when its
+//! warning, and a line over [`MAX_LINE`] is measured, never held. Records are
+//! whole lines, written together (one `write` per batch, never a line split
+//! across two) on an `O_APPEND` file under a shared lock on
+//! `journals/.lock`, so concurrent writers never interleave inside a line
+//! and the index never sees a torn line it would take for complete. A writer rotates to a new file when its
 //! file passes [`ROTATE_BYTES`] or the UTC day changes, so old files freeze.
 
+use std::borrow::Cow;
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, ErrorKind, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 
 use crate::lock::LockFile;
 use shared::error::{Error, IoContext, Result};
@@ -143,30 +147,44 @@ const MAX_NAME: usize = 1024;
 
 /// One record as the journal line capture writes (newline included): never
 /// over [`MAX_LINE`], so the index can always read it.
-pub fn encode(call: &Call) -> Vec<u8> {
+pub fn encode<S: Serialize>(call: &Call<'_, S>) -> Vec<u8> {
     let mut line = Vec::with_capacity(1024);
     encode_into(call, &mut line);
     line
 }
 
-fn encode_into(call: &Call, line: &mut Vec<u8>) {
-    line.clear();
-    serde_json::to_writer(&mut *line, call).expect("records serialize");
-    if line.len() > MAX_LINE {
+/// Appends `call`'s journal line (newline included) to `out`.
+fn encode_into<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
+    let start = out.len();
+    serde_json::to_writer(&mut *out, call).expect("records serialize");
+    if out.len() - start > MAX_LINE {
         // A huge argument object, or a client or server sending names
         // tens of kilobytes long: keep the record readable by the index
         // rather than lose the call or stop the index at this line.
-        let mut slim = call.clone();
-        slim.args_shape = serde_json::Value::String("object".into());
-        for name in [&mut slim.tool, &mut slim.server] {
-            let cut = crate::sanitize::truncate(name, MAX_NAME).len();
-            name.to_mut().truncate(cut);
-        }
-        line.clear();
-        serde_json::to_writer(&mut *line, &slim).expect("records serialize");
+        out.truncate(start);
+        let cut = |name: &str| crate::sanitize::truncate(name, MAX_NAME).to_owned();
+        let slim: Call<'_, &str> = Call {
+            schema: Cow::Borrowed(&call.schema),
+            identity: call.identity.clone(),
+            origin: call.origin,
+            transport: call.transport,
+            server: cut(&call.server).into(),
+            tool: cut(&call.tool).into(),
+            started_at: Cow::Borrowed(&call.started_at),
+            duration_ms: call.duration_ms,
+            advertised: call.advertised,
+            args_shape: "object",
+            outcome: call.outcome,
+            unknown: call.unknown,
+            error: call.error.clone(),
+        };
+        serde_json::to_writer(&mut *out, &slim).expect("records serialize");
     }
-    line.push(b'\n');
+    out.push(b'\n');
 }
+
+/// Records gathered into one `write` once they pass this many bytes.
+const BATCH: usize = 64 * 1024;
 
 /// Appends records to this process's journal, rotating as needed.
 #[derive(Debug)]
@@ -174,7 +192,8 @@ pub struct Writer {
     dir: PathBuf,
     lock: LockFile,
     current: Option<Current>,
-    line: Vec<u8>,
+    /// Whole lines encoded but not yet written.
+    batch: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -197,23 +216,26 @@ impl Writer {
             dir: home.journals().into_std_path_buf(),
             lock: LockFile::open(home.journal_lock().as_std_path())?,
             current: None,
-            line: Vec::with_capacity(1024),
+            batch: Vec::with_capacity(BATCH + 1024),
         })
     }
 
     /// Appends one record as one whole line.
-    pub fn append(&mut self, call: &Call) -> Result<()> {
+    pub fn append<S: Serialize>(&mut self, call: &Call<'_, S>) -> Result<()> {
         match self.append_all(std::slice::from_ref(call)) {
             (_, Some(err)) => Err(err),
             (_, None) => Ok(()),
         }
     }
 
-    /// Appends records, each as one whole line with one `write`, taking the
-    /// lock once for all of them (two system calls saved per record on a
-    /// busy session). Stops at the first failure; returns how many were
-    /// appended, and the failure.
-    pub fn append_all(&mut self, calls: &[Call]) -> (usize, Option<Error>) {
+    /// Appends records as whole lines, taking the lock once for all of
+    /// them and writing them together: one `write` per 64 KiB of lines,
+    /// never a line split across two, so concurrent writers never
+    /// interleave inside a line (on a busy session one system call for
+    /// hundreds of records, where a `write` each cost more than the rest of
+    /// journaling). Every record is written before this returns. Stops at
+    /// the first failure; returns how many were appended, and the failure.
+    pub fn append_all<S: Serialize>(&mut self, calls: &[Call<'_, S>]) -> (usize, Option<Error>) {
         if calls.is_empty() {
             return (0, None);
         }
@@ -221,12 +243,61 @@ impl Writer {
             Ok(guard) => guard,
             Err(err) => return (0, Some(err)),
         };
-        for (done, call) in calls.iter().enumerate() {
-            if let Err(err) = write_record(&self.dir, &mut self.current, &mut self.line, call) {
-                return (done, Some(err));
+        let now = jiff::Timestamp::now();
+        let day = time::utc_day(now);
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        // Records written, and records in `batch`.
+        let (mut done, mut held) = (0, 0);
+        let mut outcome = None;
+        for call in calls {
+            let start = batch.len();
+            encode_into(call, &mut batch);
+            let rotate = match &self.current {
+                None => true,
+                Some(cur) => cur.day != day || cur.len + batch.len() as u64 > ROTATE_BYTES,
+            };
+            if rotate {
+                // The lines before this one go to the file they were meant
+                // for; this one starts the next file.
+                if let Err(err) = write(&mut self.current, &batch[..start]) {
+                    outcome = Some(err);
+                    break;
+                }
+                done += held;
+                batch.drain(..start);
+                held = 0;
+                match create(&self.dir, now, day.clone()) {
+                    Ok(file) => self.current = Some(file),
+                    Err(err) => {
+                        outcome = Some(err);
+                        break;
+                    }
+                }
+            }
+            held += 1;
+            if batch.len() >= BATCH {
+                if let Err(err) = write(&mut self.current, &batch) {
+                    outcome = Some(err);
+                    break;
+                }
+                done += held;
+                held = 0;
+                batch.clear();
             }
         }
-        (calls.len(), None)
+        if outcome.is_none() && held > 0 {
+            match write(&mut self.current, &batch) {
+                Ok(()) => done += held,
+                Err(err) => outcome = Some(err),
+            }
+        }
+        // The buffer is kept for the next records, unless one huge batch
+        // grew it.
+        if batch.capacity() <= 4 * BATCH {
+            self.batch = batch;
+        }
+        (done, outcome)
     }
 
     /// The file records currently go to, once one exists.
@@ -235,29 +306,17 @@ impl Writer {
     }
 }
 
-/// Writes `call` as one line with one `write`, rotating first when due;
-/// the caller holds the lock.
-fn write_record(
-    dir: &Path,
-    current: &mut Option<Current>,
-    line: &mut Vec<u8>,
-    call: &Call,
-) -> Result<()> {
-    encode_into(call, line);
-    let now = jiff::Timestamp::now();
-    let day = time::utc_day(now);
-    let rotate = match current {
-        None => true,
-        Some(cur) => cur.day != day || cur.len + line.len() as u64 > ROTATE_BYTES,
-    };
-    if rotate {
-        *current = Some(create(dir, now, day)?);
+/// Writes whole lines to the current file with one `write`; the caller
+/// holds the lock.
+fn write(current: &mut Option<Current>, lines: &[u8]) -> Result<()> {
+    if lines.is_empty() {
+        return Ok(());
     }
     let cur = current.as_mut().expect("journal open");
     cur.file
-        .write_all(line)
+        .write_all(lines)
         .context(format_args!("cannot append to {}", cur.path.display()))?;
-    cur.len += line.len() as u64;
+    cur.len += lines.len() as u64;
     Ok(())
 }
 

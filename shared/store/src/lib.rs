@@ -26,6 +26,7 @@ pub mod lock;
 pub mod loopback;
 pub mod outcome;
 pub mod partial;
+pub mod raw;
 pub mod salt;
 pub mod sanitize;
 pub mod signed;

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::salt::Salt;
-use crate::sanitize::{self, MAX_TEMPLATE_INPUT};
+use crate::sanitize::{self, MAX_TEMPLATE_INPUT, Templates};
 use shared::record::{CallError, Channel, Outcome, Unknown, is_kept_code};
 
 /// What a response said, with nothing raw left in it.
@@ -21,7 +21,8 @@ pub struct Classified {
 }
 
 impl Classified {
-    fn ok() -> Classified {
+    /// The outcome of a result object with `isError` false or absent.
+    pub fn ok() -> Classified {
         Classified {
             outcome: Outcome::Ok,
             unknown: None,
@@ -38,7 +39,8 @@ impl Classified {
         }
     }
 
-    fn malformed() -> Classified {
+    /// The outcome of a malformed result.
+    pub fn malformed() -> Classified {
         Classified {
             outcome: Outcome::Unknown,
             unknown: Some(Unknown::Malformed),
@@ -57,12 +59,18 @@ impl Classified {
 
 /// Classifies a JSON-RPC response object (one with `result` or `error`).
 pub fn classify(response: &Value, salt: &Salt) -> Classified {
+    classify_with(response, salt, &mut Templates::default())
+}
+
+/// [`classify`], with the template ids of messages seen before taken from
+/// `templates`.
+pub fn classify_with(response: &Value, salt: &Salt, templates: &mut Templates) -> Classified {
     if let Some(err) = response.get("error") {
         let message = err.get("message").and_then(Value::as_str);
         return Classified::error(CallError {
             channel: Channel::Jsonrpc,
             code: err.get("code").and_then(code),
-            template_id: message.map(|m| sanitize::template_id(salt, m).into_string().into()),
+            template_id: message.map(|m| templates.id(salt, m).into()),
             retryable: err.pointer("/data/retryable").and_then(Value::as_bool),
         });
     }
@@ -90,7 +98,7 @@ pub fn classify(response: &Value, salt: &Salt) -> Classified {
             Classified::error(CallError {
                 channel: Channel::Tool,
                 code,
-                template_id: text.map(|t| sanitize::template_id(salt, &t).into_string().into()),
+                template_id: text.map(|t| templates.id(salt, &t).into()),
                 retryable,
             })
         }

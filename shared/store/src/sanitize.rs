@@ -7,10 +7,15 @@
 //! keeps a key only when the tool's schema declares it or it looks like a
 //! field name; every other key is folded into one [`FOLDED`] key.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::sync::LazyLock;
 
 use regex::Regex;
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::salt::Salt;
@@ -177,14 +182,180 @@ fn shape(value: &Value, place: Option<&Declared>, depth: usize) -> Value {
     }
 }
 
-static SNAKE_OR_KEBAB: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9]*([_-][a-z0-9]+)*$").expect("field pattern"));
-static LOWER_CAMEL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9]*([A-Z][a-z0-9]+)*$").expect("field pattern"));
+/// [`args_shape`] of arguments given as their JSON text, written as the
+/// compact JSON text `serde_json` makes of that shape (keys in byte order),
+/// without parsing the arguments into a tree: capture shapes every call's
+/// arguments, and the tree took more of its time than the rest of the
+/// shaping.
+pub fn args_shape_text(args: &RawValue, declared: Option<&Declared>) -> String {
+    let mut out = String::with_capacity(64);
+    shape_raw(args, declared, 1, &mut out);
+    out
+}
+
+/// The type name of a scalar's JSON text (its first byte tells), or
+/// `None` for a container.
+fn scalar_name(text: &str) -> Option<&'static str> {
+    Some(match text.as_bytes().first() {
+        Some(b'n') => "null",
+        Some(b't' | b'f') => "boolean",
+        Some(b'"') => "string",
+        Some(b'{' | b'[') => return None,
+        // A number: an integer when serde_json would hold it as one (no
+        // fraction or exponent, within i64 or u64, and not `-0`, which it
+        // holds as a float).
+        _ if text == "-0" || text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => "number",
+        _ if text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok() => "integer",
+        _ => "number",
+    })
+}
+
+fn shape_raw(value: &RawValue, place: Option<&Declared>, depth: usize, out: &mut String) {
+    let text = value.get();
+    let quoted = |name: &str, out: &mut String| {
+        out.push('"');
+        out.push_str(name);
+        out.push('"');
+    };
+    if let Some(name) = scalar_name(text) {
+        return quoted(name, out);
+    }
+    let array = text.starts_with('[');
+    if depth > MAX_SHAPE_DEPTH {
+        return quoted(if array { "array" } else { "object" }, out);
+    }
+    if array {
+        let element = place.and_then(|d| d.items.as_deref());
+        out.push('[');
+        if let Some(first) = first_element(text) {
+            shape_raw(first, element, depth + 1, out);
+        }
+        out.push(']');
+        return;
+    }
+    let mut entries = object_entries(text);
+    // In key order, the last of a repeated key kept: as a parsed map holds
+    // them.
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.dedup_by(|later, earlier| {
+        let same = later.0 == earlier.0;
+        if same {
+            std::mem::swap(later, earlier);
+        }
+        same
+    });
+    let open = place.is_none_or(|d| d.open);
+    let mut named = 0;
+    let mut folded = None;
+    // Each kept key with its place below; `None` for an undeclared one.
+    let mut kept: Vec<(&str, &RawValue, Option<&Declared>)> = Vec::with_capacity(entries.len());
+    for (key, value) in &entries {
+        if let Some(below) = place.and_then(|d| d.keys.get(key.as_ref())) {
+            kept.push((key, value, Some(below)));
+        } else if open && named < MAX_NAMED_KEYS && is_field_name(key) {
+            named += 1;
+            kept.push((key, value, None));
+        } else if folded.is_none() {
+            folded = Some(*value);
+        }
+    }
+    if let Some(value) = folded {
+        // No kept key is FOLDED (declared keys never are, and it is no
+        // field name), so it goes in its place in key order.
+        let at = kept.partition_point(|(key, _, _)| *key < FOLDED);
+        kept.insert(at, (FOLDED, value, None));
+    }
+    out.push('{');
+    for (i, (key, value, below)) in kept.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_string(key, out);
+        out.push(':');
+        shape_raw(value, below, depth + 1, out);
+    }
+    out.push('}');
+}
+
+/// `text` as a JSON string, escaped as `serde_json` escapes it (only `"`,
+/// `\\` and control characters are).
+fn push_string(text: &str, out: &mut String) {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(text).expect("a string serializes"));
+    }
+}
+
+/// The first element of the JSON array `text`, if any.
+fn first_element(text: &str) -> Option<&RawValue> {
+    struct First;
+    impl<'de> Visitor<'de> for First {
+        type Value = Option<&'de RawValue>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an array")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let first = seq.next_element::<&'de RawValue>()?;
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(first)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    (&mut de).deserialize_seq(First).ok().flatten()
+}
+
+/// The members of the JSON object `text`, in the order written.
+fn object_entries(text: &str) -> Vec<(Cow<'_, str>, &RawValue)> {
+    struct Entries;
+    impl<'de> Visitor<'de> for Entries {
+        type Value = Vec<(Cow<'de, str>, &'de RawValue)>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut entries = Vec::new();
+            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                entries.push((key, map.next_value::<&'de RawValue>()?));
+            }
+            Ok(entries)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    (&mut de).deserialize_map(Entries).unwrap_or_default()
+}
+
+/// A key, borrowed from the text when it holds no escape.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+        }
+        de.deserialize_str(Text)
+    }
+}
 
 /// Whether `key` looks like a field name rather than data: at most
 /// [`MAX_FIELD_NAME`] bytes of snake, kebab or lower camel case, with no
 /// run of more than 4 digits (which an id, a phone or card number has).
+/// The two cases are `^[a-z][a-z0-9]*([_-][a-z0-9]+)*$` and
+/// `^[a-z][a-z0-9]*([A-Z][a-z0-9]+)*$`, matched by hand: every key of
+/// every call's arguments is judged, and the regexes took longer than the
+/// rest of the shaping.
 pub fn is_field_name(key: &str) -> bool {
     let mut digits = 0;
     let short_runs = key.bytes().all(|b| {
@@ -193,7 +364,31 @@ pub fn is_field_name(key: &str) -> bool {
     });
     key.len() <= MAX_FIELD_NAME
         && short_runs
-        && (SNAKE_OR_KEBAB.is_match(key) || LOWER_CAMEL.is_match(key))
+        && (joined(key, |b| matches!(b, b'_' | b'-')) || joined(key, |b| b.is_ascii_uppercase()))
+}
+
+/// Whether `key` is a lower-case letter, then lower-case letters and
+/// digits, where a byte that is `joint` may stand before each run of them
+/// after the first (never two together, never last).
+fn joined(key: &str, joint: impl Fn(u8) -> bool) -> bool {
+    let bytes = key.as_bytes();
+    let Some((first, rest)) = bytes.split_first() else {
+        return false;
+    };
+    let mut after_joint = false;
+    first.is_ascii_lowercase()
+        && rest.iter().all(|&b| {
+            if b.is_ascii_lowercase() || b.is_ascii_digit() {
+                after_joint = false;
+                true
+            } else if joint(b) && !after_joint {
+                after_joint = true;
+                true
+            } else {
+                false
+            }
+        })
+        && !after_joint
 }
 
 struct Rule {
@@ -262,6 +457,36 @@ pub fn normalize(message: &str) -> String {
 pub fn template_id(salt: &Salt, message: &str) -> shared::id::TemplateId {
     shared::id::TemplateId::from_hex16(&salt.id16(&[normalize(message).as_bytes()]))
         .expect("id16 gives 16 hex digits")
+}
+
+/// The template ids of the messages seen lately, each message known by a
+/// SHA-256 digest of the text it is normalized from (never by the text):
+/// a failing tool repeats its message, and normalizing it again is most of
+/// what classifying an error costs.
+#[derive(Debug, Default)]
+pub struct Templates {
+    ids: HashMap<[u8; 32], String>,
+}
+
+/// The most template ids a [`Templates`] remembers; when full, it starts
+/// over.
+const MAX_TEMPLATES: usize = 1024;
+
+impl Templates {
+    /// [`template_id`] of `message`, as text.
+    pub fn id(&mut self, salt: &Salt, message: &str) -> String {
+        let input = truncate(message, MAX_TEMPLATE_INPUT);
+        let key = crate::hash::sha256(input.as_bytes());
+        if let Some(id) = self.ids.get(&key) {
+            return id.clone();
+        }
+        let id = template_id(salt, input).into_string();
+        if self.ids.len() >= MAX_TEMPLATES {
+            self.ids.clear();
+        }
+        self.ids.insert(key, id.clone());
+        id
+    }
 }
 
 /// The first `max` bytes of `s`, cut at a character boundary.
@@ -477,5 +702,116 @@ mod tests {
             )
         );
         assert!(a.starts_with("t-") && a.len() == 18);
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The shape read from text, against the shape of the parsed value.
+    fn same(args: &str, declared: Option<&Declared>) {
+        let raw = RawValue::from_string(args.to_owned()).unwrap();
+        let value: Value = serde_json::from_str(args).unwrap();
+        let text = args_shape_text(&raw, declared);
+        assert_eq!(
+            text,
+            args_shape(&value, declared).to_string(),
+            "{args} with {declared:?}"
+        );
+        let _: Value = serde_json::from_str(&text).expect("the shape is JSON");
+    }
+
+    #[test]
+    fn shapes_read_from_text_are_the_shapes_of_the_parsed_value() {
+        let many: String = (0..40)
+            .map(|i| format!(r#""key_{i}":{i}"#))
+            .collect::<Vec<_>>()
+            .join(",");
+        let cases = [
+            r#"{"city":"Paris","days":3,"fail":false}"#.to_owned(),
+            r#"{"z":1, "a" : [ {"b":null,"c":[1.5]} ], "a":"again", "e":1e3, "f":-0, "g":-7}"#.to_owned(),
+            r#"{"n":18446744073709551615,"m":18446744073709551616,"o":-9223372036854775808,"p":-9223372036854775809}"#.to_owned(),
+            r#"{"a":{"b":{"c":{"d":{"e":1}}, "l":[[1]]}}}"#.to_owned(),
+            r##"{"alice@example.com":1,"bob@example.com":"x","!bang":true,"#tag":[],"Odd Key":{}}"##.to_owned(),
+            r#"{"\u0061":1,"a\"b":2,"tab\tkey":3,"é":4,"*":5,"\ud83d\ude00":6}"#.to_owned(),
+            format!("{{{many}}}"),
+            "[1,2]".to_owned(),
+            "[]".to_owned(),
+            "{}".to_owned(),
+            r#""text""#.to_owned(),
+            "null".to_owned(),
+            "12.5".to_owned(),
+            "[[[[[1]]]]]".to_owned(),
+            "[{}, 1]".to_owned(),
+        ];
+        let schemas = [
+            json!({"type": "object", "properties": {"Odd Key": {"properties": {"x": {}}}, "#tag": {"items": {"properties": {"q": {}}}}, "a": {}}}),
+            json!({"type": "object", "properties": {"city": {}}, "additionalProperties": false}),
+            json!({"type": "object", "properties": {"!bang": {}, "z": {}}, "additionalProperties": true}),
+            json!({"items": {"properties": {"b": {}}}}),
+        ];
+        let declared: Vec<Declared> = schemas.iter().map(Declared::from_schema).collect();
+        for case in &cases {
+            same(case, None);
+            for d in &declared {
+                same(case, Some(d));
+            }
+        }
+    }
+
+    #[test]
+    fn field_names_are_the_two_patterns_exactly() {
+        let snake = Regex::new(r"^[a-z][a-z0-9]*([_-][a-z0-9]+)*$").unwrap();
+        let camel = Regex::new(r"^[a-z][a-z0-9]*([A-Z][a-z0-9]+)*$").unwrap();
+        let alphabet = ["a", "z", "0", "9", "_", "-", "A", "Z", " ", "é", "."];
+        // Every key of up to four pieces from the alphabet.
+        let mut keys = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = keys
+                .iter()
+                .flat_map(|k| alphabet.iter().map(move |a| format!("{k}{a}")))
+                .collect();
+            keys.extend(longer);
+        }
+        keys.extend(
+            [
+                "maxResults",
+                "max_results",
+                "max-results",
+                "aB1cD",
+                "a__b",
+                "a_B",
+                "aBC",
+            ]
+            .map(String::from),
+        );
+        for key in &keys {
+            let want = snake.is_match(key) || camel.is_match(key);
+            assert_eq!(
+                joined(key, |b| matches!(b, b'_' | b'-'))
+                    || joined(key, |b| b.is_ascii_uppercase()),
+                want,
+                "{key:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn templates_are_remembered_by_digest_and_match_template_id() {
+        let salt = Salt::from_bytes([4; 32]);
+        let mut templates = Templates::default();
+        let long = format!("{}{}", "x".repeat(MAX_TEMPLATE_INPUT), "tail 1");
+        for message in ["no city 'Atlantis'", "no city 'Paris'", "", &long] {
+            let want = template_id(&salt, message).into_string();
+            assert_eq!(templates.id(&salt, message), want, "{message}");
+            assert_eq!(templates.id(&salt, message), want, "again: {message}");
+        }
+        assert_eq!(templates.ids.len(), 4);
+        for n in 0..MAX_TEMPLATES + 1 {
+            templates.id(&salt, &format!("m{n}"));
+        }
+        assert!(templates.ids.len() <= MAX_TEMPLATES);
     }
 }
