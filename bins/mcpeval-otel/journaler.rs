@@ -224,9 +224,10 @@ impl Journaler {
     }
 }
 
-/// Hashes pairing keys, which are already the leading bits of a SHA-256
-/// digest: folding them is as good a hash as any, and cheaper than SipHash
-/// (the set of remembered requests is touched by every span).
+/// Hashes pairing keys, which are already the leading bits of a salted
+/// SHA-256 digest that a sender cannot steer: folding them is as good a
+/// hash as any, and cheaper than SipHash (the set of remembered requests
+/// is touched by every span).
 #[derive(Debug, Default)]
 struct FoldedKey(u64);
 

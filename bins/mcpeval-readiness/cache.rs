@@ -56,15 +56,9 @@ CREATE TABLE daily(
 ) WITHOUT ROWID;
 ";
 
-/// Counts of one (day, server, tool), summed over the journals.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Daily {
-    pub day: String,
-    pub server: String,
-    pub tool: String,
-    pub calls: u64,
-    pub failures: u64,
-}
+/// Counts of one (day, server, tool), summed over the journals: the same
+/// counts a team's database sums over every store's.
+pub use team::Daily;
 
 /// What a refresh did, and the counts it leaves.
 #[derive(Debug, Default)]
@@ -90,17 +84,7 @@ impl Refresh {
             journals: team.journals,
             bytes_read: 0,
             calls_added: team.daily.iter().map(|d| d.calls).sum(),
-            daily: team
-                .daily
-                .into_iter()
-                .map(|d| Daily {
-                    day: d.day,
-                    server: d.server,
-                    tool: d.tool,
-                    calls: d.calls,
-                    failures: d.failures,
-                })
-                .collect(),
+            daily: team.daily,
         }
     }
 }

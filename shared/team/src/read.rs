@@ -40,8 +40,9 @@ pub(crate) struct Reader {
 }
 
 /// The calls and failures of one (UTC day, server, tool) over the whole
-/// team, counted as `readiness` counts a store's journals: captured calls
-/// only; an error, or a malformed result, is a failure.
+/// team, counted as `readiness` counts a store's journals: traffic calls
+/// only (captured or traced, never a probe's); an error, or a malformed
+/// result, is a failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Daily {
     /// `YYYY-MM-DD`.
@@ -50,7 +51,7 @@ pub struct Daily {
     pub server: String,
     /// The tool's name.
     pub tool: String,
-    /// Captured calls.
+    /// Traffic calls (captured or traced).
     pub calls: u64,
     /// Of which failed.
     pub failures: u64,
