@@ -46,10 +46,14 @@ pub fn render(f: &Finding, label: Option<&str>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# {}: {} on server {} fails{}\n",
+        "# {}: {} on server {} fails{}{}\n",
         d.defect_class,
         code_span(&d.tool),
         code_span(&d.server),
+        d.contract.as_ref().map_or(String::new(), |v| format!(
+            " its outputSchema {}",
+            v.describe_with(code_span)
+        )),
         label.map_or(String::new(), |l| format!(
             " with arguments {}",
             code_span(l)
@@ -132,7 +136,11 @@ and every argument a shape, never a value.\n",
             others.join(", ")
         );
     }
-    let _ = writeln!(s, "\n## Fix hint\n\n{}", d.fix_hint);
+    let hint = d
+        .contract
+        .as_ref()
+        .map_or_else(|| d.fix_hint.clone(), |v| v.fix_hint_with(code_span));
+    let _ = writeln!(s, "\n## Fix hint\n\n{hint}");
     let _ = writeln!(s, "\n## Prove the fix\n");
     if d.defect_class == DefectClass::FalseSuccess {
         let _ = writeln!(

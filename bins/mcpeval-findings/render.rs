@@ -19,7 +19,7 @@ use shared::escape::{self, code_cell, code_span, markdown as md, quoted, termina
 use shared::finding::{DefectClass, State};
 use shared::findings::Findings;
 use shared::tool_group::{self, Member};
-use store::catalog::{Finding, Promotion};
+use store::catalog::{Derived, Finding, Promotion};
 
 /// One [`Findings`] object (`mcpeval.findings/1`) on one line.
 pub fn json(
@@ -69,11 +69,12 @@ pub fn markdown(
         let d = &f.derived;
         writeln!(
             out,
-            "| {} | {:.3} | {} | {} | {} / {} | {} | {} of {} | {} | {} |",
+            "| {} | {:.3} | {} | {}{} | {} / {} | {} | {} of {} | {} | {} |",
             f.severity,
             d.score,
             code_cell(&d.id),
             d.defect_class,
+            violation(d, code_cell),
             code_cell(&d.server),
             code_cell(&d.tool),
             label.as_deref().map_or("-".into(), code_cell),
@@ -103,12 +104,13 @@ fn section(out: &mut impl Write, f: &Finding, label: Option<&str>) -> Result<()>
     let d = &f.derived;
     writeln!(
         out,
-        "\n### {}: {}{}\n",
+        "\n### {}: {}{}{}\n",
         code_span(&d.id),
         d.defect_class,
+        violation(d, code_span),
         label.map_or(String::new(), |l| format!(", arguments {}", code_span(l)))
     )?;
-    writeln!(out, "- **Fix hint:** {}", d.fix_hint)?;
+    writeln!(out, "- **Fix hint:** {}", fix_hint(d, code_span))?;
     writeln!(
         out,
         "- **Failures:** {} of {} calls ({:.1}%; 95% Wilson lower bound {:.3}) in {} sessions, {} to {}",
@@ -179,9 +181,10 @@ three consecutive green verification runs.\n"
         // nothing after it to swallow.
         writeln!(
             out,
-            "{}. {id} [{}; severity {}, score {:.3}, state {}]{}",
+            "{}. {id} [{}{}; severity {}, score {:.3}, state {}]{}",
             n + 1,
             d.defect_class,
+            violation(d, quoted),
             f.severity,
             d.score,
             f.state,
@@ -210,7 +213,7 @@ three consecutive green verification runs.\n"
             "   arguments seen (shapes, not values): {}",
             shapes(&d.args_shapes, |s| s.to_owned())
         )?;
-        writeln!(out, "   fix: {}", d.fix_hint)?;
+        writeln!(out, "   fix: {}", fix_hint(d, quoted))?;
         next_steps(out, f, &id)?;
     }
     Ok(())
@@ -289,6 +292,21 @@ fn next_steps(out: &mut impl Write, f: &Finding, id: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// ` at PLACE: KEYWORD` for a contract finding, the place shown by
+/// `show`; nothing for any other.
+fn violation(d: &Derived, show: impl Fn(&str) -> String) -> String {
+    d.contract
+        .as_ref()
+        .map_or(String::new(), |v| format!(" {}", v.describe_with(show)))
+}
+
+/// The fix hint, with a contract finding's place shown by `show`.
+fn fix_hint(d: &Derived, show: impl Fn(&str) -> String) -> String {
+    d.contract
+        .as_ref()
+        .map_or_else(|| d.fix_hint.clone(), |v| v.fix_hint_with(show))
 }
 
 fn codes(main: Option<i64>, all: &[i64]) -> String {

@@ -52,6 +52,9 @@ pub struct Finding {
     /// witnessed. Absent from the output of earlier releases.
     #[serde(default)]
     pub witnessed: Option<bool>,
+    /// A contract-violation finding's first violation.
+    #[serde(default)]
+    pub contract: Option<shared::finding::Violation>,
 }
 
 /// Runs the three siblings; the first to fail ends the report with its

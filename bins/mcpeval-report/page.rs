@@ -267,8 +267,9 @@ fn findings(out: &mut String, evidence: &Evidence, arranged: &Arranged) {
     for (n, f) in evidence.findings.iter().enumerate() {
         let _ = writeln!(
             out,
-            r##"<tr><td><span class="sev sev-{sev}">{sev}</span></td><td>{}</td><td><a href="#{}"><span class="name">{}</span> / <span class="name">{}</span></a></td><td>{}</td><td class="num">{:.3}</td><td class="num">{} of {}</td><td class="num">{}</td><td><span class="state st-{state}">{state}</span>{}</td><td class="num">{}/3</td></tr>"##,
+            r##"<tr><td><span class="sev sev-{sev}">{sev}</span></td><td>{}{}</td><td><a href="#{}"><span class="name">{}</span> / <span class="name">{}</span></a></td><td>{}</td><td class="num">{:.3}</td><td class="num">{} of {}</td><td class="num">{}</td><td><span class="state st-{state}">{state}</span>{}</td><td class="num">{}/3</td></tr>"##,
             text(&f.defect_class),
+            violation(f),
             text(&f.id),
             text(&f.server),
             text(&f.tool),
@@ -302,6 +303,18 @@ fn findings(out: &mut String, evidence: &Evidence, arranged: &Arranged) {
     out.push_str("</section>\n");
 }
 
+/// ` at PLACE: KEYWORD` for a contract finding (the place is the schema's
+/// names, so inline code like any name); nothing for any other.
+fn violation(f: &Finding) -> String {
+    f.contract.as_ref().map_or(String::new(), |v| {
+        format!(
+            r#" at <code class="name">{}</code>: {}"#,
+            text(v.shown_at()),
+            text(&v.keyword)
+        )
+    })
+}
+
 /// Whether a closure by verification was witnessed: a red run of the
 /// case against the same target came first (the strong form of proof).
 fn closure(f: &Finding) -> &'static str {
@@ -318,12 +331,13 @@ fn finding(out: &mut String, f: &Finding, shape: &str, history: Option<&History>
     let _ = write!(
         out,
         r#"<article class="finding" id="{}">
-<h5><code>{}</code> {}{}</h5>
+<h5><code>{}</code> {}{}{}</h5>
 <p class="hint"><b>Fix hint:</b> {}</p>
 "#,
         text(&f.id),
         text(&f.id),
         text(&f.defect_class),
+        violation(f),
         if shape.is_empty() {
             String::new()
         } else {

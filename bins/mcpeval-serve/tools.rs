@@ -51,7 +51,7 @@ fn finding_schema() -> Value {
         "type": "object",
         "properties": {
             "id": {"type": "string", "pattern": "^finding-[0-9a-f]{16}$"},
-            "kind": {"enum": ["error", "malformed", "false-success"]},
+            "kind": {"enum": ["error", "malformed", "false-success", "contract"]},
             "server": s, "tool": s, "defect_class": s, "fix_hint": s,
             "severity": {"enum": ["high", "medium", "low"]},
             "score": n, "failures": i, "calls": i, "failure_rate": n, "wilson_lower": n,
@@ -62,6 +62,10 @@ fn finding_schema() -> Value {
             "args_shapes": {"type": "array"},
             "state": {"enum": State::ALL}, "streak": i, "probe_attached": {"type": "boolean"},
             "reopened": i,
+            "contract": {"type": "object",
+                         "properties": {"at": s, "keyword": s},
+                         "required": ["at", "keyword"],
+                         "description": "a contract-violation finding's first violation: a JSON Pointer into structuredContent and the schema keyword that failed"},
             "witnessed": {"type": ["boolean", "null"],
                           "description": "for a finding closed by verification: whether the same case ran red on the same target before its closing streak"}
         },

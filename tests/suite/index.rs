@@ -458,7 +458,7 @@ fn a_bad_line_rejects_the_whole_run_and_changes_nothing() {
             format!(
                 "invalid mcpeval.call/1 record: unknown field `colour`, expected one of `schema`, `identity`, \
                  `origin`, `transport`, `server`, `tool`, `started_at`, `duration_ms`, `advertised`, \
-                 `args_shape`, `outcome`, `unknown`, `error` (column {colour_ends})"
+                 `args_shape`, `outcome`, `unknown`, `error`, `contract` (column {colour_ends})"
             ),
         ),
         (

@@ -765,3 +765,60 @@ fn the_seed_corpus_renders_for_people_and_agents() {
     let issue = std::fs::read_to_string(dir.join(format!("{top}.md"))).unwrap();
     insta::assert_snapshot!("seed_top_issue", store.redact_ids(&issue));
 }
+
+#[test]
+fn broken_contracts_group_by_place_and_keyword_over_all_calls_to_the_tool() {
+    let store = Store::new();
+    let status = Some(("/status", "enum"));
+    let journal = records::lines(&[
+        Rec::ok(1, 1, 1, "job").contract(status),
+        Rec::ok(2, 1, 2, "job").contract(None),
+        Rec::ok(3, 2, 1, "job").contract(status),
+        Rec::ok(4, 2, 2, "job").contract(Some(("", "required"))),
+        Rec::ok(5, 3, 1, "job").contract(Some(("", "required"))),
+        // An error and an ok call with no schema count as calls to the tool.
+        Rec::error(6, 3, 2, "job", None),
+        Rec::ok(7, 3, 3, "job"),
+        // A probe's broken contract never counts.
+        Rec::ok(8, 4, 1, "job").contract(status).probe(),
+        Rec::ok(9, 5, 1, "job").contract(status).probe(),
+    ]);
+    records::write(&store, 1, &journal);
+    index_and_promote(&store, &["--threshold", "0"]);
+    let found = findings(&store);
+    let contract: Vec<&Value> = found.iter().filter(|f| f["kind"] == "contract").collect();
+    assert_eq!(contract.len(), 2, "{found:#?}");
+    let by_place = |at: &str| {
+        contract
+            .iter()
+            .find(|f| f["contract"]["at"] == at)
+            .unwrap_or_else(|| panic!("no finding at {at:?}: {contract:#?}"))
+    };
+    let enum_ = by_place("/status");
+    assert_eq!(enum_["defect_class"], "contract-violation");
+    assert_eq!(enum_["contract"]["keyword"], "enum");
+    assert_eq!(
+        (enum_["failures"].as_u64(), enum_["calls"].as_u64()),
+        (Some(2), Some(7))
+    );
+    assert_eq!(enum_["sessions"], 2);
+    assert_eq!(
+        enum_["fix_hint"],
+        "Return structuredContent that conforms to the tool's declared outputSchema (first violation at /status: enum)."
+    );
+    let missing = by_place("");
+    assert_eq!(missing["contract"]["keyword"], "required");
+    assert_ne!(missing["id"], enum_["id"]);
+    // Both are told apart wherever people read them.
+    let md = ok(&store, "mcpeval-findings", &["--format", "md"]);
+    assert!(md.contains("contract-violation at `/status`: enum"), "{md}");
+    assert!(
+        md.contains("contract-violation at `(root)`: required"),
+        "{md}"
+    );
+    let agent = ok(&store, "mcpeval-findings", &["--format", "agent"]);
+    assert!(
+        agent.contains("[contract-violation at \"/status\": enum;"),
+        "{agent}"
+    );
+}

@@ -283,7 +283,7 @@ fn journal_lines_rebuilt_from_index_rows_index_to_the_same_rows() {
     let (names_a, table_a) = calls_table(&a);
     let (names_b, table_b) = calls_table(&b);
     assert_eq!(names_a, names_b);
-    assert_eq!(names_a.len(), 22, "{names_a:?}");
+    assert_eq!(names_a.len(), 25, "{names_a:?}");
     assert_eq!(table_a.len(), table_b.len(), "calls rows");
     for (ra, rb) in table_a.iter().zip(&table_b) {
         for ((name, va), vb) in names_a.iter().zip(ra).zip(rb) {

@@ -73,6 +73,16 @@ impl Rec {
         self
     }
 
+    /// An ok call's verdict on its tool's outputSchema: kept (`None`), or
+    /// broken at `at` by `keyword`.
+    pub fn contract(mut self, broken: Option<(&str, &str)>) -> Rec {
+        self.0["contract"] = match broken {
+            None => json!({"kept": true}),
+            Some((at, keyword)) => json!({"kept": false, "at": at, "keyword": keyword}),
+        };
+        self
+    }
+
     pub fn probe(mut self) -> Rec {
         self.0["origin"] = json!("probe");
         self

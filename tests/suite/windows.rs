@@ -360,6 +360,9 @@ fn before_session_numbers(store: &Store) {
             "DROP VIEW group_blast; DROP VIEW window_tools;
              DROP INDEX calls_by_session; DROP INDEX windows_by_session;
              ALTER TABLE calls DROP COLUMN session_no;
+             ALTER TABLE calls DROP COLUMN contract_kept;
+             ALTER TABLE calls DROP COLUMN contract_at;
+             ALTER TABLE calls DROP COLUMN contract_keyword;
              ALTER TABLE windows DROP COLUMN session_no;
              DROP TABLE sessions;
              CREATE INDEX calls_by_session ON calls(session, server, seq);

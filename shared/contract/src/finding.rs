@@ -103,10 +103,16 @@ impl Violation {
     }
 
     /// The violation a contract group's key names; `None` for any other
-    /// kind of group, or a key not in that form.
+    /// kind of group, or a key not in that form (a record's `contract.at`
+    /// and `contract.keyword` rules, so a keyword is letters only).
     pub fn of_group(kind: Kind, key: Option<&str>) -> Option<Violation> {
         let (keyword, at) = key?.split_once(':')?;
-        (kind == Kind::Contract).then(|| Violation {
+        let record = crate::record::Contract {
+            kept: false,
+            at: Some(at.into()),
+            keyword: Some(keyword.into()),
+        };
+        (kind == Kind::Contract && record.validate().is_ok()).then(|| Violation {
             at: at.to_owned(),
             keyword: keyword.to_owned(),
         })
@@ -124,11 +130,24 @@ impl Violation {
 
     /// The contract-violation fix hint, naming this violation.
     pub fn fix_hint(&self) -> String {
+        self.fix_hint_with(str::to_owned)
+    }
+
+    /// The fix hint with the place shown by `show`, which escapes it for
+    /// its medium: the names in it are the schema's, which the server
+    /// chose.
+    pub fn fix_hint_with(&self, show: impl Fn(&str) -> String) -> String {
+        let hint = DefectClass::ContractViolation.fix_hint();
         format!(
-            "Return structuredContent that conforms to the tool's declared outputSchema (first violation at {}: {}).",
-            self.shown_at(),
-            self.keyword
+            "{} (first violation {}).",
+            hint.strip_suffix('.').unwrap_or(hint),
+            self.describe_with(show)
         )
+    }
+
+    /// `at PLACE: KEYWORD`, the place shown by `show`.
+    pub fn describe_with(&self, show: impl Fn(&str) -> String) -> String {
+        format!("at {}: {}", show(self.shown_at()), self.keyword)
     }
 }
 
