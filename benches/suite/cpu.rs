@@ -27,11 +27,24 @@ pub struct Cpu {
     pub capture: Option<f64>,
 }
 
-/// The requests of a pipelined session: `initialize`, then `calls` tool
-/// calls, every tenth failing.
+/// What the echo server's successes are (its second argument).
+#[derive(Debug, Clone, Copy)]
+pub enum Results {
+    /// Text only; the tool declares no outputSchema.
+    Plain,
+    /// With structuredContent; no outputSchema declared.
+    Structured,
+    /// With structuredContent, and the tool declares an outputSchema that
+    /// every success keeps: capture checks each one.
+    Checked,
+}
+
+/// The requests of a pipelined session: `initialize` and `tools/list`,
+/// then `calls` tool calls, every tenth failing.
 pub fn requests(calls: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(calls as usize * 140);
     out.extend_from_slice(crate::relay::INITIALIZE);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":\"list\",\"method\":\"tools/list\"}\n");
     let mut line = Vec::new();
     for id in 1..=calls {
         crate::relay::request(&mut line, id);
@@ -42,7 +55,7 @@ pub fn requests(calls: u64) -> Vec<u8> {
 
 /// Runs one session of `input` against the echo server in `scratch`,
 /// through capture (storing in `home`) or behind plain pipes.
-pub fn session(input: &[u8], capture: Option<&Path>, scratch: &Path) -> Cpu {
+pub fn session(input: &[u8], capture: Option<&Path>, scratch: &Path, results: Results) -> Cpu {
     let script = scratch.join("echo_server.py");
     std::fs::write(&script, include_str!("echo_server.py")).expect("write the echo server");
     let report = scratch.join("echo-cpu");
@@ -58,6 +71,11 @@ pub fn session(input: &[u8], capture: Option<&Path>, scratch: &Path) -> Cpu {
     let mut child = cmd
         .arg(&script)
         .arg(&report)
+        .arg(match results {
+            Results::Plain => "plain",
+            Results::Structured => "structured",
+            Results::Checked => "checked",
+        })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

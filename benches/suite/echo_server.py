@@ -3,7 +3,12 @@
 line at once (every request with "fail":true as a tool error with one
 templated text), reading and writing in large blocks, so that what it costs
 is mostly the pipes. At end of input it writes its own CPU time (user and
-system seconds) to the file named by its first argument."""
+system seconds) to the file named by its first argument.
+
+A second argument makes its successes structured: "structured" returns
+structuredContent beside the text, "checked" does the same and declares
+the tool's outputSchema in tools/list, so a client (and capture) checks
+every success against it."""
 import re
 import resource
 import sys
@@ -16,6 +21,16 @@ FAIL = (b',"result":{"content":[{"type":"text","text":'
         b'"no forecast for city \'Atlantis\' in 3 days"}],"isError":true}}\n')
 INIT = (b',"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},'
         b'"serverInfo":{"name":"echo","version":"1"}}}\n')
+mode = sys.argv[2] if len(sys.argv) > 2 else "plain"
+SCHEMA = (b',"outputSchema":{"type":"object","properties":{"forecast":{"type":"string",'
+          b'"enum":["sunny","rain"]},"days":{"type":"integer","minimum":1}},'
+          b'"required":["forecast"]}' if mode == "checked" else b"")
+LIST = (b',"result":{"tools":[{"name":"get_forecast","inputSchema":{"type":"object",'
+        b'"properties":{"city":{"type":"string"},"days":{"type":"integer"},'
+        b'"fail":{"type":"boolean"}}}' + SCHEMA + b'}]}}\n')
+if mode != "plain":
+    OK = (b',"result":{"content":[{"type":"text","text":"sunny"}],'
+          b'"structuredContent":{"forecast":"sunny","days":3}}}\n')
 rest = b""
 while True:
     chunk = inp.read1(65536)
@@ -30,6 +45,8 @@ while True:
             continue
         if b'"initialize"' in line:
             tail = INIT
+        elif b'"tools/list"' in line:
+            tail = LIST
         elif b'"fail":true' in line:
             tail = FAIL
         else:

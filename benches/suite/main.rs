@@ -147,6 +147,9 @@ fn main() {
     if wants("capture") {
         capture(&sizes, scratch, &mut table);
     }
+    if wants("checks") {
+        capture_checks(&sizes, scratch, &mut table);
+    }
     if wants("index") || wants("promote") {
         let store = generate(scratch, "full", 1, sizes.calls, 0, sizes.journal_bytes);
         if wants("index") {
@@ -311,8 +314,8 @@ fn capture_cpu(sizes: &Sizes, scratch: &Path, table: &mut Table) {
             rep + 1,
             sizes.short_reps
         ));
-        plain.push(cpu::session(&input, None, scratch).server);
-        let captured = cpu::session(&input, Some(&home), scratch);
+        plain.push(cpu::session(&input, None, scratch, cpu::Results::Plain).server);
+        let captured = cpu::session(&input, Some(&home), scratch, cpu::Results::Plain);
         own.push(cpu::per_call(
             captured.capture.expect("capture's CPU"),
             sizes.pipelined,
@@ -359,6 +362,58 @@ fn capture_cpu(sizes: &Sizes, scratch: &Path, table: &mut Table) {
     table.note(format!(
         "capture's own CPU: its user + system time less the server's, {lo:.2}–{hi:.2} µs a call \
          over {} runs; the server's CPU under capture over behind plain pipes, {rlo:.2}–{rhi:.2}×",
+        sizes.short_reps
+    ));
+}
+
+/// Capture's own CPU per call when every success is checked against the
+/// tool's declared outputSchema, beside the same structured results with
+/// no schema declared, alternately.
+fn capture_checks(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    let input = cpu::requests(sizes.pipelined);
+    let (mut unchecked, mut checked) = (Vec::new(), Vec::new());
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "{} pipelined calls through capture, results with and without a declared \
+             outputSchema, CPU time ({} of {})",
+            sizes.pipelined,
+            rep + 1,
+            sizes.short_reps
+        ));
+        for (results, into) in [
+            (cpu::Results::Structured, &mut unchecked),
+            (cpu::Results::Checked, &mut checked),
+        ] {
+            let home = scratch.join("capture-checks");
+            let _ = std::fs::remove_dir_all(&home);
+            let cpu = cpu::session(&input, Some(&home), scratch, results);
+            into.push(cpu::per_call(
+                cpu.capture.expect("capture's CPU"),
+                sizes.pipelined,
+            ));
+            if let cpu::Results::Checked = results {
+                assert_eq!(
+                    relay::kept_contracts(&home),
+                    sizes.pipelined * 9 / 10,
+                    "every success checked and kept"
+                );
+            }
+        }
+    }
+    let (on, off) = (median(&checked), median(&unchecked));
+    table.push(Row {
+        figure: "capture: own CPU per call, every success checked against its outputSchema".into(),
+        ours: format!("{on:.2} µs"),
+        baseline: format!("{off:.2} µs with no schema declared"),
+        ratio: format!("{:+.2} µs", on - off),
+        target: "for information".into(),
+        met: None,
+    });
+    let (lo, hi) = cpu::range(&checked);
+    let (ulo, uhi) = cpu::range(&unchecked);
+    table.note(format!(
+        "capture's own CPU with outputSchema checks: {lo:.2}–{hi:.2} µs a call over {} runs, \
+         {ulo:.2}–{uhi:.2} µs for the same results with no schema declared",
         sizes.short_reps
     ));
 }

@@ -190,3 +190,19 @@ pub fn journaled(home: &Path) -> u64 {
         .collect();
     workload::count_lines(&files)
 }
+
+/// The calls journaled in `home` whose result kept its tool's
+/// outputSchema.
+pub fn kept_contracts(home: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(home.join("journals")) else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            text.matches(r#""contract":{"kept":true}"#).count() as u64
+        })
+        .sum()
+}

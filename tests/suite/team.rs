@@ -205,7 +205,8 @@ fn capture_session(store: &Store, script: &str, server: &Path) {
 }
 
 /// Generated calls on server `tides` for store `k`: two sessions of
-/// its own, failing with a template every store's sessions share.
+/// its own, failing with a template every store's sessions share, and
+/// breaking a tool's declared outputSchema the same way.
 fn generated(k: u64, sessions: std::ops::Range<u64>) -> String {
     let mut recs = Vec::new();
     for s in sessions {
@@ -215,6 +216,8 @@ fn generated(k: u64, sessions: std::ops::Range<u64>) -> String {
         recs.push(Rec::error(base + 1, session, 2, "forecast", Some(7)));
         recs.push(Rec::error(base + 2, session, 3, "alerts", Some(8)));
         recs.push(Rec::ok(base + 3, session, 4, "forecast"));
+        recs.push(Rec::ok(base + 4, session, 5, "tide_table").contract(Some(("/high", "type"))));
+        recs.push(Rec::ok(base + 5, session, 6, "tide_table").contract(None));
     }
     let recs: Vec<Rec> = recs.into_iter().map(|r| r.server("tides")).collect();
     records::lines(&recs)
@@ -528,7 +531,12 @@ fn captured_and_generated_journals_of_three_stores_give_the_findings_of_one_stor
         ],
         "{expected}"
     );
-    assert_eq!(of_server(&expected, "tides").len(), 2, "{expected}");
+    assert_eq!(of_server(&expected, "tides").len(), 3, "{expected}");
+    assert!(
+        of_server(&expected, "tides")
+            .contains(&("tide_table".to_owned(), "contract-violation".to_owned())),
+        "{expected}"
+    );
 
     // Indexing again uploads nothing and reports the team in JSON (what
     // is new to its view depends on which store finished first).
@@ -606,7 +614,7 @@ fn appends_in_two_stores_give_the_findings_of_one_store_with_the_same_bytes() {
     let last = team.stores[2].journals().pop().unwrap();
     records::append_to(&last, &generated(2, 5..6));
     let summaries = team.index_all();
-    for (n, uploaded) in [(0, 4), (1, 0), (2, 4)] {
+    for (n, uploaded) in [(0, 6), (1, 0), (2, 6)] {
         assert!(
             summaries[n].contains(&format!(": uploaded {uploaded} calls;")),
             "store {n}: {}",
@@ -634,7 +642,7 @@ fn appends_in_two_stores_give_the_findings_of_one_store_with_the_same_bytes() {
         .collect();
     let generated_name = records::journal_name(1);
     let last_name = last.file_name().unwrap().to_str().unwrap();
-    let mut want = vec![(generated_name.as_str(), 4), (last_name, 4)];
+    let mut want = vec![(generated_name.as_str(), 6), (last_name, 6)];
     want.sort();
     let mut grown = grown;
     grown.sort();
