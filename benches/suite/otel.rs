@@ -131,6 +131,7 @@ fn records(home: &Path) -> Vec<Vec<Call<'static>>> {
                     template_id: e.template_id.map(|t| t.into_owned().into()),
                     ..e
                 }),
+                contract: call.contract.map(shared::record::Contract::into_owned),
                 ..call
             });
         }

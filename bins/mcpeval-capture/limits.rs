@@ -39,6 +39,12 @@ pub const MAX_PENDING_BYTES: usize = 32 * 1024 * 1024;
 /// their argument keys are judged by the field-name rule.
 pub const MAX_DECLARED_BYTES: usize = 1024 * 1024;
 
+/// The most one session's compiled `outputSchema`s may hold, as
+/// [`store::output_schema::OutputSchema::bytes`] estimates it; the results
+/// of tools beyond it are not checked. Each schema is also bounded on its
+/// own ([`store::output_schema::MAX_EXPANDED_NODES`]).
+pub const MAX_OUTPUT_SCHEMA_BYTES: usize = 8 * 1024 * 1024;
+
 /// The most tools of one `tools/list` (all pages) whose names are kept;
 /// beyond it, whether a tool was advertised is unknown (null).
 pub const MAX_ADVERTISED_TOOLS: usize = 16_384;

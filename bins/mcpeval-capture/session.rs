@@ -17,8 +17,16 @@
 //! request ids and tool names are kept at a fixed size, and declared
 //! schemas past a budget are forgotten (their tools judged by the
 //! field-name rule). Each such choice is counted in [`Bounded`].
+//!
+//! Each listed tool's `outputSchema` is compiled once per `tools/list` (a
+//! schema listed again unchanged is not compiled again), and every `ok`
+//! result of that tool is checked against it as the reference clients
+//! check it ([`store::output_schema`]): the record's `contract` says
+//! whether it kept the schema, and where it first broke it. A schema too
+//! costly to check, or past the session's budget, is skipped and counted.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use jiff::Timestamp;
@@ -26,8 +34,9 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use shared::escape;
 use shared::id::SessionToken;
-use shared::record::{Call, Identity, Origin, SCHEMA_V1, Transport};
+use shared::record::{Call, Contract, Identity, Origin, SCHEMA_V1, Transport};
 use store::outcome::{self, Classified};
+use store::output_schema::OutputSchema;
 use store::raw;
 use store::salt::Salt;
 use store::sanitize::{self, Declared, Templates};
@@ -35,8 +44,8 @@ use store::sanitize::{self, Declared, Templates};
 // `super`, not `crate`: the fuzz targets compile this file, `limits` and
 // `recent` from their sources as siblings in a module of their own.
 use super::limits::{
-    MAX_ADVERTISED_TOOLS, MAX_DECLARED_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS,
-    MAX_PENDING_REQUESTS, PARSE_BUDGET,
+    MAX_ADVERTISED_TOOLS, MAX_DECLARED_BYTES, MAX_OUTPUT_SCHEMA_BYTES, MAX_PENDING_BYTES,
+    MAX_PENDING_CALLS, MAX_PENDING_REQUESTS, PARSE_BUDGET,
 };
 use super::recent::Recent;
 
@@ -60,6 +69,11 @@ struct Pending {
     /// The arguments' shape as JSON text ([`shape_text`]).
     args_shape: Box<RawValue>,
     advertised: Option<bool>,
+    /// The tool's `outputSchema`, to check an `ok` result against. Weak:
+    /// what schemas hold is bounded by the lists that declare them, not by
+    /// calls waiting; a schema a later list dropped leaves its result
+    /// unchecked.
+    output: Option<Weak<OutputSchema>>,
     /// What it holds, as [`Session::bytes`] counts it.
     bytes: usize,
 }
@@ -79,6 +93,12 @@ pub struct Bounded {
     pub schemaless: u64,
     /// `tools/list` results with more tools than [`MAX_ADVERTISED_TOOLS`].
     pub long_lists: u64,
+    /// Declared `outputSchema`s not checked: too costly, not a schema
+    /// checked offline, or past [`MAX_OUTPUT_SCHEMA_BYTES`].
+    pub unchecked_schemas: u64,
+    /// `ok` results of a tool with a checked schema whose
+    /// `structuredContent` could not be read to be checked.
+    pub unchecked_results: u64,
 }
 
 impl Bounded {
@@ -88,6 +108,8 @@ impl Bounded {
         self.evicted_calls += other.evicted_calls;
         self.schemaless += other.schemaless;
         self.long_lists += other.long_lists;
+        self.unchecked_schemas += other.unchecked_schemas;
+        self.unchecked_results += other.unchecked_results;
     }
 }
 
@@ -100,33 +122,60 @@ fn tool_key(name: &str) -> ToolKey {
     digest[..16].try_into().expect("16 bytes")
 }
 
-/// The tools of the last `tools/list` (all pages), each with what its
-/// `inputSchema` declares (`None` when it had none, or when keeping it
-/// would pass [`MAX_DECLARED_BYTES`]).
+/// What a listed tool declared: the keys of its `inputSchema` (`None`
+/// when it had none, or when keeping them would pass
+/// [`MAX_DECLARED_BYTES`]) and its compiled `outputSchema`.
+#[derive(Debug, Default)]
+struct Listed {
+    declared: Option<Declared>,
+    output: Option<Arc<OutputSchema>>,
+}
+
+/// A schema's text as a key: a digest, as for tool names.
+type SchemaKey = [u8; 16];
+
+/// The tools of the last `tools/list` (all pages), with what each
+/// declared.
 #[derive(Debug)]
 struct Advertised {
-    tools: HashMap<ToolKey, Option<Declared>>,
+    tools: HashMap<ToolKey, Listed>,
     /// Every tool listed is in `tools` (false past [`MAX_ADVERTISED_TOOLS`]).
     complete: bool,
     /// What is left of [`MAX_DECLARED_BYTES`].
     declared_left: usize,
+    /// The output schemas compiled for this list, by their text.
+    compiled: HashMap<SchemaKey, Arc<OutputSchema>>,
+    /// Those of the list before, taken over when listed again unchanged.
+    earlier: HashMap<SchemaKey, Arc<OutputSchema>>,
+    /// What is left of [`MAX_OUTPUT_SCHEMA_BYTES`].
+    outputs_left: usize,
 }
 
-/// What one advertised tool costs besides its schema: the key, the slot
+/// What one advertised tool costs besides its schemas: the key, the slot
 /// and the map's share.
-const TOOL_BYTES: usize = 16 + std::mem::size_of::<Option<Declared>>() + 32;
+const TOOL_BYTES: usize = 16 + std::mem::size_of::<Listed>() + 32;
 
 impl Advertised {
-    fn new() -> Advertised {
+    /// A list that takes over the compiled schemas of `earlier`.
+    fn new(earlier: Option<Advertised>) -> Advertised {
         Advertised {
             tools: HashMap::new(),
             complete: true,
             declared_left: MAX_DECLARED_BYTES,
+            compiled: HashMap::new(),
+            earlier: earlier.map(|e| e.compiled).unwrap_or_default(),
+            outputs_left: MAX_OUTPUT_SCHEMA_BYTES,
         }
     }
 
-    /// Adds a listed tool; a name listed twice keeps its first schema.
-    fn add(&mut self, name: &str, schema: Option<&Value>, bounded: &mut Bounded) {
+    /// Adds a listed tool; a name listed twice keeps its first schemas.
+    fn add(
+        &mut self,
+        name: &str,
+        input: Option<&Value>,
+        output: Option<&Value>,
+        bounded: &mut Bounded,
+    ) {
         let key = tool_key(name);
         if self.tools.contains_key(&key) {
             return;
@@ -137,25 +186,53 @@ impl Advertised {
             }
             return;
         }
-        let declared = schema.and_then(|schema| {
+        let declared = input.and_then(|schema| {
             let declared = Declared::from_schema_within(schema, &mut self.declared_left);
             bounded.schemaless += u64::from(declared.is_none());
             declared
         });
-        self.tools.insert(key, declared);
+        let output = output.and_then(|schema| {
+            let compiled = self.output(schema);
+            bounded.unchecked_schemas += u64::from(compiled.is_none());
+            compiled
+        });
+        self.tools.insert(key, Listed { declared, output });
+    }
+
+    /// `schema` compiled, or taken over from this list or the one before;
+    /// `None` when it is not checked.
+    fn output(&mut self, schema: &Value) -> Option<Arc<OutputSchema>> {
+        let text = serde_json::to_vec(schema).ok()?;
+        let key: SchemaKey = store::hash::sha256(&text)[..16]
+            .try_into()
+            .expect("16 bytes");
+        if let Some(known) = self.compiled.get(&key) {
+            return Some(known.clone());
+        }
+        let compiled = match self.earlier.remove(&key) {
+            Some(known) => known,
+            None => Arc::new(OutputSchema::compile(schema).ok()?),
+        };
+        self.outputs_left = self.outputs_left.checked_sub(compiled.bytes())?;
+        self.compiled.insert(key, compiled.clone());
+        Some(compiled)
     }
 
     /// Whether `name` was listed (`None`: unknown, as the list was cut),
-    /// and its schema.
-    fn lookup(&self, name: &str) -> (Option<bool>, Option<&Declared>) {
+    /// and what it declared.
+    fn lookup(&self, name: &str) -> (Option<bool>, Option<&Listed>) {
         match self.tools.get(&tool_key(name)) {
-            Some(declared) => (Some(true), declared.as_ref()),
+            Some(listed) => (Some(true), Some(listed)),
             None => (self.complete.then_some(false), None),
         }
     }
 
     fn bytes(&self) -> usize {
-        self.tools.len() * TOOL_BYTES + (MAX_DECLARED_BYTES - self.declared_left)
+        let earlier: usize = self.earlier.values().map(|s| s.bytes()).sum();
+        self.tools.len() * TOOL_BYTES
+            + (MAX_DECLARED_BYTES - self.declared_left)
+            + (MAX_OUTPUT_SCHEMA_BYTES - self.outputs_left)
+            + earlier
     }
 }
 
@@ -416,10 +493,12 @@ impl Session {
                     return;
                 };
                 self.seq += 1;
-                let (advertised, declared) = match &self.advertised {
+                let (advertised, listed) = match &self.advertised {
                     Some(tools) => tools.lookup(&tool),
                     None => (None, None),
                 };
+                let declared = listed.and_then(|l| l.declared.as_ref());
+                let output = listed.and_then(|l| l.output.as_ref()).map(Arc::downgrade);
                 let args_shape = shape_text(match arguments {
                     Some(args) => sanitize::args_shape_text(args, declared),
                     None => "{}".into(),
@@ -433,6 +512,7 @@ impl Session {
                     started: now,
                     args_shape,
                     advertised,
+                    output,
                     bytes,
                 };
                 self.track(id, pending, done);
@@ -460,8 +540,19 @@ impl Session {
         now: Instant,
         done: &mut Vec<Record>,
     ) {
-        let [meta, info, tools, is_error] = result
-            .and_then(|r| raw::members(r, ["_meta", "serverInfo", "tools", "isError"]))
+        let [meta, info, tools, is_error, structured] = result
+            .and_then(|r| {
+                raw::members(
+                    r,
+                    [
+                        "_meta",
+                        "serverInfo",
+                        "tools",
+                        "isError",
+                        "structuredContent",
+                    ],
+                )
+            })
             .unwrap_or_default();
         if let Some(name) = meta
             .and_then(|m| raw::members(m, [SERVER_INFO_META]))
@@ -481,14 +572,18 @@ impl Session {
         {
             let known = match (&mut self.advertised, continued) {
                 (Some(known), true) => known,
-                (slot, _) => slot.insert(Advertised::new()),
+                (slot, _) => {
+                    let earlier = slot.take();
+                    slot.insert(Advertised::new(earlier))
+                }
             };
             for tool in &tools {
                 let Some(name) = tool.get("name").and_then(Value::as_str) else {
                     continue;
                 };
-                let schema = tool.get("inputSchema").filter(|s| s.is_object());
-                known.add(name, schema, &mut self.bounded);
+                let input = tool.get("inputSchema").filter(|s| s.is_object());
+                let output = tool.get("outputSchema").filter(|s| s.is_object());
+                known.add(name, input, output, &mut self.bounded);
             }
         }
         if let Some(pending) = self.take_call(&id) {
@@ -497,7 +592,11 @@ impl Session {
             let ok = error.is_none()
                 && result.is_some_and(raw::is_object)
                 && is_error.is_none_or(|e| raw::boolean(e) == Some(false));
+            let mut contract = None;
             let classified = if ok {
+                if let Some(schema) = &pending.output {
+                    contract = self.check(schema, structured);
+                }
                 Classified::ok()
             } else {
                 match serde_json::from_str::<Value>(text) {
@@ -509,8 +608,28 @@ impl Session {
                 }
             };
             let millis = now.saturating_duration_since(pending.started).as_millis();
-            done.push(self.record(pending, Some(millis as u64), classified));
+            let mut record = self.record(pending, Some(millis as u64), classified);
+            record.contract = contract;
+            done.push(record);
         }
+    }
+
+    /// Whether an `ok` result's `structuredContent` kept its tool's
+    /// schema; `None`, counted, when it cannot be checked.
+    fn check(
+        &mut self,
+        schema: &Weak<OutputSchema>,
+        structured: Option<&RawValue>,
+    ) -> Option<Contract<'static>> {
+        let checked = schema.upgrade().and_then(|schema| match structured {
+            None => Some(schema.check(None)),
+            // Nested past serde_json's depth, it is not checked.
+            Some(s) => serde_json::from_str::<Value>(s.get())
+                .ok()
+                .map(|value| schema.check(Some(&value))),
+        });
+        self.bounded.unchecked_results += u64::from(checked.is_none());
+        checked
     }
 
     fn server_name(&self) -> String {
@@ -546,6 +665,7 @@ impl Session {
             outcome: classified.outcome,
             unknown: classified.unknown,
             error: classified.error,
+            contract: None,
         }
     }
 }

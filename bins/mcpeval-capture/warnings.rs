@@ -3,8 +3,8 @@
 
 use crate::PROGRAM;
 use crate::limits::{
-    MAX_DECLARED_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS, OBSERVE_BUDGET, OBSERVE_LIMIT,
-    PARSE_BUDGET,
+    MAX_DECLARED_BYTES, MAX_OUTPUT_SCHEMA_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS,
+    OBSERVE_BUDGET, OBSERVE_LIMIT, PARSE_BUDGET,
 };
 use crate::session::Bounded;
 
@@ -54,6 +54,17 @@ pub fn bounded(oversized: u64, lost: u64, bounded: Bounded) {
             bounded.schemaless,
             bounded.long_lists,
             MAX_DECLARED_BYTES >> 20
+        ),
+    );
+    say(
+        bounded.unchecked_schemas + bounded.unchecked_results,
+        format_args!(
+            "{} declared outputSchema(s) were skipped and {} result(s) left unchecked: a schema too costly to check (over {} nodes with its references expanded, or nested over {} deep), not checkable offline, or past {} MiB of compiled schemas a session; their calls carry no contract",
+            bounded.unchecked_schemas,
+            bounded.unchecked_results,
+            store::output_schema::MAX_EXPANDED_NODES,
+            store::output_schema::MAX_SCHEMA_DEPTH,
+            MAX_OUTPUT_SCHEMA_BYTES >> 20
         ),
     );
 }

@@ -369,6 +369,9 @@ mod tests {
             code: None,
             template_id: template.as_deref(),
             retryable: None,
+            contract_kept: None,
+            contract_at: None,
+            contract_keyword: None,
         })
         .unwrap();
     }

@@ -142,6 +142,9 @@ fn columns<'r>(
         &r.code,
         &r.template_id,
         &r.retryable,
+        &r.contract_kept,
+        &r.contract_at,
+        &r.contract_keyword,
         session_no,
     ]
 }

@@ -126,6 +126,9 @@ impl<'c> Many<'c> {
                 ints(&mut rc, next(), row.code);
                 text(&mut rc, next(), row.template_id);
                 ints(&mut rc, next(), flag(row.retryable));
+                ints(&mut rc, next(), flag(row.contract_kept));
+                text(&mut rc, next(), row.contract_at);
+                text(&mut rc, next(), row.contract_keyword);
                 ints(&mut rc, next(), Some(*session_no));
             }
             if rc == ffi::SQLITE_OK {

@@ -48,6 +48,9 @@ struct Stored {
     code: Option<i64>,
     template_id: Option<Span>,
     retryable: Option<bool>,
+    contract_kept: Option<bool>,
+    contract_at: Option<Span>,
+    contract_keyword: Option<Span>,
 }
 
 /// Parsed rows with their line numbers, their text in one buffer: a batch
@@ -109,6 +112,9 @@ impl Batch {
             code: row.code,
             template_id: row.template_id.map(&mut span),
             retryable: row.retryable,
+            contract_kept: row.contract_kept,
+            contract_at: row.contract_at.map(&mut span),
+            contract_keyword: row.contract_keyword.map(&mut span),
         };
         self.rows.push(stored);
     }
@@ -138,6 +144,9 @@ impl Batch {
                 code: s.code,
                 template_id: s.template_id.map(at),
                 retryable: s.retryable,
+                contract_kept: s.contract_kept,
+                contract_at: s.contract_at.map(at),
+                contract_keyword: s.contract_keyword.map(at),
             },
         )
     }
@@ -209,6 +218,9 @@ fn with_row<R>(line: &[u8], keep: impl FnOnce(&Columns<'_>) -> R) -> Result<R> {
         code,
         template_id,
         retryable,
+        contract_kept: call.contract.as_ref().map(|c| c.kept),
+        contract_at: call.contract.as_ref().and_then(|c| c.at.as_deref()),
+        contract_keyword: call.contract.as_ref().and_then(|c| c.keyword.as_deref()),
     }))
 }
 
@@ -359,6 +371,9 @@ fn from_legacy<R>(call: &LegacyCall, keep: impl FnOnce(&Columns<'_>) -> R) -> Re
         code: call.err_code,
         template_id: call.template_id.as_deref(),
         retryable: call.retryable,
+        contract_kept: None,
+        contract_at: None,
+        contract_keyword: None,
     }))
 }
 

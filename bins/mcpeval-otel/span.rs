@@ -194,6 +194,8 @@ fn call(
             outcome,
             unknown: None,
             error,
+            // A span carries no tool's outputSchema to check a result by.
+            contract: None,
         },
     })
 }

@@ -6,7 +6,7 @@
 
 use jiff::Timestamp;
 use serde_json::Value;
-use shared::finding::{DefectClass, Kind};
+use shared::finding::{DefectClass, Kind, Violation};
 use shared::score::{Signals, median, wilson_lower};
 use store::catalog::Derived;
 use store::ids::finding_id;
@@ -66,6 +66,7 @@ pub fn derive(group: &Group, salt: &Salt, now: Timestamp) -> Derived {
         blast_radius,
     };
     let class = DefectClass::of(group.kind, &group.evidence);
+    let contract = Violation::of_group(group.kind, group.template_id.as_deref());
     let e = &group.evidence;
     let retryable = match group.kind {
         Kind::Error if e.failures > 0 && e.retryable_true == e.failures => Some(true),
@@ -89,7 +90,7 @@ pub fn derive(group: &Group, salt: &Salt, now: Timestamp) -> Derived {
         tool: group.tool.clone(),
         template_id: group.template_id.clone(),
         defect_class: class,
-        fix_hint: class.fix_hint().to_owned(),
+        fix_hint: shared::finding::fix_hint(class, contract.as_ref()),
         score: signals.score(),
         failures: group.failures,
         calls: signals.calls,
@@ -108,5 +109,6 @@ pub fn derive(group: &Group, salt: &Salt, now: Timestamp) -> Derived {
             .iter()
             .map(|s| serde_json::from_str(s).unwrap_or(Value::Null))
             .collect(),
+        contract,
     }
 }

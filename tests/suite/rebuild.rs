@@ -38,6 +38,9 @@ struct Row {
     code: Option<i64>,
     template_id: Option<String>,
     retryable: Option<bool>,
+    contract_kept: Option<bool>,
+    contract_at: Option<String>,
+    contract_keyword: Option<String>,
 }
 
 impl Row {
@@ -61,6 +64,9 @@ impl Row {
             code: self.code,
             template_id: self.template_id.as_deref(),
             retryable: self.retryable,
+            contract_kept: self.contract_kept,
+            contract_at: self.contract_at.as_deref(),
+            contract_keyword: self.contract_keyword.as_deref(),
         }
     }
 }
@@ -99,6 +105,9 @@ fn rows(store: &Store) -> Vec<Row> {
             code: r.get(17)?,
             template_id: r.get(18)?,
             retryable: r.get(19)?,
+            contract_kept: r.get(20)?,
+            contract_at: r.get(21)?,
+            contract_keyword: r.get(22)?,
         })
     })
     .unwrap()

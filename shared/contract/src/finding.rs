@@ -4,6 +4,8 @@
 //! Ids are salted hashes of the group's key, so they are stable across
 //! rebuilds of the index and meaningless outside this store.
 
+use serde::{Deserialize, Serialize};
+
 use crate::spelling::spelled;
 
 spelled! {
@@ -17,6 +19,9 @@ spelled! {
         Malformed = "malformed",
         /// Successful calls annotated `false-success`, per (server, tool).
         FalseSuccess = "false-success",
+        /// Successful calls whose result broke the tool's declared
+        /// `outputSchema`, per (server, tool, where, keyword).
+        Contract = "contract",
     }
 }
 
@@ -44,6 +49,9 @@ spelled! {
         FalseSuccess = "false-success",
         /// A result that is not a `CallToolResult` object.
         MalformedResult = "malformed-result",
+        /// A success whose `structuredContent` breaks the tool's declared
+        /// `outputSchema`: the reference clients raise on it.
+        ContractViolation = "contract-violation",
         /// A call to a tool the server does not (or no longer) advertise.
         UnknownTool = "unknown-tool",
         /// Arguments the server rejected as invalid.
@@ -72,6 +80,64 @@ spelled! {
         Verifying = "verifying",
         /// Three consecutive green runs, or closed by hand.
         Closed = "closed",
+    }
+}
+
+/// Where a contract group's results first broke the tool's
+/// `outputSchema`: a JSON Pointer into `structuredContent` of names the
+/// schema declares (`""`: the whole of it) and the keyword that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Violation {
+    /// The place, as the record's `contract.at`.
+    pub at: String,
+    /// The keyword, as the record's `contract.keyword`.
+    pub keyword: String,
+}
+
+impl Violation {
+    /// The violation as one text, the key a contract group is stored and
+    /// identified by where an error group has its template id:
+    /// `KEYWORD:AT` (a keyword holds no `:`).
+    pub fn key(&self) -> String {
+        format!("{}:{}", self.keyword, self.at)
+    }
+
+    /// The violation a contract group's key names; `None` for any other
+    /// kind of group, or a key not in that form.
+    pub fn of_group(kind: Kind, key: Option<&str>) -> Option<Violation> {
+        let (keyword, at) = key?.split_once(':')?;
+        (kind == Kind::Contract).then(|| Violation {
+            at: at.to_owned(),
+            keyword: keyword.to_owned(),
+        })
+    }
+
+    /// The place as people read it: the pointer, or `(root)` for the whole
+    /// `structuredContent` (or its absence).
+    pub fn shown_at(&self) -> &str {
+        if self.at.is_empty() {
+            "(root)"
+        } else {
+            &self.at
+        }
+    }
+
+    /// The contract-violation fix hint, naming this violation.
+    pub fn fix_hint(&self) -> String {
+        format!(
+            "Return structuredContent that conforms to the tool's declared outputSchema (first violation at {}: {}).",
+            self.shown_at(),
+            self.keyword
+        )
+    }
+}
+
+/// A finding's fix hint: its class's, naming the violation for a contract
+/// finding.
+pub fn fix_hint(class: DefectClass, contract: Option<&Violation>) -> String {
+    match contract {
+        Some(violation) => violation.fix_hint(),
+        None => class.fix_hint().to_owned(),
     }
 }
 
@@ -114,6 +180,7 @@ impl DefectClass {
         match kind {
             Kind::FalseSuccess => DefectClass::FalseSuccess,
             Kind::Malformed => DefectClass::MalformedResult,
+            Kind::Contract => DefectClass::ContractViolation,
             Kind::Error if has(METHOD_NOT_FOUND) => DefectClass::UnknownTool,
             Kind::Error
                 if evidence.failures > 0 && evidence.unadvertised_failures == evidence.failures =>
@@ -141,6 +208,9 @@ impl DefectClass {
             }
             DefectClass::MalformedResult => {
                 "Return a CallToolResult object with a boolean isError."
+            }
+            DefectClass::ContractViolation => {
+                "Return structuredContent that conforms to the tool's declared outputSchema."
             }
             DefectClass::UnknownTool => {
                 "Keep tools/list and dispatch in sync, and answer an unknown name with an error listing the valid ones."

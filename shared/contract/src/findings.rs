@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::finding::{DefectClass, Kind, State};
+use crate::finding::{DefectClass, Kind, State, Violation};
 use crate::id::FindingId;
 use crate::score::Severity;
 
@@ -128,6 +128,10 @@ pub struct Derived {
     pub retryable: Option<bool>,
     /// Argument shapes of failing calls, most frequent first.
     pub args_shapes: Vec<Value>,
+    /// A contract-violation finding's place and keyword; absent for
+    /// every other kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<Violation>,
 }
 
 /// A finding as readers see it: derived figures plus lifecycle state, one
@@ -203,6 +207,7 @@ mod tests {
                 err_codes: vec![-32602],
                 retryable: Some(false),
                 args_shapes: vec![serde_json::json!({"city": "string"})],
+                contract: None,
             },
             severity: Severity::Medium,
             state: State::FixClaimed,

@@ -71,6 +71,11 @@ pub struct Call<'a, Shape = Value> {
     /// The error's sanitized facts (only with `outcome: error`).
     #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
     pub error: Option<CallError<'a>>,
+    /// For an `ok` call to a tool whose last `tools/list` declared an
+    /// `outputSchema`: whether the result kept it. Absent otherwise, and in
+    /// records written before the check existed.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<Contract<'a>>,
 }
 
 /// The identity of a call.
@@ -178,6 +183,85 @@ spelled! {
     }
 }
 
+/// Whether an `ok` result kept its tool's declared `outputSchema`, and if
+/// not, where it first broke it. Never a value: `at` is a JSON Pointer into
+/// `structuredContent` built from names the schema declares (any other name,
+/// and every array index, is `*`; `""` is the whole of it), and `keyword`
+/// the schema keyword that failed. A result without `structuredContent`
+/// breaks it at `""` with `required`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contract<'a> {
+    /// Whether the result conformed.
+    pub kept: bool,
+    /// Where the first violation is; only when not kept.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub at: Option<Cow<'a, str>>,
+    /// The keyword of the first violation; only when not kept.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub keyword: Option<Cow<'a, str>>,
+}
+
+/// The longest `contract.at` a record may hold, in bytes.
+pub const MAX_CONTRACT_AT: usize = 512;
+/// The longest `contract.keyword` a record may hold, in bytes.
+pub const MAX_CONTRACT_KEYWORD: usize = 64;
+
+impl Contract<'_> {
+    /// The same verdict, owning its text.
+    pub fn into_owned(self) -> Contract<'static> {
+        Contract {
+            kept: self.kept,
+            at: self.at.map(|a| Cow::Owned(a.into_owned())),
+            keyword: self.keyword.map(|k| Cow::Owned(k.into_owned())),
+        }
+    }
+
+    /// A result that conformed.
+    pub fn kept() -> Contract<'static> {
+        Contract {
+            kept: true,
+            at: None,
+            keyword: None,
+        }
+    }
+
+    /// Checks that `at` and `keyword` appear exactly when the contract was
+    /// broken, in their forms: a pointer of printable text and a keyword
+    /// of ASCII letters (`$ref` has its `$`).
+    pub fn validate(&self) -> Result<()> {
+        match (self.kept, self.at.as_deref(), self.keyword.as_deref()) {
+            (true, None, None) => Ok(()),
+            (false, Some(at), Some(keyword)) => {
+                if at.len() > MAX_CONTRACT_AT
+                    || !(at.is_empty() || at.starts_with('/'))
+                    || at.chars().any(char::is_control)
+                {
+                    return Err(Error::rejected(format!(
+                        "contract.at is not a JSON Pointer of at most {MAX_CONTRACT_AT} printable bytes"
+                    )));
+                }
+                let word = keyword.strip_prefix('$').unwrap_or(keyword);
+                if word.is_empty()
+                    || keyword.len() > MAX_CONTRACT_KEYWORD
+                    || !word.bytes().all(|b| b.is_ascii_alphabetic())
+                {
+                    return Err(Error::rejected(
+                        "contract.keyword is not a JSON Schema keyword",
+                    ));
+                }
+                Ok(())
+            }
+            (true, _, _) => Err(Error::rejected(
+                "contract is kept but names a violation (\"at\" or \"keyword\")",
+            )),
+            (false, _, _) => Err(Error::rejected(
+                "contract is broken but lacks \"at\" or \"keyword\"",
+            )),
+        }
+    }
+}
+
 /// A record as earlier releases wrote it: no identity, no transport.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -236,6 +320,14 @@ impl<Shape> Call<'_, Shape> {
                     "outcome {outcome:?} does not match the presence of \"error\" and \"unknown\""
                 )));
             }
+        }
+        if let Some(contract) = &self.contract {
+            if self.outcome != Outcome::Ok {
+                return Err(Error::rejected(
+                    "contract is given for a call whose outcome is not ok",
+                ));
+            }
+            contract.validate()?;
         }
         Ok(())
     }
@@ -567,6 +659,13 @@ pub struct Columns<'a> {
     pub template_id: Option<&'a str>,
     /// Reported retryability.
     pub retryable: Option<bool>,
+    /// Whether an `ok` result kept its tool's `outputSchema`; NULL when
+    /// none was declared (and in legacy records).
+    pub contract_kept: Option<bool>,
+    /// Where a broken contract first broke.
+    pub contract_at: Option<&'a str>,
+    /// The keyword a broken contract first broke.
+    pub contract_keyword: Option<&'a str>,
 }
 
 /// The names of the columns a [`Columns`] holds, in the order of its
@@ -575,7 +674,7 @@ pub struct Columns<'a> {
 /// SQL that lists them, to insert, select or compare a row, is built from
 /// this list, so a row is spelled in one place; the tables' definitions,
 /// released migrations that never change, are tested against it.
-pub const COLUMN_NAMES: [&str; 18] = [
+pub const COLUMN_NAMES: [&str; 21] = [
     "schema",
     "event_id",
     "session",
@@ -594,6 +693,9 @@ pub const COLUMN_NAMES: [&str; 18] = [
     "code",
     "template_id",
     "retryable",
+    "contract_kept",
+    "contract_at",
+    "contract_keyword",
 ];
 
 /// The journal line (without its newline) that `index` reads into exactly
@@ -719,7 +821,22 @@ fn current_line(c: &Columns<'_>) -> Result<String> {
         outcome,
         unknown,
         error,
+        contract: c.contract_kept.map(|kept| Contract {
+            kept,
+            at: c.contract_at.map(Cow::Borrowed),
+            keyword: c.contract_keyword.map(Cow::Borrowed),
+        }),
     };
+    if c.contract_kept.is_none() {
+        for (name, set) in [
+            ("contract_at", c.contract_at.is_some()),
+            ("contract_keyword", c.contract_keyword.is_some()),
+        ] {
+            if set {
+                return Err(column(name, "is set, but contract_kept is NULL"));
+            }
+        }
+    }
     call.validate()
         .map_err(|e| Error::rejected(format!("invalid {SCHEMA_V1} record")).with_source(e))?;
     written(&call)
@@ -734,6 +851,9 @@ fn legacy_line(c: &Columns<'_>) -> Result<String> {
         ("advertised", c.advertised.is_some()),
         ("unknown", c.unknown.is_some()),
         ("channel", c.channel.is_some()),
+        ("contract_kept", c.contract_kept.is_some()),
+        ("contract_at", c.contract_at.is_some()),
+        ("contract_keyword", c.contract_keyword.is_some()),
     ] {
         if set {
             return Err(column(
@@ -912,6 +1032,82 @@ mod record_tests {
             code: Some(-32602),
             template_id: Some("t-9a8b7c6d5e4f3a2b"),
             retryable: None,
+            contract_kept: None,
+            contract_at: None,
+            contract_keyword: None,
+        }
+    }
+
+    #[test]
+    fn a_broken_contract_goes_through_a_row_and_back() {
+        let row = Columns {
+            outcome: "ok",
+            channel: None,
+            code: None,
+            template_id: None,
+            contract_kept: Some(false),
+            contract_at: Some("/status"),
+            contract_keyword: Some("enum"),
+            ..error_row()
+        };
+        let line = line_from_columns(&row).unwrap();
+        assert!(
+            line.ends_with(
+                r#""outcome":"ok","contract":{"kept":false,"at":"/status","keyword":"enum"}}"#
+            ),
+            "{line}"
+        );
+        let Record::V1(call) = Record::parse(line.as_bytes()).unwrap() else {
+            panic!("not a current record");
+        };
+        assert_eq!(call.contract.unwrap().at.as_deref(), Some("/status"));
+        for (bad, why) in [
+            (
+                Columns {
+                    contract_kept: None,
+                    ..row
+                },
+                "contract_at is set",
+            ),
+            (
+                Columns {
+                    contract_at: None,
+                    ..row
+                },
+                "lacks",
+            ),
+            (
+                Columns {
+                    contract_keyword: Some("<b>"),
+                    ..row
+                },
+                "not a JSON Schema keyword",
+            ),
+            (
+                Columns {
+                    contract_at: Some("status"),
+                    ..row
+                },
+                "not a JSON Pointer",
+            ),
+            (
+                Columns {
+                    contract_kept: Some(true),
+                    ..row
+                },
+                "names a violation",
+            ),
+            (
+                Columns {
+                    outcome: "error",
+                    channel: Some("tool"),
+                    ..row
+                },
+                "not ok",
+            ),
+        ] {
+            let refused = format!("{:#}", line_from_columns(&bad).unwrap_err());
+            assert!(refused.contains(why), "{refused}");
         }
     }
 

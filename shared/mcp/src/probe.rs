@@ -408,6 +408,7 @@ impl Session<'_, '_> {
             outcome: classified.outcome,
             unknown: classified.unknown,
             error: classified.error.clone(),
+            contract: None,
         };
         self.journal.append(&record).map_err(Stop::Journal)?;
         let response = match reply {

@@ -15,7 +15,7 @@ use crate::db::sql_error;
 use crate::index_db;
 use crate::lifecycle::{self, FindingState};
 use shared::error::{Error, Result};
-use shared::finding::{DefectClass, Kind, State};
+use shared::finding::{DefectClass, Kind, State, Violation};
 pub use shared::findings::{Derived, Finding, Promotion};
 use shared::home::Home;
 use shared::id::{self, FindingId};
@@ -270,14 +270,17 @@ fn load_from(
             let codes: String = r.get(17)?;
             let shapes: String = r.get(19)?;
             let class = DefectClass::parse(&class).unwrap_or(DefectClass::ToolError);
+            let kind = Kind::parse(&kind).unwrap_or(Kind::Error);
+            let template_id: Option<String> = r.get(4)?;
+            let contract = Violation::of_group(kind, template_id.as_deref());
             Ok(Ok(Derived {
                 id,
-                kind: Kind::parse(&kind).unwrap_or(Kind::Error),
+                kind,
                 server: r.get(2)?,
                 tool: r.get(3)?,
-                template_id: r.get(4)?,
+                template_id,
                 defect_class: class,
-                fix_hint: class.fix_hint().to_owned(),
+                fix_hint: shared::finding::fix_hint(class, contract.as_ref()),
                 score: r.get(6)?,
                 failures: r.get(7)?,
                 calls: r.get(8)?,
@@ -292,6 +295,7 @@ fn load_from(
                 err_codes: serde_json::from_str(&codes).unwrap_or_default(),
                 retryable: r.get(18)?,
                 args_shapes: serde_json::from_str(&shapes).unwrap_or_default(),
+                contract,
             }))
         })
         .map_err(fail)?;

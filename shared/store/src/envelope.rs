@@ -32,7 +32,7 @@ use crate::lifecycle::State;
 use shared::error::{Error, Result};
 use shared::escape::{self, name_fault, quoted, terminal};
 use shared::file_arg::Input;
-use shared::finding::{DefectClass, Kind};
+use shared::finding::{DefectClass, Kind, Violation};
 use shared::id::FindingId;
 use shared::record::{Call, LegacyCall, SCHEMA_V0, SCHEMA_V1};
 use shared::score::Severity;
@@ -141,6 +141,8 @@ struct Wire {
     reopened: u32,
     #[serde(default)]
     witnessed: Option<bool>,
+    #[serde(default)]
+    contract: Option<Violation>,
 }
 
 /// A value at fault: its JSON Pointer and what is wrong with it, in words
@@ -678,6 +680,39 @@ fn from_wire(w: Wire, at: &str) -> Checked<Finding> {
     let state = State::parse(&w.state).ok_or_else(|| unknown("state", "state", &w.state))?;
     name(&w.server, &here("server"))?;
     name(&w.tool, &here("tool"))?;
+    match (&w.contract, kind) {
+        (None, Kind::Contract) => {
+            return Err(Fault::new(
+                here("contract"),
+                "missing for a contract finding",
+            ));
+        }
+        (Some(_), kind) if kind != Kind::Contract => {
+            return Err(Fault::new(
+                here("contract"),
+                "given for a finding that is no contract finding",
+            ));
+        }
+        (Some(v), _) => {
+            let record = shared::record::Contract {
+                kept: false,
+                at: Some(v.at.as_str().into()),
+                keyword: Some(v.keyword.as_str().into()),
+            };
+            if record.validate().is_err()
+                || v.at
+                    .split('/')
+                    .skip(1)
+                    .any(|token| name_fault(token).is_some())
+            {
+                return Err(Fault::new(
+                    here("contract"),
+                    "not a JSON Pointer of names and a schema keyword",
+                ));
+            }
+        }
+        (None, _) => {}
+    }
     fraction(w.score, here("score"))?;
     fraction(w.failure_rate, here("failure_rate"))?;
     fraction(w.wilson_lower, here("wilson_lower"))?;
@@ -714,7 +749,7 @@ fn from_wire(w: Wire, at: &str) -> Checked<Finding> {
             tool: w.tool,
             template_id: None,
             defect_class: class,
-            fix_hint: class.fix_hint().to_owned(),
+            fix_hint: shared::finding::fix_hint(class, w.contract.as_ref()),
             score: w.score,
             failures: w.failures,
             calls: w.calls,
@@ -729,6 +764,7 @@ fn from_wire(w: Wire, at: &str) -> Checked<Finding> {
             err_codes: w.err_codes,
             retryable: w.retryable,
             args_shapes: w.args_shapes,
+            contract: w.contract,
         },
         severity,
         state,

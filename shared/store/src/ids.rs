@@ -22,6 +22,13 @@ pub fn finding_id(
             tool.as_bytes(),
             template_id.unwrap_or("-").as_bytes(),
         ]),
+        // Contract groups: one per (server, tool, violation key).
+        Kind::Contract => salt.id16(&[
+            b"contract",
+            server.as_bytes(),
+            tool.as_bytes(),
+            template_id.unwrap_or("-").as_bytes(),
+        ]),
         // Malformed and false-success groups: one per (server, tool).
         _ => salt.id16(&[kind.as_str().as_bytes(), server.as_bytes(), tool.as_bytes()]),
     };

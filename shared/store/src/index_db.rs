@@ -28,6 +28,7 @@ pub const SCHEMA: Schema = Schema {
         WINDOW_RANGES_MIGRATION,
         SESSION_ORDER_MIGRATION,
         TRAFFIC_MIGRATION,
+        CONTRACT_MIGRATION,
     ],
     // Large pages make the bulk work of building the index cheaper: fewer
     // pages to balance, sort into and write through the WAL.
@@ -345,6 +346,19 @@ CREATE VIEW group_blast AS
     GROUP BY w.server, w.tool, w.template_id;
 ";
 
+/// The seventh migration of index.db: each call's verdict on its tool's
+/// declared `outputSchema` (the record's `contract`).
+const CONTRACT_MIGRATION: &str = "
+-- calls.contract_kept: for an ok call to a tool that declared an
+-- outputSchema, 1 when the result kept it, 0 when not; NULL when no
+-- schema was declared (and in records written before the check).
+-- contract_at and contract_keyword: where and by which keyword a broken
+-- contract first broke, as the record's contract.at and contract.keyword.
+ALTER TABLE calls ADD COLUMN contract_kept INTEGER;
+ALTER TABLE calls ADD COLUMN contract_at TEXT;
+ALTER TABLE calls ADD COLUMN contract_keyword TEXT;
+";
+
 /// What the last complete indexing run recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct State {
@@ -610,9 +624,12 @@ mod tests {
             .collect::<rusqlite::Result<_>>()
             .unwrap();
         // Where the call was read, the row, and its session's number.
+        // The contract columns came after the session number.
         let mut want = vec!["id", "journal_id", "line"];
-        want.extend(shared::record::COLUMN_NAMES);
+        let (before, contract) = shared::record::COLUMN_NAMES.split_at(18);
+        want.extend(before);
         want.push("session_no");
+        want.extend(contract);
         assert_eq!(names, want);
     }
 

@@ -177,6 +177,7 @@ fn encode_into<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
             outcome: call.outcome,
             unknown: call.unknown,
             error: call.error.clone(),
+            contract: call.contract.clone(),
         };
         serde_json::to_writer(&mut *out, &slim).expect("records serialize");
     }

@@ -25,6 +25,7 @@ pub mod lifecycle;
 pub mod lock;
 pub mod loopback;
 pub mod outcome;
+pub mod output_schema;
 pub mod partial;
 pub mod raw;
 pub mod salt;

@@ -22,7 +22,7 @@ use std::path::Path;
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;
 use shared::Result;
-use shared::finding::Kind;
+use shared::finding::{Kind, Violation};
 
 use crate::db::sql_error;
 
@@ -35,7 +35,8 @@ pub struct GroupKey {
     pub server: String,
     /// The tool's name.
     pub tool: String,
-    /// The error template; `None` for other kinds and untemplated errors.
+    /// The error template, or a contract group's violation
+    /// ([`Violation::key`]); `None` for other kinds and untemplated errors.
     pub template_id: Option<String>,
 }
 
@@ -367,7 +368,8 @@ impl Scan {
         let mut stmt = conn
             .prepare(
                 "SELECT server, tool, outcome, unknown, template_id, session, started_at,
-                        retryable, advertised, code, args_shape, seq, id
+                        retryable, advertised, code, args_shape, seq, id, contract_kept,
+                        contract_at, contract_keyword
                  FROM calls WHERE origin IN ('capture', 'otel')",
             )
             .map_err(fail)?;
@@ -404,13 +406,26 @@ impl Scan {
                     (Kind::Error, template)
                 }
                 ("unknown", ValueRef::Text(b"malformed")) => (Kind::Malformed, None),
+                ("ok", _) if r.get::<_, Option<bool>>(13).map_err(fail)? == Some(false) => {
+                    (Kind::Contract, None)
+                }
                 _ => continue,
+            };
+            let template = match kind {
+                Kind::Contract => Some(
+                    Violation {
+                        at: text(14).map_err(fail)?.to_owned(),
+                        keyword: text(15).map_err(fail)?.to_owned(),
+                    }
+                    .key(),
+                ),
+                _ => template.map(str::to_owned),
             };
             let key = GroupKey {
                 kind,
                 server: server.to_owned(),
                 tool: tool_name.to_owned(),
-                template_id: template.map(str::to_owned),
+                template_id: template,
             };
             let session = text(5).map_err(fail)?;
             let acc = scan.groups.entry(key).or_default();

@@ -310,6 +310,9 @@ fn write_calls(
             code: column(&r, 16, shown)?,
             template_id: column(&r, 17, shown)?,
             retryable: column(&r, 18, shown)?,
+            contract_kept: column(&r, 19, shown)?,
+            contract_at: column(&r, 20, shown)?,
+            contract_keyword: column(&r, 21, shown)?,
         };
         let text = record::line_from_columns(&columns).map_err(|e| {
             Error::unavailable(format!(

@@ -18,6 +18,7 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_4,
     MIGRATION_5,
     MIGRATION_6,
+    MIGRATION_7,
 ];
 
 /// The first version whose mirrored rows carry a MAC.
@@ -233,6 +234,15 @@ CREATE TABLE IF NOT EXISTS mcpeval.part_streams(
     server   text NOT NULL
 );
 CREATE INDEX IF NOT EXISTS part_streams_by_store ON mcpeval.part_streams(store_id);
+";
+
+/// Migration 7: each call's verdict on its tool's declared `outputSchema`
+/// (the record's `contract`), as in index.db's migration 7.
+const MIGRATION_7: &str = "
+ALTER TABLE mcpeval.calls
+    ADD COLUMN IF NOT EXISTS contract_kept boolean,
+    ADD COLUMN IF NOT EXISTS contract_at text,
+    ADD COLUMN IF NOT EXISTS contract_keyword text;
 ";
 
 /// The schema version this binary writes.

@@ -88,6 +88,9 @@ const TYPES: [Type; SENT] = [
     Type::INT8,
     Type::TEXT,
     Type::BOOL,
+    Type::BOOL,
+    Type::TEXT,
+    Type::TEXT,
 ];
 
 /// Uploads what the store's complete `index.db` holds beyond the
@@ -425,6 +428,9 @@ fn copy_calls(
             &int(17)?,
             &text(18)?,
             &flag(19)?,
+            &flag(20)?,
+            &text(21)?,
+            &text(22)?,
         ];
         fault::team_row(sent + 1);
         writer.write(&values).map_err(pg_error(shown))?;
