@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Calls tools through the official MCP Python SDK and says which raised.
 
-  contract_client.py [TOOL:CASE ...] -- CMD ARGS...
-  contract_client.py [TOOL:CASE ...] --url URL
+  contract_client.py [--unlisted] [TOOL:CASE ...] -- CMD ARGS...
+  contract_client.py [--unlisted] [TOOL:CASE ...] --url URL
 
 The SDK's ClientSession checks every non-error result of a tool that
 declared an outputSchema and raises RuntimeError when structuredContent is
 missing or breaks the schema, although the server answered with success.
-This client makes each call (TOOL:CASE passes the tool's one required
-argument the value CASE; with no calls on the command line, it reads one
-JSON object a line from stdin: {"tool", "case", "arguments"}) and prints
-one JSON line per call, in order:
+This client initializes, lists the tools (unless --unlisted: then the SDK
+lists them itself, after the first result it has to check), makes each call
+and prints one JSON line per call, in order. TOOL:CASE passes the tool's one
+required argument the value CASE, TOOL:ARGUMENT=CASE names the argument;
+with no calls on the command line, it reads one JSON object a line from
+stdin: {"tool", "case", "arguments"}. A line:
 
   {"tool": ..., "case": ..., "raised": true|false, "is_error": ..., "failure": ...}
 
@@ -46,7 +48,8 @@ def planned_calls(argv):
     calls = []
     for spec in argv:
         tool, _, case = spec.partition(":")
-        calls.append((tool, case, None))
+        name, equals, value = case.partition("=")
+        calls.append((tool, value, {name: value}) if equals else (tool, case, None))
     if calls:
         return calls
     for line in sys.stdin:
@@ -81,17 +84,18 @@ async def call(session, tool, case, arguments):
 
 
 def required_argument(tools, name):
-    for tool in tools:
+    for tool in tools or []:
         if tool.name == name:
             required = tool.input_schema.get("required") or []
             if len(required) == 1:
                 return required[0]
-    sys.exit(f"contract_client: {name} has no single required argument to carry a case")
+    sys.exit(f"contract_client: {name} has no single required argument to carry a case"
+             " (name it: TOOL:ARGUMENT=CASE)")
 
 
-async def run(session, calls):
+async def run(session, calls, listed):
     await session.initialize()
-    tools = (await session.list_tools()).tools
+    tools = (await session.list_tools()).tools if listed else []
     for tool, case, arguments in calls:
         if arguments is None:
             arguments = {required_argument(tools, tool): case}
@@ -101,6 +105,8 @@ async def run(session, calls):
 
 async def main():
     argv = sys.argv[1:]
+    listed = argv[:1] != ["--unlisted"]
+    argv = argv if listed else argv[1:]
     if "--url" in argv:
         at = argv.index("--url")
         url, specs = argv[at + 1], argv[:at]
@@ -108,14 +114,14 @@ async def main():
 
         async with streamable_http_client(url) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
-                await run(session, planned_calls(specs))
+                await run(session, planned_calls(specs), listed)
         return
     split = argv.index("--")
     cmd, specs = argv[split + 1:], argv[:split]
     params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
-            await run(session, planned_calls(specs))
+            await run(session, planned_calls(specs), listed)
 
 
 if __name__ == "__main__":
