@@ -23,9 +23,13 @@ import os
 import sys
 
 import anyio
-from contract_client import call
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+# The sibling client's call(), imported without leaving a __pycache__ in
+# the source tree.
+sys.dont_write_bytecode = True
+from contract_client import call  # noqa: E402
 
 # A 1x1 PNG, for read_media_file.
 PIXEL = base64.b64decode(
