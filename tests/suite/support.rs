@@ -114,6 +114,18 @@ impl Deps {
         Deps::path("node/node_modules/.bin/mcp-server-everything")
     }
 
+    /// `mcp-server-filesystem` from npm: give it the directories it may
+    /// touch as arguments.
+    pub fn server_filesystem() -> PathBuf {
+        Deps::path("node/node_modules/.bin/mcp-server-filesystem")
+    }
+
+    /// `mcp-server-memory` from npm: it keeps its graph in the file named
+    /// by `MEMORY_FILE_PATH` (without it, beside its own code under .deps).
+    pub fn server_memory() -> PathBuf {
+        Deps::path("node/node_modules/.bin/mcp-server-memory")
+    }
+
     /// Node 22 (an npm package of its own), for the clients that need it.
     pub fn node22() -> PathBuf {
         Deps::path("node22/node_modules/.bin/node")
