@@ -57,14 +57,20 @@ pub fn bounded(oversized: u64, lost: u64, bounded: Bounded) {
         ),
     );
     say(
-        bounded.unchecked_schemas + bounded.unchecked_results,
+        bounded.unchecked_schemas,
         format_args!(
-            "{} declared outputSchema(s) were skipped and {} result(s) left unchecked: a schema too costly to check (over {} nodes with its references expanded, or nested over {} deep), not checkable offline, or past {} MiB of compiled schemas a session; their calls carry no contract",
+            "{} declared outputSchema(s) were skipped: too costly to check (over {} nodes with their references expanded, or nested over {} deep), not checkable offline (a reference outside the schema, or one looping back on itself), or past {} MiB of compiled schemas a session; their tools' calls carry no contract",
             bounded.unchecked_schemas,
-            bounded.unchecked_results,
             store::output_schema::MAX_EXPANDED_NODES,
             store::output_schema::MAX_SCHEMA_DEPTH,
             MAX_OUTPUT_SCHEMA_BYTES >> 20
+        ),
+    );
+    say(
+        bounded.unchecked_results,
+        format_args!(
+            "{} result(s) of a tool with an outputSchema were left unchecked (structuredContent nested too deep to read, or the schema dropped by a later tools/list); they carry no contract",
+            bounded.unchecked_results
         ),
     );
 }

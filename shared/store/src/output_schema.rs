@@ -47,7 +47,9 @@ pub enum Skipped {
     TooCostly,
     /// It is not a schema this checker compiles offline: invalid against
     /// its metaschema, a reference outside itself, a pattern the regex
-    /// engine does not take.
+    /// engine does not take, or a reference that leads back to itself
+    /// without stepping into the instance (`{"$ref": "#"}`), on which the
+    /// reference clients recurse until they fail on every result.
     Invalid,
 }
 
@@ -71,6 +73,7 @@ impl OutputSchema {
             nodes: 0,
             declared: HashSet::new(),
             expanding: Vec::new(),
+            into: 0,
         };
         walk.node(schema, 0)?;
         let validator = jsonschema::options()
@@ -148,13 +151,32 @@ fn pointer_token(name: &str) -> String {
         .replace('/', "~1")
 }
 
+/// The keywords whose subschemas apply to a part of the instance, not
+/// to the instance itself: a reference loop through one of them ends
+/// where the instance does.
+const INTO_INSTANCE: [&str; 10] = [
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "propertyNames",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "unevaluatedItems",
+    "contains",
+];
+
 /// One walk over a schema with its local references expanded.
 struct Walk<'a> {
     root: &'a Value,
     nodes: usize,
     declared: HashSet<Box<str>>,
-    /// The references being expanded, outermost first.
-    expanding: Vec<&'a str>,
+    /// The references being expanded, outermost first, each with how many
+    /// steps into the instance the walk had taken when it was met.
+    expanding: Vec<(&'a str, usize)>,
+    /// Steps into the instance on the way to the current node.
+    into: usize,
 }
 
 impl<'a> Walk<'a> {
@@ -170,7 +192,11 @@ impl<'a> Walk<'a> {
                     if key == "$ref" || key == "$dynamicRef" {
                         self.reference(member, depth)?;
                     } else {
-                        self.node(member, depth + 1)?;
+                        let into = INTO_INSTANCE.contains(&key.as_str());
+                        self.into += usize::from(into);
+                        let walked = self.node(member, depth + 1);
+                        self.into -= usize::from(into);
+                        walked?;
                     }
                 }
             }
@@ -199,8 +225,10 @@ impl<'a> Walk<'a> {
     }
 
     /// Follows a local reference (`#` and a JSON Pointer) where it is used;
-    /// one back into a reference being expanded is counted once. Anchors
-    /// and references outside the schema are left to the compiler.
+    /// one back into a reference being expanded is counted once, unless
+    /// the walk took no step into the instance since: that loop never ends
+    /// (see [`Skipped::Invalid`]). Anchors and references outside the
+    /// schema are left to the compiler.
     fn reference(&mut self, reference: &'a Value, depth: usize) -> Result<(), Skipped> {
         let Some(target) = reference.as_str() else {
             return Ok(());
@@ -208,13 +236,17 @@ impl<'a> Walk<'a> {
         let Some(pointer) = target.strip_prefix('#') else {
             return Ok(());
         };
-        if self.expanding.contains(&target) {
-            return Ok(());
+        if let Some(&(_, into)) = self.expanding.iter().find(|(t, _)| *t == target) {
+            return if into == self.into {
+                Err(Skipped::Invalid)
+            } else {
+                Ok(())
+            };
         }
         let Some(resolved) = self.root.pointer(&percent_decoded(pointer)) else {
             return Ok(());
         };
-        self.expanding.push(target);
+        self.expanding.push((target, self.into));
         let walked = self.node(resolved, depth + 1);
         self.expanding.pop();
         walked
@@ -336,19 +368,33 @@ mod tests {
     }
 
     #[test]
-    fn reference_loops_compile_and_check() {
+    fn reference_loops_that_never_step_into_the_instance_are_skipped() {
         for schema in [
             json!({"$ref": "#"}),
-            json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+            json!({"anyOf": [{"$ref": "#"}, {"type": "string"}]}),
+            json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
                    "$ref": "#/$defs/a"}),
-            json!({"type": "object",
-                   "properties": {"child": {"$ref": "#"}, "n": {"type": "integer"}}}),
         ] {
-            let compiled = OutputSchema::compile(&schema);
-            if let Ok(compiled) = compiled {
-                compiled.check(Some(&json!({"child": {"child": {"n": 1}}})));
-            }
+            assert_eq!(
+                OutputSchema::compile(&schema).err(),
+                Some(Skipped::Invalid),
+                "{schema}"
+            );
         }
+    }
+
+    #[test]
+    fn recursive_schemas_that_step_into_the_instance_check() {
+        let tree = json!({"$defs": {"node": {"type": "object", "properties": {
+                              "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+                          "$ref": "#/$defs/node"});
+        assert_eq!(
+            verdict(
+                tree,
+                Some(json!({"children": [{"children": [{"children": 1}]}]}))
+            ),
+            broke("/children/*/children/*/children", "type")
+        );
         assert_eq!(
             verdict(
                 json!({"type": "object",
