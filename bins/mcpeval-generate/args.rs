@@ -19,7 +19,10 @@ use shared::id::FindingId;
     long_about = "Write a one-case manifest that probes a finding, with placeholders to fill.\n\n\
 The case id is the finding id. The probe follows the finding's defect class: error-honesty \
 findings get an error-honesty probe, transient ones a degradation probe, every other class an \
-instruction-fidelity probe expecting outcome ok; false-success findings need --expect. --expect \
+instruction-fidelity probe expecting outcome ok; false-success findings need --expect. A \
+contract-violation finding's case needs no oracle to fill: every probe checks the tool's \
+successful results against its declared outputSchema, so outcome ok is the whole expectation, \
+and its closure must be witnessed (a red run of the case on the unfixed server first). --expect \
 FILE (one expect object, at most 64 KiB, unknown properties rejected; - reads standard input) selects instruction-fidelity \
 for any class and is copied into the case. A false-success finding is refused without an expect \
 that asserts on the result or expects an error: checking outcome ok alone would miss the defect, \

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use shared::Error;
 use shared::Result;
+use shared::finding::DefectClass;
 use shared::manifest::{Expect, Manifest};
 use store::catalog;
 
@@ -80,6 +81,16 @@ fn generate(config: Config) -> Result<()> {
                 .unwrap_or("");
             let _ = writeln!(err, "  {pointer}: {}", case::what_to_fill(placeholder));
         }
+    }
+    if finding.derived.defect_class == DefectClass::ContractViolation {
+        // The schema check is the oracle; what no case can show is that
+        // its arguments reach the broken result, hence the witness.
+        let _ = writeln!(
+            err,
+            "{PROGRAM}: no oracle to write: every probe checks the tool's results against its \
+             declared outputSchema; run the case against the unfixed server first (red), as a \
+             contract-violation finding closes only on a witnessed streak"
+        );
     }
     if expect.is_some() {
         let _ = writeln!(

@@ -29,7 +29,7 @@ version, garbage, an exit, or silence) the server is started afresh for the lega
 (2025-11-25), since a legacy server is in an undefined state after an unknown request. Each \
 handshake request waits --handshake-timeout (default 10000 ms, server start-up included), so a \
 server that ignores server/discover costs that long once per run. \
-Server requests (ping, roots/list) are answered. The server gets your environment without the \
+Server requests (ping, roots/list) are answered. After the handshake and before the case's first call the server's tools are listed (tools/list, following nextCursor for at most 64 pages, each page waiting --handshake-timeout), and each of the case's tools keeps its declared outputSchema, compiled as capture compiles it (a schema too costly or invalid to compile is not checked; nothing is fetched). Every successful result (no isError) of a tool with a checked schema is checked as the reference SDK clients check it, structuredContent required: a violation makes the run red (output-schema-violation) whatever the case expects, and the result carries where and which keyword (contract). A server that refuses tools/list is probed all the same, its results unchecked; for a contract-violation finding, though, a run in which the finding's tool declares no outputSchema this probe can check (none, one too costly or invalid, or the tool is not listed) is red before any call (output-schema-missing): removing the promise is not keeping it. The server gets your environment without the \
 suite's own variables (MCPEVAL and MCPEVAL_*: the store, the team database's URL, an endpoint \
 verify passed on) and without libpq's (PG*: PGPASSWORD, PGPASSFILE, ...), so the code under \
 test never learns the team database's password; a server that needs one of those gets it from \
@@ -67,15 +67,19 @@ at least 3, capped at 100 (degradation) or 20 (error-honesty); the cap when p is
 without an answer within timeout_ms is cancelled (notifications/cancelled) and is red (timeout).\n\n\
 Result: one JSON object with schema (mcpeval.probe/1), run_id, finding, case, probe, tools (the \
 tools the case calls, in step order, each once), server (the name the server gave itself in its \
-handshake; left out when it gave none), binding, result (green, red or transport-error), reason, \
-detail, attempts, started_at, finished_at and mac, an HMAC-SHA256 keyed by the store's salt over \
+handshake; left out when it gave none), checked (the case's tools whose outputSchema the run \
+checked; left out when it ended before listing them), binding, result (green, red or \
+transport-error), reason, detail, contract (with output-schema-violation only: at, a JSON Pointer \
+of names the schema declares, and keyword, the schema keyword that failed; never a value), \
+attempts, started_at, finished_at and mac, an HMAC-SHA256 keyed by the store's salt over \
 the canonical JSON (sorted keys, no whitespace) of the other fields. tools and server are new in \
 this release: results of earlier releases lack them and still parse, but `mcpeval verify --record` \
 refuses them (status 4), since they cannot show which tool their case called. Names are cut to \
 1024 bytes, and a control character in one is printed as a \\u escape. It judges the server and never echoes it: detail holds manifest pointers, attempt \
-numbers and error codes only. Red reasons: expected-ok-got-error, expected-error-got-ok, \
-error-code, missing-path, not-equal, timeout, attempt-failed, retryable-unreported, \
-retryable-not-recovered, non-retryable-not-repeated. Transport reasons (no evidence either way): \
+numbers, error codes and a violation's place only. Red reasons: expected-ok-got-error, \
+expected-error-got-ok, error-code, missing-path, not-equal, timeout, attempt-failed, \
+retryable-unreported, retryable-not-recovered, non-retryable-not-repeated, \
+output-schema-violation, output-schema-missing. Transport reasons (no evidence either way): \
 server-start, handshake, server-exited, non-json-line, id-mismatch, invalid-message, \
 malformed-result (a result that is not an object, or a non-boolean isError); over HTTP also \
 unreachable, http-status (an error status, or 202 to a request), non-json-body and stream-ended \

@@ -50,7 +50,7 @@ pub fn document(suite: &str, results: &[ProbeResult]) -> String {
                 r.attempts,
                 if r.attempts == 1 { "" } else { "s" },
                 r.detail.as_deref().unwrap_or("-"),
-                reason.hint()
+                r.hint().unwrap_or_default()
             );
             let _ = writeln!(
                 x,

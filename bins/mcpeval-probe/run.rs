@@ -9,7 +9,7 @@ use shared::Error;
 use shared::Result;
 use shared::escape;
 use shared::file_arg::Input;
-use shared::finding::Probe;
+use shared::finding::{DefectClass, Probe};
 use shared::findings::Findings;
 use shared::home::Home;
 use shared::manifest::{Case, Manifest};
@@ -78,6 +78,9 @@ pub struct Admitted {
     pub subject: Option<Subject>,
     /// What each step asserts, as the result carries it.
     pub steps: Vec<StepClaim>,
+    /// The tool of a contract-violation finding, whose outputSchema the
+    /// run must be able to check.
+    pub promised_tool: Option<String>,
 }
 
 /// Refuses a case that cannot be judged (placeholders left) or cannot earn
@@ -105,8 +108,18 @@ pub fn admit(case: &Case, config: &Config, view: &Home) -> Result<Admitted> {
         Some(k) => k.evidence.failure_rate,
         None => indexed.as_ref().and_then(|f| f.failure_rate),
     };
-    let false_success =
-        indexed.and_then(|f| f.defect_class) == Some(shared::finding::DefectClass::FalseSuccess);
+    let class = match &known {
+        Some(k) => k.evidence.defect_class,
+        None => indexed.as_ref().and_then(|f| f.defect_class),
+    };
+    let false_success = class == Some(DefectClass::FalseSuccess);
+    // A contract-violation finding's tool must still declare the schema
+    // its results broke: the probe checks that after listing the tools.
+    let promised_tool = match (&known, class) {
+        (Some(k), Some(DefectClass::ContractViolation)) => Some(k.subject.tool.clone()),
+        (None, Some(DefectClass::ContractViolation)) => indexed.and_then(|f| f.tool),
+        _ => None,
+    };
     let attempts = probe::attempt_budget(case, rate);
     if let Some(known) = &known {
         let claim = Claim {
@@ -147,6 +160,7 @@ pub fn admit(case: &Case, config: &Config, view: &Home) -> Result<Admitted> {
         attempts,
         subject: known.map(|k| k.subject),
         steps,
+        promised_tool,
     })
 }
 
@@ -192,6 +206,7 @@ impl<'c> Runner<'c> {
             session: format!("s-{}", salt.id16(&[run_id.as_bytes()])),
             fallback_server: prepared.fallback_server,
             finding_server: admitted.subject,
+            promised_tool: admitted.promised_tool,
         };
         let pinned = prepared.pinned;
 
@@ -215,12 +230,14 @@ impl<'c> Runner<'c> {
             steps: admitted.steps,
             budget: Some(admitted.attempts),
             server: verdicted.server,
+            checked: verdicted.checked,
             definition: Some(pinned.definition.clone()),
             target: Some(pinned.target.clone()),
             binding: pinned.fingerprint.clone(),
             result: verdicted.verdict,
             reason: verdicted.reason,
             detail: verdicted.detail,
+            contract: verdicted.contract,
             attempts: verdicted.attempts,
             started_at,
             finished_at,
@@ -314,8 +331,8 @@ pub fn explain(result: &ProbeResult, server_stderr: Option<&StderrTail>, hint: b
             let _ = writeln!(err, "    {}", escape::terminal(line));
         }
     }
-    if hint {
-        let _ = writeln!(err, "  hint: {}", reason.hint());
+    if hint && let Some(hint) = result.hint() {
+        let _ = writeln!(err, "  hint: {hint}");
     }
 }
 

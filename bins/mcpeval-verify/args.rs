@@ -44,7 +44,13 @@ failing as the finding's calls did (an error for an error finding; a missing or 
 result, or an unexpected success, for a false success); \
 `mcpeval findings` shows witnessed true or false. With \"require_witnessed\": true in \
 config.json (or require_witnessed = true in the team database's mcpeval.meta) an unwitnessed \
-streak stays verifying at 3/3, with a note on stderr.\n\n\
+streak stays verifying at 3/3, with a note on stderr. A contract-violation finding always needs \
+a witnessed closure, whatever the setting: its case needs no oracle (the probe checks the tool's \
+outputSchema on every successful result), so nothing in the case shows that its arguments reach \
+the broken result, and only a red run that broke the schema (output-schema-violation) witnesses \
+it. A green result for a contract-violation finding whose run did not check the tool's \
+outputSchema (the server declared none, or one too costly or invalid to check) earns nothing \
+(status 4): removing the promise is not keeping it.\n\n\
 With --record FILE (or - for standard input) it records the results that mcpeval-probe printed \
 earlier: JSON Lines, one result a line (blank lines ignored), as `mcpeval probe` and `mcpeval probe \
 --all` print them, or one result spread over several lines. Every line is read and checked first: \

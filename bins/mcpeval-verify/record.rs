@@ -259,8 +259,14 @@ fn record_one(
         ..
     } = recorded
     {
+        let why = if policy.require_witnessed {
+            "require_witnessed is set"
+        } else {
+            "a contract-violation finding closes only on a witnessed streak (nothing in a case \
+             shows that its arguments reach the broken result)"
+        };
         pending.note(format!(
-            "{PROGRAM}: note: {} stays verifying: require_witnessed is set, and no red run of case \
+            "{PROGRAM}: note: {} stays verifying: {why}, and no red run of case \
              \"{}\" against this target came before its streak, so the streak does not show that \
              the bug was reproduced where the fix was made",
             result.finding, result.case
@@ -287,7 +293,7 @@ fn hint(result: &ProbeResult, known: &Known) -> Option<String> {
             result.finding
         ));
     }
-    Some(reason.hint().to_owned())
+    result.hint()
 }
 
 /// Holds a result to the proof rules a probe applies where the finding
@@ -319,6 +325,15 @@ fn earns_credit(home: &Home, source: &str, result: &ProbeResult) -> Result<Known
         budget,
     };
     credit::check(source, &result.finding, &known, &claim, OUTCOME)?;
+    if result.result == Verdict::Green {
+        credit::require_checked(
+            source,
+            &result.finding,
+            &known,
+            result.checked.as_deref(),
+            OUTCOME,
+        )?;
+    }
     credit::require_server(
         &format!("{source}: "),
         result.server.as_deref(),

@@ -89,13 +89,13 @@ const RESULT_VALUES: &[&str] = &[
     "warehouse",
 ];
 
-fn contract_server() -> String {
+pub fn contract_server() -> String {
     fixture("contract_server.py").display().to_string()
 }
 
 /// One JSON line per call from `tests/clients/contract_client.py` run with
 /// `client_args` (calls, then `-- CMD…` or `--url URL`) and `env`.
-fn sdk_client(store: &Store, client_args: &[String], env: &[(&str, &str)]) -> Vec<Value> {
+pub fn sdk_client(store: &Store, client_args: &[String], env: &[(&str, &str)]) -> Vec<Value> {
     let mut cmd = Command::new(Deps::python());
     store.env(&mut cmd);
     cmd.envs(env.iter().copied());

@@ -7,6 +7,7 @@ mod capture_http;
 mod close;
 mod conformance;
 mod contract;
+mod contract_proof;
 mod contract_violation;
 mod crash;
 mod docs;

@@ -251,7 +251,9 @@ fn instruction_fidelity_green_prints_the_whole_result() {
     assert!(run.stdout.ends_with("}\n") && run.stdout.lines().count() == 1);
     let r = run.result();
     let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+    // Every field but contract, which only an output-schema violation has.
     let mut fields = shared::probe_result::FIELDS.to_vec();
+    fields.retain(|f| *f != "contract");
     fields.sort_unstable();
     assert_eq!(keys, fields);
     assert_eq!(r["schema"], "mcpeval.probe/1");
@@ -735,7 +737,20 @@ fn modern_servers_get_meta_and_legacy_ones_a_fresh_initialize() {
         &b.run("status", &["--discover", "modern", "--legacy", "no"]),
         1,
     );
-    assert_eq!(b.methods(), ["start", "server/discover", "tools/call"]);
+    // The tools are listed before the first call, for their outputSchemas.
+    assert_eq!(
+        b.methods(),
+        ["start", "server/discover", "tools/list", "tools/call"]
+    );
+    let list = b
+        .log_lines()
+        .into_iter()
+        .find(|l| l["method"] == "tools/list")
+        .unwrap();
+    assert_eq!(
+        list["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
     let call = b
         .log_lines()
         .into_iter()
@@ -772,6 +787,7 @@ fn modern_servers_get_meta_and_legacy_ones_a_fresh_initialize() {
             "start",
             "initialize",
             "notifications/initialized",
+            "tools/list",
             "tools/call",
         ]);
         assert_eq!(b.methods(), want, "--discover {mode}");
@@ -804,10 +820,11 @@ fn protocol_breaks_are_transport_errors() {
         case("exit", "instruction-fidelity", "exit"),
         case("status", "instruction-fidelity", "status"),
     ]));
+    // Line 1 answers server/discover, line 2 tools/list.
     transport(
         &b.run("non-json", &[]),
         "non-json-line",
-        "stdout line 2 is not a JSON message",
+        "stdout line 3 is not a JSON message",
         1,
     );
     transport(

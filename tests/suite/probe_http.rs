@@ -205,9 +205,10 @@ hint: A result field differs from the value the case expects: return what the co
             assert_eq!(discover["headers"]["mcp-protocol-version"], "2026-07-28");
             assert_eq!(discover["headers"]["mcp-method"], "server/discover");
             if era == "modern" {
+                // tools/list before the call (this fixture refuses it: 404).
                 assert_eq!(
                     repaired.requests(),
-                    ["POST server/discover", "POST tools/call"],
+                    ["POST server/discover", "POST tools/list", "POST tools/call"],
                     "{kind}"
                 );
                 assert_eq!(headers["mcp-protocol-version"], "2026-07-28");
@@ -225,6 +226,7 @@ hint: A result field differs from the value the case expects: return what the co
                         "POST server/discover",
                         "POST initialize",
                         "POST notifications/initialized",
+                        "POST tools/list",
                         "POST tools/call",
                         "DELETE -"
                     ],
@@ -264,13 +266,14 @@ fn server_requests_on_a_legacy_stream_are_answered_by_post() {
     let server = Fixture::start(&b.store, &["--era", "legacy", "--respond", "sse"]);
     green(&b.run("ask", &server.url(), &[]));
     let requests = server.requests();
+    // After the handshake (3 requests) and tools/list.
     assert_eq!(
-        requests[3..],
+        requests[4..],
         ["POST tools/call", "POST reply", "POST reply", "DELETE -"]
     );
     let entries = server.entries();
-    let session = &entries[3]["headers"]["mcp-session-id"];
-    for reply in &entries[4..6] {
+    let session = &entries[4]["headers"]["mcp-session-id"];
+    for reply in &entries[5..7] {
         assert_eq!(&reply["headers"]["mcp-session-id"], session);
         assert!(reply["body"]["result"].is_object());
     }
@@ -300,7 +303,7 @@ fn an_expired_call_is_cancelled_as_its_era_says() {
         let requests = server.requests();
         if era == "legacy" {
             assert_eq!(
-                requests[3..],
+                requests[4..],
                 [
                     "POST tools/call",
                     "POST notifications/cancelled",
@@ -316,7 +319,10 @@ fn an_expired_call_is_cancelled_as_its_era_says() {
                 call["headers"]["mcp-session-id"]
             );
         } else {
-            assert_eq!(requests, ["POST server/discover", "POST tools/call"]);
+            assert_eq!(
+                requests,
+                ["POST server/discover", "POST tools/list", "POST tools/call"]
+            );
         }
     }
     let records = b.store.records();

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::canonical;
 use crate::error::{Error, Result};
-use crate::finding::Probe;
+use crate::finding::{DefectClass, Probe, Violation};
 use crate::id::{DefinitionId, FindingId, RunId, TargetId};
 use crate::manifest::{Outcome, Unmet, is_identifier};
 use crate::spelling::spelled;
@@ -31,8 +31,9 @@ pub const MAX_DETAIL: usize = 256;
 /// the journal cuts names of an oversized record to the same length.
 pub const MAX_NAME: usize = 1024;
 
-/// Every field of a result, in the order they are printed.
-pub const FIELDS: [&str; 19] = [
+/// Every field of a result, in the order they are printed (`contract`
+/// only with reason `output-schema-violation`).
+pub const FIELDS: [&str; 21] = [
     "schema",
     "run_id",
     "finding",
@@ -42,12 +43,14 @@ pub const FIELDS: [&str; 19] = [
     "steps",
     "budget",
     "server",
+    "checked",
     "definition",
     "target",
     "binding",
     "result",
     "reason",
     "detail",
+    "contract",
     "attempts",
     "started_at",
     "finished_at",
@@ -57,9 +60,19 @@ pub const FIELDS: [&str; 19] = [
 /// The fields later releases added to `mcpeval.probe/1`: results of
 /// earlier releases lack them and still parse (their MAC still verifies),
 /// but cannot earn credit, since the proof rules need every one of them;
-/// `server` is absent when the run ended before a handshake. Every other
-/// field is required.
-pub const ADDED_FIELDS: [&str; 6] = ["tools", "steps", "budget", "server", "definition", "target"];
+/// `server` and `checked` are absent when the run ended before a
+/// handshake, `contract` on every result but an output-schema violation.
+/// Every other field is required.
+pub const ADDED_FIELDS: [&str; 8] = [
+    "tools",
+    "steps",
+    "budget",
+    "server",
+    "checked",
+    "definition",
+    "target",
+    "contract",
+];
 
 /// What one step of a case asserts, as far as the proof rules (SPEC §7,
 /// "Proof") need it: carried in the signed result, so `verify --record`
@@ -129,6 +142,15 @@ spelled! {
         RetryableNotRecovered = "retryable-not-recovered",
         /// Red: a non-retryable error did not repeat on the next attempt.
         NonRetryableNotRepeated = "non-retryable-not-repeated",
+        /// Red: a successful result broke its tool's declared
+        /// `outputSchema` (or had no `structuredContent`), whatever the
+        /// case expects: the reference clients raise on it.
+        OutputSchemaViolation = "output-schema-violation",
+        /// Red: the tool of a contract-violation finding declared no
+        /// `outputSchema` the probe could check (none, one it skips as too
+        /// costly or invalid, or the tool was not listed): removing the
+        /// promise is not keeping it.
+        OutputSchemaMissing = "output-schema-missing",
         /// Transport: the server command could not be started.
         ServerStart = "server-start",
         /// Transport: neither `server/discover` nor `initialize` succeeded.
@@ -219,6 +241,10 @@ impl Reason {
             Reason::NonRetryableNotRepeated => {
                 "An error marked non-retryable did not repeat on the next attempt: mark transient errors retryable."
             }
+            Reason::OutputSchemaViolation => DefectClass::ContractViolation.fix_hint(),
+            Reason::OutputSchemaMissing => {
+                "The finding's tool declares no outputSchema this probe can check (none, one too costly or invalid to check, or the tool is not listed): removing the promise is not keeping it; declare the schema and return structuredContent that conforms to it."
+            }
             Reason::ServerStart => {
                 "The server command could not be started: check the command after --."
             }
@@ -288,6 +314,13 @@ pub struct ProbeResult {
     /// handshake.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// The case's tools (named as in `tools`) whose declared
+    /// `outputSchema` the run checked every successful result against: the
+    /// tools the server's `tools/list` declared one for that the probe
+    /// could compile. Absent when the run ended before a handshake, and in
+    /// results of earlier releases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<Vec<String>>,
     /// The case definition's fingerprint (see [`DefinitionId`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition: Option<DefinitionId>,
@@ -302,6 +335,12 @@ pub struct ProbeResult {
     pub reason: Option<Reason>,
     /// Where or when it went wrong: a pointer, an attempt, an error code.
     pub detail: Option<String>,
+    /// With reason `output-schema-violation`, and only then: where the
+    /// result first broke its tool's `outputSchema` (a JSON Pointer of
+    /// names the schema declares, as a journal record's `contract.at`) and
+    /// the keyword that failed. Never a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<Violation>,
     /// `tools/call` requests made.
     pub attempts: u32,
     /// RFC 3339 UTC, milliseconds.
@@ -329,6 +368,18 @@ impl StepClaim {
 }
 
 impl ProbeResult {
+    /// The remediation hint of a result that is not green: its reason's,
+    /// naming the place and keyword of an output-schema violation (the
+    /// contract-violation fix hint, as `findings` gives it). `None` when
+    /// green.
+    pub fn hint(&self) -> Option<String> {
+        let reason = self.reason?;
+        Some(match (reason, &self.contract) {
+            (Reason::OutputSchemaViolation, Some(violation)) => violation.fix_hint(),
+            _ => reason.hint().to_owned(),
+        })
+    }
+
     /// The canonical JSON of every field but `mac`: what the MAC covers.
     pub fn canonical_unsigned(&self) -> String {
         let mut value = serde_json::to_value(self).expect("results serialize");
@@ -412,6 +463,16 @@ impl ProbeResult {
                 MAX_NAME
             )));
         }
+        if self
+            .checked
+            .iter()
+            .flatten()
+            .any(|t| !fits(t) || !self.tools.contains(t))
+        {
+            return Err(Error::rejected(
+                "checked names a tool that is not one of the result's tools",
+            ));
+        }
         if self.server.as_deref().is_some_and(|s| !fits(s)) {
             return Err(Error::rejected(format!(
                 "server is empty or longer than {} bytes",
@@ -444,6 +505,27 @@ impl ProbeResult {
                     verdict.as_str()
                 )));
             }
+        }
+        match (&self.contract, self.reason) {
+            (Some(violation), Some(Reason::OutputSchemaViolation)) => {
+                crate::record::Contract {
+                    kept: false,
+                    at: Some(violation.at.as_str().into()),
+                    keyword: Some(violation.keyword.as_str().into()),
+                }
+                .validate()?;
+            }
+            (None, Some(Reason::OutputSchemaViolation)) => {
+                return Err(Error::rejected(
+                    "an output-schema-violation result lacks its contract (at and keyword)",
+                ));
+            }
+            (Some(_), _) => {
+                return Err(Error::rejected(
+                    "contract is given on a result whose reason is not output-schema-violation",
+                ));
+            }
+            (None, _) => {}
         }
         if let Some(detail) = &self.detail
             && (detail.len() > MAX_DETAIL || detail.chars().any(char::is_control))
@@ -492,12 +574,14 @@ mod tests {
             }],
             budget: Some(1),
             server: Some("jobs".into()),
+            checked: Some(vec!["get_status".into()]),
             definition: Some(DefinitionId::parse("case-0011223344556677").unwrap()),
             target: Some(TargetId::parse("target-8899aabbccddeeff").unwrap()),
             binding: "b-0011223344556677".into(),
             result: Verdict::Red,
             reason: Some(Reason::NotEqual),
             detail: Some("/structuredContent/status".into()),
+            contract: None,
             attempts: 1,
             started_at: "2026-11-30T07:00:00.123Z".into(),
             finished_at: "2026-11-30T07:00:00.456Z".into(),
@@ -508,7 +592,8 @@ mod tests {
     #[test]
     fn field_order_and_canonical_form() {
         let r = sample();
-        let line = r.to_json_line();
+        // A violation's result has every field.
+        let line = violated().to_json_line();
         let positions: Vec<usize> = FIELDS
             .iter()
             .map(|f| line.find(&format!("\"{f}\":")).unwrap())
@@ -520,7 +605,7 @@ mod tests {
         );
         assert_eq!(
             r.canonical_unsigned(),
-            r#"{"attempts":1,"binding":"b-0011223344556677","budget":1,"case":"literal-status","definition":"case-0011223344556677","detail":"/structuredContent/status","finding":"finding-0123456789abcdef","finished_at":"2026-11-30T07:00:00.456Z","probe":"instruction-fidelity","reason":"not-equal","result":"red","run_id":"0f8fad5b-d9cb-469f-a165-70867728950e","schema":"mcpeval.probe/1","server":"jobs","started_at":"2026-11-30T07:00:00.123Z","steps":[{"oracle":true,"outcome":"ok","tool":"get_status"}],"target":"target-8899aabbccddeeff","tools":["get_status"]}"#
+            r#"{"attempts":1,"binding":"b-0011223344556677","budget":1,"case":"literal-status","checked":["get_status"],"definition":"case-0011223344556677","detail":"/structuredContent/status","finding":"finding-0123456789abcdef","finished_at":"2026-11-30T07:00:00.456Z","probe":"instruction-fidelity","reason":"not-equal","result":"red","run_id":"0f8fad5b-d9cb-469f-a165-70867728950e","schema":"mcpeval.probe/1","server":"jobs","started_at":"2026-11-30T07:00:00.123Z","steps":[{"oracle":true,"outcome":"ok","tool":"get_status"}],"target":"target-8899aabbccddeeff","tools":["get_status"]}"#
         );
     }
 
@@ -589,10 +674,82 @@ mod tests {
             .iter()
             .filter(|r| r.verdict() == Verdict::Red)
             .count();
-        assert_eq!(red, 10);
+        assert_eq!(red, 12);
         assert_eq!(
             Reason::MalformedResult.hint(),
             crate::finding::DefectClass::MalformedResult.fix_hint()
         );
+        assert_eq!(
+            Reason::OutputSchemaViolation.hint(),
+            crate::finding::DefectClass::ContractViolation.fix_hint()
+        );
+    }
+
+    fn violated() -> ProbeResult {
+        ProbeResult {
+            reason: Some(Reason::OutputSchemaViolation),
+            detail: Some("call 1: structuredContent breaks the outputSchema".into()),
+            contract: Some(Violation {
+                at: "/status".into(),
+                keyword: "enum".into(),
+            }),
+            ..sample()
+        }
+    }
+
+    #[test]
+    fn an_output_schema_violation_carries_where_and_which_keyword() {
+        let r = violated();
+        let line = r.to_json_line();
+        assert!(
+            line.contains(r#""contract":{"at":"/status","keyword":"enum"},"attempts":1"#),
+            "{line}"
+        );
+        assert_eq!(ProbeResult::parse(&line).unwrap(), r);
+        assert!(
+            r.canonical_unsigned()
+                .contains(r#""contract":{"at":"/status","keyword":"enum"}"#)
+        );
+        assert_eq!(
+            r.hint().unwrap(),
+            "Return structuredContent that conforms to the tool's declared outputSchema \
+             (first violation at /status: enum)."
+        );
+        assert_eq!(
+            sample().hint().unwrap(),
+            Reason::NotEqual.hint(),
+            "other reasons give their own hint"
+        );
+        let mut bare = r.clone();
+        bare.contract = None;
+        assert_eq!(
+            bare.validate().unwrap_err().message(),
+            "an output-schema-violation result lacks its contract (at and keyword)"
+        );
+        let mut stray = sample();
+        stray.contract = r.contract.clone();
+        assert_eq!(
+            stray.validate().unwrap_err().message(),
+            "contract is given on a result whose reason is not output-schema-violation"
+        );
+        let mut valued = r.clone();
+        valued.contract.as_mut().unwrap().keyword = "enum: Ready!".into();
+        assert_eq!(
+            valued.validate().unwrap_err().message(),
+            "contract.keyword is not a JSON Schema keyword"
+        );
+        let mut unlisted = sample();
+        unlisted.checked = Some(vec!["other".into()]);
+        assert_eq!(
+            unlisted.validate().unwrap_err().message(),
+            "checked names a tool that is not one of the result's tools"
+        );
+        let missing = ProbeResult {
+            reason: Some(Reason::OutputSchemaMissing),
+            checked: Some(Vec::new()),
+            ..sample()
+        };
+        assert!(missing.validate().is_ok());
+        assert!(missing.to_json_line().contains(r#""checked":[]"#));
     }
 }

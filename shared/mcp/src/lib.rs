@@ -259,6 +259,22 @@ impl Tail {
     }
 }
 
+/// The most `tools/list` pages [`Client::list_tools`] reads.
+pub const MAX_LIST_PAGES: usize = 64;
+
+/// What a server's `tools/list` said of the tools a caller wanted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Listed {
+    /// Each wanted tool the list named, with its whole tool object (its
+    /// schemas are the server's: judge them, never echo them), in the
+    /// order listed; a name listed twice keeps its first.
+    pub tools: Vec<(String, Value)>,
+    /// Why the list is missing or partial (an error, silence, too many
+    /// pages), in words free of server bytes; `None` when every page was
+    /// read.
+    pub incomplete: Option<String>,
+}
+
 /// The answer to one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
@@ -527,6 +543,84 @@ impl Client {
         params.insert("name".into(), json!(name));
         params.insert("arguments".into(), Value::Object(arguments.clone()));
         self.request("tools/call", params, timeout, self.era == Era::Modern)
+    }
+
+    /// Lists the server's tools (`tools/list`, following `nextCursor` for
+    /// at most [`MAX_LIST_PAGES`] pages, each waiting at most `timeout`)
+    /// and keeps the tool objects of the names `wanted` asks for, the
+    /// first a name is listed with. A list the server refuses (an error,
+    /// an HTTP error status, silence, a result that is not a list) is
+    /// [`Listed::incomplete`], not an error: a server owes a probe no
+    /// list. Only a broken conversation is an error.
+    pub fn list_tools(
+        &mut self,
+        timeout: Duration,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Result<Listed, Broken> {
+        let mut listed = Listed::default();
+        let mut cursor: Option<String> = None;
+        for page in 1..=MAX_LIST_PAGES {
+            let mut params = Map::new();
+            if let Some(cursor) = &cursor {
+                params.insert("cursor".into(), json!(cursor));
+            }
+            let reply = match self.request("tools/list", params, timeout, self.era == Era::Modern) {
+                Ok(reply) => reply,
+                // An HTTP server may refuse a method it lacks by status.
+                Err(Broken::HttpStatus(why)) => {
+                    listed.incomplete = Some(format!("tools/list was refused: {why}"));
+                    return Ok(listed);
+                }
+                Err(broken) => return Err(broken),
+            };
+            let response = match reply {
+                Reply::Response(response) => response,
+                Reply::Timeout => {
+                    listed.incomplete = Some(format!(
+                        "tools/list got no answer within {} ms",
+                        timeout.as_millis()
+                    ));
+                    return Ok(listed);
+                }
+            };
+            let result = response.get("result");
+            let Some(tools) = result
+                .and_then(|r| r.get("tools"))
+                .and_then(Value::as_array)
+            else {
+                listed.incomplete = Some(match response.get("error") {
+                    Some(_) => "tools/list was answered with an error".to_owned(),
+                    None => "the tools/list result holds no list of tools".to_owned(),
+                });
+                return Ok(listed);
+            };
+            for tool in tools {
+                let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                if wanted(name) && !listed.tools.iter().any(|(n, _)| n == name) {
+                    listed.tools.push((name.to_owned(), tool.clone()));
+                }
+            }
+            let next = result
+                .and_then(|r| r.get("nextCursor"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            match next {
+                None => return Ok(listed),
+                // A cursor that leads back to itself would never end.
+                Some(next) if cursor.as_deref() == Some(&next) => {
+                    listed.incomplete =
+                        Some(format!("tools/list page {page} gave its own cursor again"));
+                    return Ok(listed);
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        listed.incomplete = Some(format!(
+            "tools/list has more than {MAX_LIST_PAGES} pages; the rest were not read"
+        ));
+        Ok(listed)
     }
 
     fn meta(&self) -> Value {

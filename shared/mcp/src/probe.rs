@@ -11,12 +11,26 @@
 //! - workflow: the steps in order, each judged against its own `expect`,
 //!   stopping at the first red step.
 //!
+//! After the handshake and before the case's first call the server's tools
+//! are listed (`tools/list`, every page, bounded), and each of the case's
+//! tools keeps its compiled `outputSchema` ([`store::output_schema`]; one
+//! too costly or invalid to compile is not checked). Every successful
+//! result of a tool with a checked schema is checked as capture checks
+//! it, as the reference clients check it: a violation ends the run red
+//! (`output-schema-violation`, with where and which keyword) whatever the
+//! case expects, since the agent's SDK raises on that result. For a
+//! contract-violation finding a run in which its tool declares no schema
+//! this probe can check is red before any call (`output-schema-missing`):
+//! removing the promise is not keeping it.
+//!
 //! A malformed result (not an object, or a non-boolean `isError`) ends the
 //! run as a transport error, as does a server that breaks the protocol.
 //! Every `tools/call` is journaled as an `mcpeval.call/1` record with origin
-//! `probe` through the same classifier, name and key rules capture uses.
-//! Results are judged, never echoed: a detail holds manifest pointers,
-//! attempt numbers and error codes, nothing the server wrote.
+//! `probe` through the same classifier, name, key and contract rules
+//! capture uses. Results are judged, never echoed: a detail holds manifest
+//! pointers, attempt numbers, error codes and a violation's place (names
+//! the schema declares, as journals keep them), nothing else the server
+//! wrote.
 
 use std::time::{Duration, Instant};
 
@@ -24,16 +38,17 @@ use serde_json::Value;
 
 use shared::error::{Error, Result};
 use shared::escape;
-use shared::finding::Probe;
+use shared::finding::{Probe, Violation};
 
-use crate::{Broken, Client, Reply, StderrTail, Target};
+use crate::{Broken, Client, Listed, Reply, StderrTail, Target};
 use shared::manifest::{Case, Expect, Outcome as Expected, Step};
 use shared::probe_result::{MAX_DETAIL, Reason, Verdict};
-use shared::record::{Call, Channel, Identity, Origin, Outcome, SCHEMA_V1};
+use shared::record::{Call, Channel, Contract, Identity, Origin, Outcome, SCHEMA_V1};
 use store::journal::Writer;
 use store::outcome;
+use store::output_schema::{OutputSchema, Skipped};
 use store::salt::Salt;
-use store::sanitize;
+use store::sanitize::{self, Declared};
 
 pub use store::credit::{DEGRADATION_CAP, ERROR_HONESTY_CAP};
 
@@ -69,7 +84,15 @@ pub struct Setup<'a> {
     /// `fallback_server`) is refused right after the handshake, before
     /// any call.
     pub finding_server: Option<store::credit::Subject>,
+    /// The tool of a contract-violation finding, when the store knows the
+    /// finding is one: a run in which it declares no `outputSchema` this
+    /// probe can check is red (`output-schema-missing`) before any call.
+    pub promised_tool: Option<String>,
 }
+
+/// The inputSchema keys a probe keeps per listed tool, at most (as
+/// capture's budget for declared names).
+const DECLARED_BUDGET: usize = 1024 * 1024;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +109,12 @@ pub struct Verdicted {
     /// its handshake, else `fallback_server`), cut to
     /// [`store::credit::MAX_NAME`] bytes; `None` when the handshake failed.
     pub server: Option<String>,
+    /// The case's tools (named as results name them) whose successful
+    /// results were checked against a declared `outputSchema`; `None`
+    /// when the run ended before its tools were listed.
+    pub checked: Option<Vec<String>>,
+    /// With reason `output-schema-violation`: where and which keyword.
+    pub contract: Option<Violation>,
     /// What a stdio server wrote last on stderr before its handshake
     /// failed (raw: escape it to show it); `None` otherwise. Never part
     /// of the result.
@@ -136,12 +165,59 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
         client.shutdown();
         return Err(refused);
     }
+    // The case's tools as the server lists them, before any call: what a
+    // result must keep is what the server promised in this session.
+    let wanted = case.tools();
+    let listed = match client.list_tools(setup.handshake_timeout, |name| {
+        wanted.iter().any(|t| t == name)
+    }) {
+        Ok(listed) => listed,
+        Err(broken) => {
+            client.shutdown();
+            return Ok(Verdicted {
+                server: named,
+                ..transport(&broken, 0)
+            });
+        }
+    };
+    let promises = Promises::from_list(listed);
+    let checked = Some(
+        wanted
+            .iter()
+            .filter(|t| {
+                matches!(
+                    promises.of(t),
+                    Some(Listing {
+                        output: Promise::Checked(_),
+                        ..
+                    })
+                )
+            })
+            .map(|t| store::credit::name_key(t).into_owned())
+            .collect(),
+    );
+    if let Some(tool) = &setup.promised_tool
+        && let Some(why) = promises.missing(tool)
+    {
+        client.shutdown();
+        return Ok(Verdicted {
+            verdict: Verdict::Red,
+            reason: Some(Reason::OutputSchemaMissing),
+            detail: Some(clean_detail(&why)),
+            attempts: 0,
+            server: named,
+            checked,
+            contract: None,
+            server_stderr: None,
+        });
+    }
     let mut session = Session {
         client,
         setup: &setup,
         journal,
         seq: 0,
         timeout,
+        promises,
     };
     let verdict = match case.probe {
         Probe::InstructionFidelity => session.fidelity(first),
@@ -151,36 +227,59 @@ pub fn run(case: &Case, setup: Setup<'_>, journal: &mut Writer) -> Result<Verdic
     };
     session.client.shutdown();
     let attempts = session.seq;
+    let ran = Verdicted {
+        attempts,
+        server: named,
+        checked,
+        ..Verdicted::green()
+    };
     match verdict {
-        Ok(None) => Ok(Verdicted {
-            verdict: Verdict::Green,
-            reason: None,
-            detail: None,
-            attempts,
-            server: named,
-            server_stderr: None,
-        }),
+        Ok(None) => Ok(ran),
         Ok(Some((reason, detail))) => Ok(Verdicted {
             verdict: reason.verdict(),
             reason: Some(reason),
             detail: Some(clean_detail(&detail)),
-            attempts,
-            server: named,
-            server_stderr: None,
+            ..ran
         }),
         Err(Stop::Broken(broken)) => Ok(Verdicted {
-            server: named,
+            server: ran.server,
+            checked: ran.checked,
             ..transport(&broken, attempts)
         }),
         Err(Stop::Malformed(detail)) => Ok(Verdicted {
             verdict: Verdict::TransportError,
             reason: Some(Reason::MalformedResult),
             detail: Some(clean_detail(&detail)),
-            attempts,
-            server: named,
-            server_stderr: None,
+            ..ran
+        }),
+        Err(Stop::Violated { call, violation }) => Ok(Verdicted {
+            verdict: Verdict::Red,
+            reason: Some(Reason::OutputSchemaViolation),
+            detail: Some(clean_detail(&format!(
+                "call {call}: structuredContent breaks the tool's outputSchema at {}: {}",
+                violation.shown_at(),
+                violation.keyword
+            ))),
+            contract: Some(violation),
+            ..ran
         }),
         Err(Stop::Journal(err)) => Err(err),
+    }
+}
+
+impl Verdicted {
+    /// A green run that made no call, to fill in.
+    fn green() -> Verdicted {
+        Verdicted {
+            verdict: Verdict::Green,
+            reason: None,
+            detail: None,
+            attempts: 0,
+            server: None,
+            checked: None,
+            contract: None,
+            server_stderr: None,
+        }
     }
 }
 
@@ -190,8 +289,94 @@ fn transport(broken: &Broken, attempts: u32) -> Verdicted {
         reason: Some(broken.reason()),
         detail: Some(clean_detail(&broken.describe())),
         attempts,
-        server: None,
-        server_stderr: None,
+        ..Verdicted::green()
+    }
+}
+
+/// What the server's `tools/list` promised of one of the case's tools.
+enum Promise {
+    /// An `outputSchema`, compiled: every successful result is checked.
+    Checked(OutputSchema),
+    /// An `outputSchema` too costly to check, or not one the checker
+    /// compiles offline: its results are not checked.
+    Skipped(Skipped),
+    /// No `outputSchema` (or one that is not an object).
+    Undeclared,
+}
+
+/// One of the case's tools as the server listed it.
+struct Listing {
+    output: Promise,
+    /// The property names its `inputSchema` declares, for argument shapes.
+    input: Option<Declared>,
+}
+
+/// The case's tools as this session's `tools/list` gave them.
+struct Promises {
+    tools: Vec<(String, Listing)>,
+    /// Why the list is missing or partial; `None` when it was read whole.
+    incomplete: Option<String>,
+}
+
+impl Promises {
+    fn from_list(listed: Listed) -> Promises {
+        let mut budget = DECLARED_BUDGET;
+        let tools = listed
+            .tools
+            .into_iter()
+            .map(|(name, tool)| {
+                let output = match tool.get("outputSchema").filter(|s| s.is_object()) {
+                    None => Promise::Undeclared,
+                    Some(schema) => match OutputSchema::compile(schema) {
+                        Ok(compiled) => Promise::Checked(compiled),
+                        Err(skipped) => Promise::Skipped(skipped),
+                    },
+                };
+                let input = tool
+                    .get("inputSchema")
+                    .filter(|s| s.is_object())
+                    .and_then(|schema| Declared::from_schema_within(schema, &mut budget));
+                (name, Listing { output, input })
+            })
+            .collect();
+        Promises {
+            tools,
+            incomplete: listed.incomplete,
+        }
+    }
+
+    fn of(&self, tool: &str) -> Option<&Listing> {
+        self.tools.iter().find(|(n, _)| n == tool).map(|(_, l)| l)
+    }
+
+    /// Whether `tool` was in the list: unknown when the list was not read
+    /// whole and did not name it.
+    fn advertised(&self, tool: &str) -> Option<bool> {
+        match (self.of(tool), &self.incomplete) {
+            (Some(_), _) => Some(true),
+            (None, None) => Some(false),
+            (None, Some(_)) => None,
+        }
+    }
+
+    /// Why the results of `tool` cannot be checked, for a run that must
+    /// check them; `None` when its schema is checked.
+    fn missing(&self, tool: &str) -> Option<String> {
+        let why = match (self.of(tool).map(|l| &l.output), &self.incomplete) {
+            (Some(Promise::Checked(_)), _) => return None,
+            (Some(Promise::Undeclared), _) => {
+                "the finding's tool is listed without an outputSchema".to_owned()
+            }
+            (Some(Promise::Skipped(Skipped::TooCostly)), _) => {
+                "the finding's tool declares an outputSchema too costly to check".to_owned()
+            }
+            (Some(Promise::Skipped(Skipped::Invalid)), _) => "the finding's tool declares an \
+                 outputSchema this probe cannot compile (invalid, or referring outside itself)"
+                .to_owned(),
+            (None, None) => "the finding's tool is not in the server's tools/list".to_owned(),
+            (None, Some(why)) => format!("the finding's tool was not listed: {why}"),
+        };
+        Some(why)
     }
 }
 
@@ -210,6 +395,12 @@ enum Called {
 enum Stop {
     Broken(Broken),
     Malformed(String),
+    /// Call number `call` succeeded with a result that broke its tool's
+    /// `outputSchema`: red whatever the case expects.
+    Violated {
+        call: u32,
+        violation: Violation,
+    },
     Journal(Error),
 }
 
@@ -222,6 +413,7 @@ struct Session<'s, 'a> {
     journal: &'s mut Writer,
     seq: u32,
     timeout: Duration,
+    promises: Promises,
 }
 
 impl Session<'_, '_> {
@@ -380,6 +572,15 @@ impl Session<'_, '_> {
             ),
             Ok(Reply::Timeout) | Err(_) => (outcome::Classified::unanswered(), None, None),
         };
+        let listing = self.promises.of(&step.tool);
+        // A successful result of a tool with a checked schema keeps it or
+        // not, as capture judges it.
+        let contract = match (classified.outcome, response, listing.map(|l| &l.output)) {
+            (Outcome::Ok, Some(response), Some(Promise::Checked(schema))) => {
+                Some(schema.check(response["result"].get("structuredContent")))
+            }
+            _ => None,
+        };
         let record = Call {
             schema: SCHEMA_V1.into(),
             identity: Identity {
@@ -402,13 +603,17 @@ impl Session<'_, '_> {
             tool: escape::clean_name(&step.tool).into_owned().into(),
             started_at: shared::time::rfc3339(started_at).into(),
             duration_ms: duration,
-            advertised: None,
-            // The probe lists no tools, so no schema: field names are kept.
-            args_shape: sanitize::args_shape(&Value::Object(step.arguments.clone()), None),
+            advertised: self.promises.advertised(&step.tool),
+            // Keys are kept as capture keeps them: declared by the listed
+            // inputSchema, else when they look like field names.
+            args_shape: sanitize::args_shape(
+                &Value::Object(step.arguments.clone()),
+                listing.and_then(|l| l.input.as_ref()),
+            ),
             outcome: classified.outcome,
             unknown: classified.unknown,
             error: classified.error.clone(),
-            contract: None,
+            contract: contract.clone(),
         };
         self.journal.append(&record).map_err(Stop::Journal)?;
         let response = match reply {
@@ -417,7 +622,20 @@ impl Session<'_, '_> {
             Ok(Reply::Response(_)) => response.expect("a response"),
         };
         match (classified.outcome, classified.unknown) {
-            (Outcome::Ok, _) => Ok(Called::Ok(response["result"].clone())),
+            (Outcome::Ok, _) => match contract {
+                Some(Contract {
+                    kept: false,
+                    at: Some(at),
+                    keyword: Some(keyword),
+                }) => Err(Stop::Violated {
+                    call: self.seq,
+                    violation: Violation {
+                        at: at.into_owned(),
+                        keyword: keyword.into_owned(),
+                    },
+                }),
+                _ => Ok(Called::Ok(response["result"].clone())),
+            },
             (Outcome::Error, _) => {
                 let error = classified.error.expect("errors carry facts");
                 let what = match (error.channel, error.code) {

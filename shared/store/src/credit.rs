@@ -19,11 +19,24 @@
 //! 5. and 6. (time order, witnessed closure) need the finding's recorded
 //!    runs and live in [`crate::verification`].
 //!
+//! A contract-violation finding needs no oracle of the case's: every
+//! probe checks its tool's successful results against the declared
+//! `outputSchema`, so the unfixed server fails any case that reaches the
+//! broken result. Two things could still pass there: a server that no
+//! longer declares the schema (its results are then never checked), and
+//! arguments that never reach the broken result. The first is red in the
+//! probe, and a green result that did not check the tool's schema earns
+//! nothing ([`require_checked`]); the second no case can show, so such a
+//! finding closes only on a witnessed streak, whatever the store's policy
+//! ([`crate::verification::Policy::requires_witness`]), and only a red
+//! run that broke the schema witnesses it ([`reproduces`]).
+//!
 //! `probe` applies 1, 3 and 4 before the server starts and 2 right after
 //! the handshake; `verify --record` applies them all again to the signed
 //! result, which carries what they need (the steps' claims, the budget,
-//! the server's name), so a result made where the finding was unknown
-//! meets the same rules in the same words.
+//! the server's name, the tools whose schemas it checked), so a result
+//! made where the finding was unknown meets the same rules in the same
+//! words.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -307,10 +320,12 @@ pub fn check(
 /// failed, so that it can witness a closure (rule 6): an error finding
 /// by an error (or, for a transient one, a timeout too); a false success
 /// by a result that lacks or contradicts the assertion, or by success
-/// where an error was expected. A red for any other reason (a timeout of
-/// a server that never timed out in the evidence) shows the case can
-/// fail, not that it caught this bug. A malformed result is never red
-/// (it is no evidence), so a malformed finding takes any red run.
+/// where an error was expected; a contract violation by a result that
+/// broke the tool's outputSchema (not by one that lost the schema). A red
+/// for any other reason (a timeout of a server that never timed out in
+/// the evidence) shows the case can fail, not that it caught this bug. A
+/// malformed result is never red (it is no evidence), so a malformed
+/// finding takes any red run.
 pub fn reproduces(reason: shared::probe_result::Reason, evidence: &Evidence) -> bool {
     use shared::probe_result::Reason as R;
     match evidence.kind {
@@ -327,8 +342,50 @@ pub fn reproduces(reason: shared::probe_result::Reason, evidence: &Evidence) -> 
         Kind::FalseSuccess => {
             matches!(reason, R::MissingPath | R::NotEqual | R::ExpectedErrorGotOk)
         }
+        Kind::Contract => reason == R::OutputSchemaViolation,
         _ => reason.verdict() == shared::probe_result::Verdict::Red,
     }
+}
+
+/// Refuses (status 4) a green result for a contract-violation finding
+/// whose run did not check the finding's tool's results against a declared
+/// `outputSchema` (`checked`: the tools it checked; `None` for a result of
+/// an earlier release): the tool declared none, or one too costly or
+/// invalid to check, and a result that is never checked always passes.
+/// A probe that knew the finding made such a run red
+/// (`output-schema-missing`); one that did not carries what shows it.
+pub fn require_checked(
+    at: &str,
+    finding: &str,
+    known: &Known,
+    checked: Option<&[String]>,
+    outcome: &str,
+) -> Result<()> {
+    if known.evidence.kind != Kind::Contract {
+        return Ok(());
+    }
+    let want = name_key(&known.subject.tool);
+    if checked.is_some_and(|tools| tools.iter().any(|t| name_key(t) == want)) {
+        return Ok(());
+    }
+    let tool = shown(&known.subject.tool);
+    let why = match checked {
+        None => "does not say which tools' outputSchema it checked (an earlier release of \
+                 mcpeval-probe made it)"
+            .to_owned(),
+        Some(_) => format!(
+            "did not check {tool}'s results against an outputSchema: the server declared none \
+             for it, or one too costly or invalid to check, and a result that is never checked \
+             always passes"
+        ),
+    };
+    Err(Error::rejected(format!(
+        "{at}: the green run {why}; {finding} is a contract violation of that schema, and \
+         removing the promise is not keeping it; {outcome}"
+    ))
+    .with_hint(format!(
+        "declare {tool}'s outputSchema again and run the case with this release's mcpeval-probe"
+    )))
 }
 
 fn codes_hint(codes: &[i64]) -> String {
@@ -572,6 +629,39 @@ mod tests {
         assert!(!err.message().chars().any(char::is_control));
         assert_eq!(command_name("/usr/bin/python3".as_ref()), "python3");
         assert_eq!(command_name("".as_ref()), "server");
+    }
+
+    #[test]
+    fn a_contract_violation_is_proved_only_by_a_checked_schema() {
+        use shared::probe_result::Reason;
+        let k = known(Kind::Contract, DefectClass::ContractViolation, &[], None);
+        // The schema check is the oracle: outcome ok alone is admitted.
+        let bare = [step("get_status", Outcome::Ok, None, false)];
+        assert!(judge(&k, Probe::InstructionFidelity, &bare, 1).is_ok());
+        let tools = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert!(require_checked("r.json", F, &k, Some(&tools(&["get_status"])), "x").is_ok());
+        let err = require_checked("r.json", F, &k, Some(&tools(&["other"])), "x").unwrap_err();
+        assert_eq!(err.status(), shared::exit::REJECTED);
+        assert!(
+            err.message().starts_with(
+                "r.json: the green run did not check \"get_status\"'s results against an \
+                 outputSchema"
+            ),
+            "{err}"
+        );
+        let old = require_checked("r.json", F, &k, None, "x").unwrap_err();
+        assert!(old.message().contains("an earlier release"), "{old}");
+        // Other findings ask nothing of the schemas.
+        let e = known(Kind::Error, DefectClass::ToolError, &[], None);
+        assert!(require_checked("r.json", F, &e, None, "x").is_ok());
+        // Only a broken schema witnesses its repair.
+        assert!(reproduces(Reason::OutputSchemaViolation, &k.evidence));
+        assert!(!reproduces(Reason::OutputSchemaMissing, &k.evidence));
+        assert!(!reproduces(Reason::ExpectedOkGotError, &k.evidence));
+        assert!(!reproduces(Reason::OutputSchemaViolation, &e.evidence));
+        let policy = crate::verification::Policy::default();
+        assert!(policy.requires_witness(&k.evidence));
+        assert!(!policy.requires_witness(&e.evidence));
     }
 
     #[test]

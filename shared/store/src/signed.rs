@@ -55,7 +55,7 @@ mod tests {
         r
     }
 
-    const SAMPLE: &str = r#"{"schema":"mcpeval.probe/1","run_id":"0f8fad5b-d9cb-469f-a165-70867728950e","finding":"finding-0123456789abcdef","case":"literal-status","probe":"instruction-fidelity","tools":["get_status"],"steps":[{"tool":"get_status","outcome":"ok","oracle":true}],"budget":1,"server":"jobs","definition":"case-0011223344556677","target":"target-8899aabbccddeeff","binding":"b-0011223344556677","result":"red","reason":"not-equal","detail":"/structuredContent/status","attempts":1,"started_at":"2026-11-30T07:00:00.123Z","finished_at":"2026-11-30T07:00:00.456Z","mac":"0000000000000000000000000000000000000000000000000000000000000000"}"#;
+    const SAMPLE: &str = r#"{"schema":"mcpeval.probe/1","run_id":"0f8fad5b-d9cb-469f-a165-70867728950e","finding":"finding-0123456789abcdef","case":"literal-status","probe":"instruction-fidelity","tools":["get_status"],"steps":[{"tool":"get_status","outcome":"ok","oracle":true}],"budget":1,"server":"jobs","checked":["get_status"],"definition":"case-0011223344556677","target":"target-8899aabbccddeeff","binding":"b-0011223344556677","result":"red","reason":"not-equal","detail":"/structuredContent/status","attempts":1,"started_at":"2026-11-30T07:00:00.123Z","finished_at":"2026-11-30T07:00:00.456Z","mac":"0000000000000000000000000000000000000000000000000000000000000000"}"#;
 
     #[test]
     fn results_of_earlier_releases_parse_and_verify_without_the_added_fields() {
@@ -65,6 +65,7 @@ mod tests {
         old.steps.clear();
         old.budget = None;
         old.server = None;
+        old.checked = None;
         old.definition = None;
         old.target = None;
         old.sign(&salt);
@@ -94,6 +95,19 @@ mod tests {
         let mut elsewhere = sample();
         elsewhere.target = Some(TargetId::parse("target-0000000000000000").unwrap());
         assert!(!elsewhere.verify(&salt));
+        let mut unchecked = sample();
+        unchecked.checked = Some(Vec::new());
+        assert!(!unchecked.verify(&salt));
+        let mut moved = sample();
+        moved.reason = Some(Reason::OutputSchemaViolation);
+        moved.contract = Some(shared::finding::Violation {
+            at: "/status".into(),
+            keyword: "enum".into(),
+        });
+        moved.sign(&salt);
+        assert!(moved.verify(&salt));
+        moved.contract.as_mut().unwrap().at = "/eta".into();
+        assert!(!moved.verify(&salt), "the violation is covered by the MAC");
     }
 
     #[test]
@@ -102,6 +116,7 @@ mod tests {
         let mut r = sample();
         r.server = Some("a\u{1b}b\u{7f}c\u{9b}d\ne".into());
         r.tools = vec!["t\u{85}".into()];
+        r.checked = Some(r.tools.clone());
         r.sign(&salt);
         let line = r.to_json_line();
         assert!(!line.chars().any(char::is_control), "{line:?}");

@@ -106,6 +106,18 @@ pub struct Policy {
     pub require_witnessed: bool,
 }
 
+impl Policy {
+    /// Whether a streak closing the finding of `evidence` must be
+    /// witnessed: when the store asks it of every finding, and always for
+    /// a contract violation. Its case needs no oracle (the probe checks the
+    /// outputSchema itself), so nothing in the case shows that its
+    /// arguments reach the broken result; a red run of it on the unfixed
+    /// server is the only evidence that they do.
+    pub fn requires_witness(self, evidence: &Evidence) -> bool {
+        self.require_witnessed || evidence.kind == shared::finding::Kind::Contract
+    }
+}
+
 /// The state after one green or red run under `binding` that started at
 /// `started_at`. Whether a closure is witnessed is the caller's to set
 /// ([`record`] looks at the runs before the streak).
@@ -165,7 +177,8 @@ pub enum Recorded {
         after: FindingState,
         /// Its green would have closed the finding, but no red run of
         /// its case against its target came before the streak and the
-        /// store requires that (rule 6): the finding stays verifying.
+        /// store, or the finding's class, requires that (rule 6): the
+        /// finding stays verifying.
         held_unwitnessed: bool,
     },
     /// The same result was recorded before: no credit, no change.
@@ -197,8 +210,8 @@ pub fn digest(result: &ProbeResult) -> String {
 /// run adds no credit and is refused (status 4, rule 5). A green that
 /// closes the finding is witnessed when a red run of the same case
 /// definition against the same target started before its streak did
-/// (rule 6); under `policy.require_witnessed` an unwitnessed one leaves
-/// the finding verifying.
+/// (rule 6); where the policy requires a witness for the finding
+/// ([`Policy::requires_witness`]) an unwitnessed one leaves it verifying.
 pub fn record(
     conn: &mut Connection,
     path: &Path,
@@ -266,7 +279,7 @@ pub fn record(
         let mut held_unwitnessed = false;
         if after.state == State::Closed && before.state != State::Closed {
             let witnessed = witnessed(tx, path, result, evidence, after.streak_since.as_deref())?;
-            if !witnessed && policy.require_witnessed {
+            if !witnessed && policy.requires_witness(evidence) {
                 after.state = State::Verifying;
                 held_unwitnessed = true;
             } else {

@@ -241,7 +241,10 @@ fn own_moved(tx: &Connection, id: &str) -> rusqlite::Result<bool> {
 
 /// Recomputes the state of `id` from every run both sides recorded, in
 /// the order they started, by the rules one store applies run by run. A
-/// closure is witnessed when either side's was.
+/// closure is witnessed when either side's was; a contract-violation
+/// finding closes only on a witnessed streak (as `verification::record`
+/// holds it), so an unwitnessed one stays verifying until a run recorded
+/// in the team closes it.
 fn replay(tx: &Connection, path: &camino::Utf8Path, id: &str, now: &str) -> Result<()> {
     let fail = |e| db::sql_error(path, e);
     let current = lifecycle::state(tx, path.as_std_path(), id)?.unwrap_or_default();
@@ -286,7 +289,18 @@ fn replay(tx: &Connection, path: &camino::Utf8Path, id: &str, now: &str) -> Resu
                 |r| r.get(0),
             )
             .map_err(fail)?;
-        state.witnessed = witnessed;
+        let contract: bool = tx
+            .query_row(
+                "SELECT count(*) > 0 FROM main.finding_state WHERE finding_id = ?1 AND kind = ?2",
+                params![id, shared::finding::Kind::Contract.as_str()],
+                |r| r.get(0),
+            )
+            .map_err(fail)?;
+        if contract && witnessed != Some(true) {
+            state.state = State::Verifying;
+        } else {
+            state.witnessed = witnessed;
+        }
     }
     tx.execute(
         "UPDATE main.finding_state SET state = ?2, streak = ?3, binding = ?4, probe_attached = ?5,
