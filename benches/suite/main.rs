@@ -374,7 +374,7 @@ fn capture_cpu(sizes: &Sizes, scratch: &Path, table: &mut Table) {
 /// no schema declared, alternately.
 fn capture_checks(sizes: &Sizes, scratch: &Path, table: &mut Table) {
     let input = cpu::requests(sizes.pipelined);
-    let (mut unchecked, mut checked) = (Vec::new(), Vec::new());
+    let (mut unchecked, mut checked, mut checks) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..sizes.short_reps {
         progress(format_args!(
             "{} pipelined calls through capture, results with and without a declared \
@@ -395,11 +395,16 @@ fn capture_checks(sizes: &Sizes, scratch: &Path, table: &mut Table) {
                 sizes.pipelined,
             ));
             if let cpu::Results::Checked = results {
-                assert_eq!(
-                    relay::kept_contracts(&home),
-                    sizes.pipelined * 9 / 10,
-                    "every success checked and kept"
+                // Calls sent before the tools/list answer came back are
+                // judged by no list: pipelined, a few hundred are.
+                let (kept, broken) = relay::contracts(&home);
+                assert_eq!(broken, 0, "no success breaks the schema");
+                assert!(
+                    kept >= sizes.pipelined * 8 / 10,
+                    "{kept} of {} successes checked",
+                    sizes.pipelined * 9 / 10
                 );
+                checks.push(kept);
             }
         }
     }
@@ -415,9 +420,13 @@ fn capture_checks(sizes: &Sizes, scratch: &Path, table: &mut Table) {
     let (lo, hi) = cpu::range(&checked);
     let (ulo, uhi) = cpu::range(&unchecked);
     table.note(format!(
-        "capture's own CPU with outputSchema checks: {lo:.2}–{hi:.2} µs a call over {} runs, \
-         {ulo:.2}–{uhi:.2} µs for the same results with no schema declared",
-        sizes.short_reps
+        "capture's own CPU with outputSchema checks: {lo:.2}–{hi:.2} µs a call over {} runs \
+         ({}–{} of {} successes checked: the calls sent before the tools/list answer are \
+         judged by no list), {ulo:.2}–{uhi:.2} µs for the same results with no schema declared",
+        sizes.short_reps,
+        checks.iter().min().unwrap_or(&0),
+        checks.iter().max().unwrap_or(&0),
+        sizes.pipelined * 9 / 10
     ));
 }
 

@@ -192,17 +192,20 @@ pub fn journaled(home: &Path) -> u64 {
 }
 
 /// The calls journaled in `home` whose result kept its tool's
-/// outputSchema.
-pub fn kept_contracts(home: &Path) -> u64 {
+/// outputSchema, and those whose result broke it.
+pub fn contracts(home: &Path) -> (u64, u64) {
     let Ok(entries) = std::fs::read_dir(home.join("journals")) else {
-        return 0;
+        return (0, 0);
     };
     entries
         .filter_map(|e| e.ok())
         .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
         .map(|e| {
             let text = std::fs::read_to_string(e.path()).unwrap_or_default();
-            text.matches(r#""contract":{"kept":true}"#).count() as u64
+            (
+                text.matches(r#""contract":{"kept":true}"#).count() as u64,
+                text.matches(r#""contract":{"kept":false"#).count() as u64,
+            )
         })
-        .sum()
+        .fold((0, 0), |(k, b), (k2, b2)| (k + k2, b + b2))
 }

@@ -113,6 +113,33 @@ impl Proof {
         }
     }
 
+    /// `mcpeval-probe` of the generated case, in `store`, against the
+    /// server file.
+    fn probe_in(&self, store: &Store) -> std::process::Output {
+        store
+            .cmd("mcpeval-probe")
+            .args(["--case", &self.finding, "--manifest"])
+            .arg(&self.manifest)
+            .args(["--", "python3"])
+            .arg(&self.server)
+            .output()
+            .unwrap()
+    }
+
+    /// `mcpeval-verify --record` of a probe result.
+    fn record(&self, result: &[u8]) -> Run {
+        let file = self.store.scratch().join("result.json");
+        std::fs::write(&file, result).unwrap();
+        finish(
+            self.store
+                .cmd("mcpeval-verify")
+                .arg("--record")
+                .arg(&file)
+                .output()
+                .unwrap(),
+        )
+    }
+
     /// Rewrites the server file verify runs: a repair, or the bug again.
     fn serve(&self, source: &str) {
         std::fs::write(&self.server, source).unwrap();
@@ -249,15 +276,7 @@ fn the_unfixed_server_is_red_and_a_repair_it_reproduced_closes_witnessed() {
 #[test]
 fn the_probe_result_carries_the_violation_and_the_checked_tools() {
     let p = Proof::new();
-    let out = p
-        .store
-        .cmd("mcpeval-probe")
-        .args(["--case", &p.finding, "--manifest"])
-        .arg(&p.manifest)
-        .args(["--", "python3"])
-        .arg(&p.server)
-        .output()
-        .unwrap();
+    let out = p.probe_in(&p.store);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["result"], "red");
@@ -277,28 +296,11 @@ fn the_probe_result_carries_the_violation_and_the_checked_tools() {
         text(&out.stderr)
     );
     // The violation is signed with the rest: recorded, it is the red run.
-    let file = p.store.scratch().join("result.json");
-    std::fs::write(&file, &out.stdout).unwrap();
-    let recorded = finish(
-        p.store
-            .cmd("mcpeval-verify")
-            .arg("--record")
-            .arg(&file)
-            .output()
-            .unwrap(),
-    );
+    let recorded = p.record(&out.stdout);
     expect_violation_line(&p, &recorded);
     // An edited place no longer verifies.
     let edited = text(&out.stdout).replace("\"/status\"", "\"/eta\"");
-    std::fs::write(&file, edited).unwrap();
-    let refused = finish(
-        p.store
-            .cmd("mcpeval-verify")
-            .arg("--record")
-            .arg(&file)
-            .output()
-            .unwrap(),
-    );
+    let refused = p.record(edited.as_bytes());
     assert_eq!(refused.status, 6, "{}", refused.stderr);
 }
 
@@ -421,27 +423,11 @@ fn a_green_result_that_checked_no_schema_earns_nothing() {
         &["--import", salt.to_str().unwrap()],
     );
     p.serve(&fixture_with(&[FIXED, NO_SCHEMA]));
-    let out = elsewhere
-        .cmd("mcpeval-probe")
-        .args(["--case", &p.finding, "--manifest"])
-        .arg(&p.manifest)
-        .args(["--", "python3"])
-        .arg(&p.server)
-        .output()
-        .unwrap();
+    let out = p.probe_in(&elsewhere);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["checked"], serde_json::json!([]));
-    let file = p.store.scratch().join("result.json");
-    std::fs::write(&file, &out.stdout).unwrap();
-    let run = finish(
-        p.store
-            .cmd("mcpeval-verify")
-            .arg("--record")
-            .arg(&file)
-            .output()
-            .unwrap(),
-    );
+    let run = p.record(&out.stdout);
     assert_eq!(run.status, 4, "{}{}", run.stdout, run.stderr);
     assert_eq!(run.stdout, "");
     assert!(

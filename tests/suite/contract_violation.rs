@@ -127,6 +127,23 @@ fn through_stdio_capture(store: &Store, fixture_args: &[&str]) -> Vec<Value> {
 }
 
 /// `TOOL:CASE` of a client line.
+/// The store's contract-violation findings once indexed and promoted at
+/// threshold 0, and the whole findings JSON.
+fn contract_findings(store: &Store) -> (Vec<Value>, String) {
+    crate::verify::succeed(store, "mcpeval", &["index"]);
+    crate::verify::succeed(store, "mcpeval", &["promote", "--threshold", "0"]);
+    let shown = crate::verify::succeed(store, "mcpeval", &["findings", "--format", "json"]);
+    let findings: Value = serde_json::from_str(&shown).unwrap();
+    let violations = findings["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["defect_class"] == "contract-violation")
+        .cloned()
+        .collect();
+    (violations, shown)
+}
+
 fn call_of(line: &Value) -> String {
     format!(
         "{}:{}",
@@ -230,21 +247,13 @@ fn assert_absent(bytes: &[u8], needles: &[&str], what: &str) {
     }
 }
 
-fn journal_bytes(store: &Store) -> Vec<u8> {
-    store
-        .journals()
-        .iter()
-        .flat_map(|j| std::fs::read(j).unwrap())
-        .collect()
-}
-
 #[test]
 fn capture_agrees_with_the_sdk_client_call_by_call() {
     let store = Store::new();
     let lines = through_stdio_capture(&store, &[]);
     assert_sdk_raised_as_designed(&lines);
     assert_capture_agrees(&lines, &store.records(), "stdio");
-    assert_absent(&journal_bytes(&store), RESULT_VALUES, "the journal");
+    assert_absent(&store.journal_bytes(), RESULT_VALUES, "the journal");
 
     // Repaired, the same calls raise nothing and every verdict is kept.
     let fixed = Store::new();
@@ -290,7 +299,7 @@ fn capture_over_http_agrees_with_the_sdk_client_call_by_call() {
     assert_eq!(status.code(), Some(0), "{said}");
     assert_sdk_raised_as_designed(&lines);
     assert_capture_agrees(&lines, &store.records(), "http");
-    assert_absent(&journal_bytes(&store), RESULT_VALUES, "the journal");
+    assert_absent(&store.journal_bytes(), RESULT_VALUES, "the journal");
 }
 
 #[test]
@@ -301,16 +310,7 @@ fn sdk_raises_become_contract_violation_findings() {
     let store = Store::new();
     through_stdio_capture(&store, &[]);
     through_stdio_capture(&store, &[]);
-    crate::verify::succeed(&store, "mcpeval", &["index"]);
-    crate::verify::succeed(&store, "mcpeval", &["promote", "--threshold", "0"]);
-    let shown = crate::verify::succeed(&store, "mcpeval", &["findings", "--format", "json"]);
-    let findings: Value = serde_json::from_str(&shown).unwrap();
-    let violations: Vec<&Value> = findings["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["defect_class"] == "contract-violation")
-        .collect();
+    let (violations, shown) = contract_findings(&store);
     let tools: BTreeSet<&str> = violations
         .iter()
         .map(|f| f["tool"].as_str().unwrap())
@@ -460,16 +460,7 @@ fn real_servers_keep_their_declared_contracts() {
     // Every tool with a schema was called, and so checked: 14 + 9 + 2 + 1.
     assert_eq!(checked.len(), 26, "{checked:?}");
 
-    crate::verify::succeed(&store, "mcpeval", &["index"]);
-    crate::verify::succeed(&store, "mcpeval", &["promote", "--threshold", "0"]);
-    let shown = crate::verify::succeed(&store, "mcpeval", &["findings", "--format", "json"]);
-    let findings: Value = serde_json::from_str(&shown).unwrap();
-    let violations: Vec<&Value> = findings["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["defect_class"] == "contract-violation")
-        .collect();
+    let (violations, shown) = contract_findings(&store);
     assert!(violations.is_empty(), "{shown}");
 }
 

@@ -50,14 +50,6 @@ fn lookup_arguments() -> Value {
     })
 }
 
-fn journal_bytes(store: &Store) -> Vec<u8> {
-    store
-        .journals()
-        .iter()
-        .flat_map(|j| std::fs::read(j).unwrap())
-        .collect()
-}
-
 /// Fails naming the first needle found in `bytes`.
 fn assert_absent(bytes: &[u8], needles: &[&str], what: &str) {
     let lower = bytes.to_ascii_lowercase();
@@ -119,7 +111,7 @@ fn keys_that_are_data_names_and_codes_reach_no_store() {
     hostile_session(&store);
     hostile_session(&store);
 
-    let journal = journal_bytes(&store);
+    let journal = store.journal_bytes();
     assert_absent(&journal, NEEDLES, "the journal");
     let records = store.records();
     assert_eq!(records.len(), 12, "{records:#?}");
@@ -242,7 +234,7 @@ fn error_codes_are_kept_only_in_the_json_rpc_and_small_ranges() {
         let want = if kept { json!(code) } else { Value::Null };
         assert_eq!(r["error"]["code"], want, "{via} {code}: {r}");
     }
-    assert_absent(&journal_bytes(&store), &["987654321"], "the journal");
+    assert_absent(&store.journal_bytes(), &["987654321"], "the journal");
 }
 
 /// `text` spelled in Unicode tag characters, which no renderer draws.
@@ -287,7 +279,7 @@ fn invisible_characters_in_names_become_question_marks() {
         // The tool was advertised under the same raw name, so it matches.
         assert_eq!(r["advertised"], true, "{r}");
     }
-    assert!(!has_invisible(&text(&journal_bytes(&store))));
+    assert!(!has_invisible(&text(&store.journal_bytes())));
 
     succeed(&store, "mcpeval-index", &[]);
     succeed(&store, "mcpeval-promote", &["--threshold", "0"]);

@@ -210,6 +210,14 @@ impl Store {
         out
     }
 
+    /// Every journal's bytes, in file order.
+    pub fn journal_bytes(&self) -> Vec<u8> {
+        self.journals()
+            .iter()
+            .flat_map(|j| std::fs::read(j).unwrap())
+            .collect()
+    }
+
     /// Every byte stored under the home, for "nothing raw was kept" checks.
     pub fn all_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
