@@ -107,7 +107,9 @@ fn request_id(body: &[u8]) -> Option<&[u8]> {
     Some(&body[at..at + len])
 }
 
-/// The echo server, started once for a whole figure.
+/// The echo server, started once for a whole figure, or the bare proxy
+/// in front of it: this binary re-executed, printing its port first,
+/// killed when dropped.
 pub struct Server {
     child: Child,
     pub port: u16,
@@ -115,12 +117,16 @@ pub struct Server {
 
 impl Server {
     pub fn start() -> Server {
+        Server::spawn(&["--http-echo-server".into()])
+    }
+
+    fn spawn(args: &[String]) -> Server {
         let mut child = Command::new(std::env::current_exe().expect("own path"))
-            .arg("--http-echo-server")
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start the HTTP echo server");
+            .unwrap_or_else(|e| panic!("start {args:?}: {e}"));
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout"))
             .read_line(&mut line)
@@ -170,6 +176,13 @@ fn session(port: u16, calls: u64) -> Vec<Duration> {
 /// Direct: straight to the echo server.
 pub fn direct(server: &Server, calls: u64) -> Vec<Duration> {
     session(server.port, calls)
+}
+
+/// Through the bare reverse proxy (`bare_proxy.rs`), started for this
+/// session as capture is.
+pub fn bare(server: &Server, calls: u64) -> Vec<Duration> {
+    let proxy = Server::spawn(&["--bare-proxy".into(), server.port.to_string()]);
+    session(proxy.port, calls)
 }
 
 /// Through `mcpeval-capture --listen 127.0.0.1:0 --upstream URL`, which is

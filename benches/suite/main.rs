@@ -10,7 +10,9 @@
 //! both see the same load. Nothing here asserts a time; it asserts only
 //! that each program gave the right answer.
 
+mod bare_proxy;
 mod cpu;
+mod everything;
 mod floor;
 mod http;
 mod measure;
@@ -19,6 +21,7 @@ mod postgres;
 mod relay;
 mod report;
 mod sdk;
+mod splice_relay;
 mod store;
 mod team;
 mod workload;
@@ -96,6 +99,8 @@ fn main() {
         Some("--echo-server") => return relay::serve(),
         Some("--floor") => return floor::main(&args[1..]),
         Some("--http-echo-server") => return http::serve(),
+        Some("--splice-relay") => return splice_relay::main(&args[1..]),
+        Some("--bare-proxy") => return bare_proxy::main(&args[1..]),
         _ => {}
     }
     let has = |flag: &str| args.iter().any(|a| a == flag);
@@ -149,6 +154,9 @@ fn main() {
     }
     if wants("checks") {
         capture_checks(&sizes, scratch, &mut table);
+    }
+    if wants("relays") {
+        relays(&sizes, scratch, &mut table);
     }
     if wants("index") || wants("promote") {
         let store = generate(scratch, "full", 1, sizes.calls, 0, sizes.journal_bytes);
@@ -521,6 +529,221 @@ fn capture_http(sizes: &Sizes, scratch: &Path, table: &mut Table) {
         target: "≤ +100 µs".into(),
         met: Some(extra <= 100e-6),
     });
+}
+
+/// Capture beside other relays of the same sessions: a real Node server
+/// reached directly, the least a splice relay does, and a bare reverse
+/// proxy on capture's own HTTP stack.
+fn relays(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    relays_everything(sizes, scratch, table);
+    relays_splice(sizes, scratch, table);
+    relays_bare_proxy(sizes, scratch, table);
+}
+
+/// Pipelined calls to server-everything, directly and through capture,
+/// alternately; skipped when the test peers are not installed.
+fn relays_everything(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    let Some(server) = everything::server() else {
+        table.note(
+            "capture against server-everything: skipped, .deps/node is not installed \
+             (scripts/test-deps installs it)"
+                .into(),
+        );
+        return;
+    };
+    let calls = sizes.round_trips / 2;
+    let home = scratch.join("relays-everything");
+    let (mut direct, mut ours) = (Vec::new(), Vec::new());
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "{calls} pipelined echo calls to server-everything, direct and through capture \
+             ({} of {})",
+            rep + 1,
+            sizes.short_reps
+        ));
+        // Which goes first alternates, so neither always meets the
+        // machine just after the other.
+        if rep % 2 == 0 {
+            direct.push(everything::pipelined(&server, None, calls));
+            ours.push(everything::pipelined(&server, Some(&home), calls));
+        } else {
+            ours.push(everything::pipelined(&server, Some(&home), calls));
+            direct.push(everything::pipelined(&server, None, calls));
+        }
+    }
+    assert_eq!(
+        relay::journaled(&home),
+        sizes.short_reps as u64 * calls,
+        "calls journaled by capture"
+    );
+    let kept: Vec<f64> = direct
+        .iter()
+        .zip(&ours)
+        .map(|(d, o)| d.as_secs_f64() / o.as_secs_f64())
+        .collect();
+    let ratio = median(&kept);
+    table.push(Row {
+        figure: format!(
+            "capture: {} pipelined calls to server-everything (Node), all replies in",
+            report::count(calls)
+        ),
+        ours: secs(median(&ours)),
+        baseline: format!("{} direct", secs(median(&direct))),
+        ratio: format!("{:.0}% of direct", ratio * 100.0),
+        target: "≥ 97%".into(),
+        met: Some(ratio >= 0.97),
+    });
+    let (lo, hi) = cpu::range(&kept);
+    table.note(format!(
+        "capture against server-everything: `echo` calls from the first until every reply is \
+         in, start-up, handshake and tools/list excluded; {:.0}–{:.0}% of direct over {} \
+         alternating pairs",
+        lo * 100.0,
+        hi * 100.0,
+        sizes.short_reps
+    ));
+}
+
+/// Pipelined calls to the trivial echo through capture with its observer
+/// switched off and through a minimal splice relay, alternately; direct
+/// and through capture as usual beside them, for context.
+fn relays_splice(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    let unobserved_home = scratch.join("relays-unobserved");
+    let home = scratch.join("relays-observed");
+    let unobserved = Route::Unobserved {
+        home: &unobserved_home,
+    };
+    let observed = Route::Capture { home: &home };
+    let (mut direct, mut splice, mut bare, mut ours) = (vec![], vec![], vec![], vec![]);
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "{} pipelined requests, direct, through a splice relay, through capture with \
+             observation off and on ({} of {})",
+            sizes.pipelined,
+            rep + 1,
+            sizes.short_reps
+        ));
+        direct.push(relay::pipelined(&Route::Direct, sizes.pipelined).0);
+        if rep % 2 == 0 {
+            splice.push(relay::pipelined(&Route::Splice, sizes.pipelined).0);
+            bare.push(relay::pipelined(&unobserved, sizes.pipelined).0);
+        } else {
+            bare.push(relay::pipelined(&unobserved, sizes.pipelined).0);
+            splice.push(relay::pipelined(&Route::Splice, sizes.pipelined).0);
+        }
+        ours.push(relay::pipelined(&observed, sizes.pipelined).0);
+    }
+    assert_eq!(
+        relay::journaled(&unobserved_home),
+        0,
+        "nothing journaled with observation off"
+    );
+    assert_eq!(
+        relay::journaled(&home),
+        sizes.short_reps as u64 * sizes.pipelined,
+        "calls journaled by capture"
+    );
+    let kept: Vec<f64> = splice
+        .iter()
+        .zip(&bare)
+        .map(|(s, b)| s.as_secs_f64() / b.as_secs_f64())
+        .collect();
+    let ratio = median(&kept);
+    table.push(Row {
+        figure: format!(
+            "capture, observation off: {} pipelined calls to a trivial echo, all replies in",
+            report::count(sizes.pipelined)
+        ),
+        ours: secs(median(&bare)),
+        baseline: format!("{} minimal splice relay", secs(median(&splice))),
+        ratio: format!("{:.0}% of the splice relay", ratio * 100.0),
+        target: "≥ 90%".into(),
+        met: Some(ratio >= 0.90),
+    });
+    let (lo, hi) = cpu::range(&kept);
+    table.note(format!(
+        "capture with observation off (`MCPEVAL_CAPTURE_BENCH_UNOBSERVED=1`: the same relays, the observer \
+         drops what they hand it) against a relay that only splices each direction: \
+         {:.0}–{:.0}% of it over {} alternating pairs; beside them, direct {} and capture \
+         observing {}",
+        lo * 100.0,
+        hi * 100.0,
+        sizes.short_reps,
+        secs(median(&direct)),
+        secs(median(&ours))
+    ));
+}
+
+/// Sequential POSTs straight to the HTTP echo server, through `capture
+/// --listen` and through a bare hyper reverse proxy, alternately: what
+/// each adds to the direct p50.
+fn relays_bare_proxy(sizes: &Sizes, scratch: &Path, table: &mut Table) {
+    let home = scratch.join("relays-http");
+    let server = http::Server::start();
+    let calls = sizes.round_trips / 2;
+    let (mut direct, mut bare, mut ours) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..sizes.short_reps {
+        progress(format_args!(
+            "{calls} sequential HTTP requests, direct, through a bare reverse proxy and \
+             through capture --listen ({} of {})",
+            rep + 1,
+            sizes.short_reps
+        ));
+        direct.push(percentile(&http::direct(&server, calls), 50.0));
+        if rep % 2 == 0 {
+            bare.push(percentile(&http::bare(&server, calls), 50.0));
+            ours.push(percentile(&http::captured(&server, &home, calls), 50.0));
+        } else {
+            ours.push(percentile(&http::captured(&server, &home, calls), 50.0));
+            bare.push(percentile(&http::bare(&server, calls), 50.0));
+        }
+    }
+    assert_eq!(
+        relay::journaled(&home),
+        sizes.short_reps as u64 * calls,
+        "HTTP calls journaled"
+    );
+    // Differences of paired runs, so load shared by a rep cancels out.
+    let added = |route: &[Duration]| {
+        let diffs: Vec<f64> = direct
+            .iter()
+            .zip(route)
+            .map(|(d, r)| r.as_secs_f64() - d.as_secs_f64())
+            .collect();
+        median(&diffs)
+    };
+    let (ours_added, bare_added) = (added(&ours), added(&bare));
+    let ratio = ours_added / bare_added;
+    // A bare proxy that adds nothing measurable leaves no ratio to meet.
+    let within = bare_added > 0.0 && ratio <= 1.5;
+    table.push(Row {
+        figure: format!(
+            "capture --listen (HTTP): added round trip p50 against a bare hyper reverse proxy, \
+             {} sequential calls",
+            report::count(calls)
+        ),
+        ours: format!("{:+.0} µs", ours_added * 1e6),
+        baseline: format!(
+            "{:+.0} µs bare proxy ({} direct)",
+            bare_added * 1e6,
+            secs(median(&direct))
+        ),
+        ratio: match bare_added > 0.0 {
+            true => format!("{ratio:.2}×"),
+            false => "-".into(),
+        },
+        target: "≤ 1.5×, ≤ +100 µs".into(),
+        met: Some(within && ours_added <= 100e-6),
+    });
+    table.note(format!(
+        "capture --listen against a bare reverse proxy (hyper and hyper-util as capture uses \
+         them, the suite's connector, forwarding only): p50 {} through capture, {} through the \
+         bare proxy; the added figures are medians over {} alternating triples of (route - \
+         direct)",
+        secs(median(&ours)),
+        secs(median(&bare)),
+        sizes.short_reps
+    ));
 }
 
 /// A full index of the store into a new index.db, beside the parse-only

@@ -73,19 +73,46 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     find(hay, needle).is_some()
 }
 
-/// How to start the server: directly, or behind capture.
+/// How to start the server: directly, behind capture, or behind a relay
+/// to compare capture's with.
 pub enum Route<'a> {
     Direct,
-    Capture { home: &'a Path },
+    Capture {
+        home: &'a Path,
+    },
+    /// Capture with its observer switched off (the bench knob
+    /// `MCPEVAL_CAPTURE_BENCH_UNOBSERVED=1`).
+    Unobserved {
+        home: &'a Path,
+    },
+    /// The minimal splice relay (`splice_relay.rs`).
+    Splice,
 }
 
 fn spawn(route: &Route<'_>) -> Child {
     let me = std::env::current_exe().expect("own path");
+    let capture = |home: &Path| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpeval-capture"));
+        cmd.arg("--home").arg(home);
+        cmd
+    };
     let mut cmd = match route {
         Route::Direct => Command::new(&me),
         Route::Capture { home } => {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpeval-capture"));
-            cmd.arg("--home").arg(home).arg("--").arg(&me);
+            let mut cmd = capture(home);
+            cmd.arg("--").arg(&me);
+            cmd
+        }
+        Route::Unobserved { home } => {
+            let mut cmd = capture(home);
+            cmd.env("MCPEVAL_CAPTURE_BENCH_UNOBSERVED", "1")
+                .arg("--")
+                .arg(&me);
+            cmd
+        }
+        Route::Splice => {
+            let mut cmd = Command::new(&me);
+            cmd.arg("--splice-relay").arg(&me);
             cmd
         }
     };

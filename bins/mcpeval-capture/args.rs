@@ -143,7 +143,18 @@ pub struct Stdio {
     pub args: Vec<OsString>,
     /// Used when neither the flag nor the server names it.
     pub fallback_server: String,
+    /// Observe nothing ([`BENCH_UNOBSERVED`], a bench knob): the relays run
+    /// unchanged and the observer drops what they hand it.
+    pub unobserved: bool,
 }
+
+/// A bench knob, not a feature, and deliberately no flag (so no help, man
+/// page or completion offers it): with this variable set to `1`, stdio
+/// capture relays exactly as always but drops everything the relays hand
+/// its observer, journaling nothing. `benches/suite` times it against a
+/// minimal splice relay, to show what the relay costs apart from
+/// observing. Read once, here.
+pub const BENCH_UNOBSERVED: &str = "MCPEVAL_CAPTURE_BENCH_UNOBSERVED";
 
 /// A Streamable HTTP endpoint to stand in for.
 #[derive(Debug)]
@@ -188,6 +199,7 @@ fn stdio(command: Vec<OsString>) -> Result<Stdio> {
         program,
         args: command.collect(),
         fallback_server,
+        unobserved: std::env::var_os(BENCH_UNOBSERVED).is_some_and(|v| v == "1"),
     })
 }
 

@@ -55,6 +55,27 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     let observed = relay::start(stdin, server_in, server_out, stdout);
 
     lower_priority();
+    if config.unobserved {
+        // The bench knob (`args::BENCH_UNOBSERVED`): the relays above run
+        // as always, and what they hand over is dropped unread, so a bench
+        // can time relaying apart from observing. Nothing is journaled.
+        cli::warn(
+            PROGRAM,
+            format_args!(
+                "{} is set: observing nothing, journaling nothing",
+                args::BENCH_UNOBSERVED
+            ),
+        );
+        for event in observed {
+            if matches!(event, Event::Closed(Side::Server)) {
+                break;
+            }
+        }
+        let status = child
+            .wait()
+            .map_err(|err| Error::transport(format!("cannot wait for the server: {err}")))?;
+        return signals::exit_like(status);
+    }
     let mut journaled = 0u64;
     let mut failed_write = false;
     // The calls completed while the relays had more for the observer are
