@@ -13,7 +13,7 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use crate::measure;
@@ -60,14 +60,7 @@ pub fn session(input: &[u8], capture: Option<&Path>, scratch: &Path, results: Re
     std::fs::write(&script, include_str!("echo_server.py")).expect("write the echo server");
     let report = scratch.join("echo-cpu");
     let _ = std::fs::remove_file(&report);
-    let mut cmd = match capture {
-        Some(home) => {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpeval-capture"));
-            cmd.arg("--home").arg(home).arg("--").arg("python3");
-            cmd
-        }
-        None => Command::new("python3"),
-    };
+    let mut cmd = crate::relay::server_command("python3", capture);
     let mut child = cmd
         .arg(&script)
         .arg(&report)

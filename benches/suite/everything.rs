@@ -12,7 +12,7 @@
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdout, Command, Stdio};
+use std::process::{ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -57,14 +57,7 @@ fn reply_to(from: &mut BufReader<ChildStdout>, id: u64) -> Vec<u8> {
 /// is in, against `server`, through capture (storing in `home`) or
 /// directly.
 pub fn pipelined(server: &Path, capture: Option<&Path>, calls: u64) -> Duration {
-    let mut cmd = match capture {
-        Some(home) => {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpeval-capture"));
-            cmd.arg("--home").arg(home).arg("--").arg(server);
-            cmd
-        }
-        None => Command::new(server),
-    };
+    let mut cmd = crate::relay::server_command(server, capture);
     let mut child = cmd
         .arg("stdio")
         .stdin(Stdio::piped())

@@ -447,20 +447,46 @@ fn capture_sdk(sizes: &Sizes, scratch: &Path, table: &mut Table) {
         return;
     };
     let calls = sizes.round_trips / 5;
-    let home = scratch.join("capture-sdk");
+    pipelined_real(
+        sizes,
+        &scratch.join("capture-sdk"),
+        calls,
+        ("the MCP Python SDK server", "start-up excluded"),
+        table,
+        |home| sdk::pipelined(&python, scratch, home, calls),
+    );
+}
+
+/// Pipelined calls to a real server, directly and through capture
+/// (journaling in `home`), the order alternating; `what` names the server
+/// and what the time leaves out. Target: 97% of direct.
+fn pipelined_real(
+    sizes: &Sizes,
+    home: &Path,
+    calls: u64,
+    (server, excluded): (&str, &str),
+    table: &mut Table,
+    mut session: impl FnMut(Option<&Path>) -> Duration,
+) {
     let (mut direct, mut ours) = (Vec::new(), Vec::new());
     for rep in 0..sizes.short_reps {
         progress(format_args!(
-            "{calls} pipelined calls to the MCP Python SDK server, direct and through capture \
-             ({} of {})",
+            "{calls} pipelined calls to {server}, direct and through capture ({} of {})",
             rep + 1,
             sizes.short_reps
         ));
-        direct.push(sdk::pipelined(&python, scratch, None, calls));
-        ours.push(sdk::pipelined(&python, scratch, Some(&home), calls));
+        // Which goes first alternates, so neither always meets the
+        // machine just after the other.
+        if rep % 2 == 0 {
+            direct.push(session(None));
+            ours.push(session(Some(home)));
+        } else {
+            ours.push(session(Some(home)));
+            direct.push(session(None));
+        }
     }
     assert_eq!(
-        relay::journaled(&home),
+        relay::journaled(home),
         sizes.short_reps as u64 * calls,
         "calls journaled by capture"
     );
@@ -472,7 +498,7 @@ fn capture_sdk(sizes: &Sizes, scratch: &Path, table: &mut Table) {
     let ratio = median(&kept);
     table.push(Row {
         figure: format!(
-            "capture: {} pipelined calls to the MCP Python SDK server, all replies in",
+            "capture: {} pipelined calls to {server}, all replies in",
             report::count(calls)
         ),
         ours: secs(median(&ours)),
@@ -483,8 +509,8 @@ fn capture_sdk(sizes: &Sizes, scratch: &Path, table: &mut Table) {
     });
     let (lo, hi) = cpu::range(&kept);
     table.note(format!(
-        "capture against the MCP Python SDK server: from the first call until every reply is \
-         in, start-up excluded; {:.0}–{:.0}% of direct over {} alternating pairs",
+        "capture against {server}: from the first call until every reply is in, {excluded}; \
+         {:.0}–{:.0}% of direct over {} alternating pairs",
         lo * 100.0,
         hi * 100.0,
         sizes.short_reps
@@ -549,56 +575,17 @@ fn relays_everything(sizes: &Sizes, scratch: &Path, table: &mut Table) {
         return;
     };
     let calls = sizes.round_trips / 2;
-    let home = scratch.join("relays-everything");
-    let (mut direct, mut ours) = (Vec::new(), Vec::new());
-    for rep in 0..sizes.short_reps {
-        progress(format_args!(
-            "{calls} pipelined echo calls to server-everything, direct and through capture \
-             ({} of {})",
-            rep + 1,
-            sizes.short_reps
-        ));
-        // Which goes first alternates, so neither always meets the
-        // machine just after the other.
-        if rep % 2 == 0 {
-            direct.push(everything::pipelined(&server, None, calls));
-            ours.push(everything::pipelined(&server, Some(&home), calls));
-        } else {
-            ours.push(everything::pipelined(&server, Some(&home), calls));
-            direct.push(everything::pipelined(&server, None, calls));
-        }
-    }
-    assert_eq!(
-        relay::journaled(&home),
-        sizes.short_reps as u64 * calls,
-        "calls journaled by capture"
-    );
-    let kept: Vec<f64> = direct
-        .iter()
-        .zip(&ours)
-        .map(|(d, o)| d.as_secs_f64() / o.as_secs_f64())
-        .collect();
-    let ratio = median(&kept);
-    table.push(Row {
-        figure: format!(
-            "capture: {} pipelined calls to server-everything (Node), all replies in",
-            report::count(calls)
+    pipelined_real(
+        sizes,
+        &scratch.join("relays-everything"),
+        calls,
+        (
+            "server-everything (Node)",
+            "start-up, handshake and tools/list excluded",
         ),
-        ours: secs(median(&ours)),
-        baseline: format!("{} direct", secs(median(&direct))),
-        ratio: format!("{:.0}% of direct", ratio * 100.0),
-        target: "≥ 97%".into(),
-        met: Some(ratio >= 0.97),
-    });
-    let (lo, hi) = cpu::range(&kept);
-    table.note(format!(
-        "capture against server-everything: `echo` calls from the first until every reply is \
-         in, start-up, handshake and tools/list excluded; {:.0}–{:.0}% of direct over {} \
-         alternating pairs",
-        lo * 100.0,
-        hi * 100.0,
-        sizes.short_reps
-    ));
+        table,
+        |home| everything::pipelined(&server, home, calls),
+    );
 }
 
 /// Pipelined calls to the trivial echo through capture with its observer

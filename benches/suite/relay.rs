@@ -89,6 +89,19 @@ pub enum Route<'a> {
     Splice,
 }
 
+/// The command that starts `program`, through capture journaling in `home`
+/// when given, else directly.
+pub fn server_command(program: impl AsRef<std::ffi::OsStr>, capture: Option<&Path>) -> Command {
+    match capture {
+        Some(home) => {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpeval-capture"));
+            cmd.arg("--home").arg(home).arg("--").arg(program);
+            cmd
+        }
+        None => Command::new(program),
+    }
+}
+
 fn spawn(route: &Route<'_>) -> Child {
     let me = std::env::current_exe().expect("own path");
     let capture = |home: &Path| {

@@ -10,7 +10,7 @@
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::{measure, relay};
@@ -29,14 +29,7 @@ const INITIALIZED: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/ini
 pub fn pipelined(python: &Path, scratch: &Path, capture: Option<&Path>, calls: u64) -> Duration {
     let script = scratch.join("sdk_server.py");
     std::fs::write(&script, include_str!("sdk_server.py")).expect("write the SDK server");
-    let mut cmd = match capture {
-        Some(home) => {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpeval-capture"));
-            cmd.arg("--home").arg(home).arg("--").arg(python);
-            cmd
-        }
-        None => Command::new(python),
-    };
+    let mut cmd = crate::relay::server_command(python, capture);
     let mut child = cmd
         .arg(&script)
         .stdin(Stdio::piped())

@@ -211,7 +211,8 @@ impl Advertised {
         }
         let compiled = match self.earlier.remove(&key) {
             Some(known) => known,
-            None => Arc::new(OutputSchema::compile(schema).ok()?),
+            // Past the session's budget it is not even compiled.
+            None => Arc::new(OutputSchema::compile_within(schema, self.outputs_left).ok()?),
         };
         self.outputs_left = self.outputs_left.checked_sub(compiled.bytes())?;
         self.compiled.insert(key, compiled.clone());

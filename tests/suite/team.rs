@@ -478,6 +478,20 @@ impl Team {
     }
 }
 
+/// The journals in a store's team view.
+fn in_view(store: &Store) -> usize {
+    fs::read_dir(store.home().join("team/journals"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "jsonl")
+        })
+        .count()
+}
+
 fn store_id(store: &Store) -> String {
     fs::read_to_string(store.home().join("store-id"))
         .unwrap()
@@ -854,18 +868,6 @@ fn a_promote_from_a_view_behind_the_database_merges_the_stores_aggregates() {
     // merges every store's aggregates, so it promotes the team's
     // findings, not those of half its calls, and leaves its view as it
     // was.
-    let in_view = |store: &Store| {
-        fs::read_dir(store.home().join("team/journals"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "jsonl")
-            })
-            .count()
-    };
     assert_eq!(in_view(&a), half(0).len());
     ok(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
     assert_eq!(in_view(&a), half(0).len());
@@ -913,21 +915,9 @@ fn a_journal_copied_between_stores_is_promoted_from_the_calls() {
 
     // Promote sees that the aggregates cannot merge exactly and reads the
     // calls of a's view, which it brings up to date first.
-    let in_view = || {
-        fs::read_dir(a.home().join("team/journals"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "jsonl")
-            })
-            .count()
-    };
-    assert_eq!(in_view(), 4);
+    assert_eq!(in_view(&a), 4);
     ok(&a, Some(&db), "mcpeval-promote", &["--now", NOW]);
-    assert_eq!(in_view(), seed.len() + 1);
+    assert_eq!(in_view(&a), seed.len() + 1);
     assert_eq!(findings(&a, Some(&db)), findings(&single, None));
 }
 

@@ -227,18 +227,19 @@ impl Contract<'_> {
     }
 
     /// Checks that `at` and `keyword` appear exactly when the contract was
-    /// broken, in their forms: a pointer of printable text and a keyword
-    /// of ASCII letters (`$ref` has its `$`).
+    /// broken, in their forms: a pointer of clean names (no control,
+    /// bidirectional or invisible character: capture cleans each name it
+    /// keeps) and a keyword of ASCII letters (`$ref` has its `$`).
     pub fn validate(&self) -> Result<()> {
         match (self.kept, self.at.as_deref(), self.keyword.as_deref()) {
             (true, None, None) => Ok(()),
             (false, Some(at), Some(keyword)) => {
                 if at.len() > MAX_CONTRACT_AT
                     || !(at.is_empty() || at.starts_with('/'))
-                    || at.chars().any(char::is_control)
+                    || at.chars().any(crate::escape::is_unsafe)
                 {
                     return Err(Error::rejected(format!(
-                        "contract.at is not a JSON Pointer of at most {MAX_CONTRACT_AT} printable bytes"
+                        "contract.at is not a JSON Pointer of at most {MAX_CONTRACT_AT} bytes of clean names"
                     )));
                 }
                 let word = keyword.strip_prefix('$').unwrap_or(keyword);
@@ -1089,6 +1090,13 @@ mod record_tests {
                     ..row
                 },
                 "not a JSON Pointer",
+            ),
+            (
+                Columns {
+                    contract_at: Some("/st\u{202e}atus"),
+                    ..row
+                },
+                "clean names",
             ),
             (
                 Columns {

@@ -68,8 +68,17 @@ impl OutputSchema {
     /// Compiles `schema`, unless it is too costly or not a schema this
     /// checker takes.
     pub fn compile(schema: &Value) -> Result<OutputSchema, Skipped> {
+        OutputSchema::compile_within(schema, usize::MAX)
+    }
+
+    /// Compiles `schema` if what it would hold ([`OutputSchema::bytes`])
+    /// fits in `budget`: a schema that does not is found too costly by
+    /// the walk, before anything is compiled, so a list of many schemas
+    /// costs no more work than its budget allows.
+    pub fn compile_within(schema: &Value, budget: usize) -> Result<OutputSchema, Skipped> {
         let mut walk = Walk {
             root: schema,
+            max_nodes: MAX_EXPANDED_NODES.min(budget / BYTES_PER_NODE),
             nodes: 0,
             declared: HashSet::new(),
             expanding: Vec::new(),
@@ -86,9 +95,13 @@ impl OutputSchema {
             .build(schema)
             .map_err(|_| Skipped::Invalid)?;
         let names: usize = walk.declared.iter().map(|n| n.len() + 32).sum();
+        let bytes = walk.nodes * BYTES_PER_NODE + names;
+        if bytes > budget {
+            return Err(Skipped::TooCostly);
+        }
         Ok(OutputSchema {
             validator,
-            bytes: walk.nodes * BYTES_PER_NODE + names,
+            bytes,
             declared: walk.declared,
         })
     }
@@ -170,6 +183,8 @@ const INTO_INSTANCE: [&str; 10] = [
 /// One walk over a schema with its local references expanded.
 struct Walk<'a> {
     root: &'a Value,
+    /// The most nodes it may visit.
+    max_nodes: usize,
     nodes: usize,
     declared: HashSet<Box<str>>,
     /// The references being expanded, outermost first, each with how many
@@ -182,7 +197,7 @@ struct Walk<'a> {
 impl<'a> Walk<'a> {
     fn node(&mut self, value: &'a Value, depth: usize) -> Result<(), Skipped> {
         self.nodes += 1;
-        if self.nodes > MAX_EXPANDED_NODES || depth > MAX_SCHEMA_DEPTH {
+        if self.nodes > self.max_nodes || depth > MAX_SCHEMA_DEPTH {
             return Err(Skipped::TooCostly);
         }
         match value {
@@ -402,6 +417,17 @@ mod tests {
                 Some(json!({"child": {"child": {"n": "x"}}}))
             ),
             broke("/child/child/n", "type")
+        );
+    }
+
+    #[test]
+    fn a_schema_past_the_budget_is_not_compiled() {
+        let schema = status();
+        let bytes = OutputSchema::compile(&schema).unwrap().bytes();
+        assert!(OutputSchema::compile_within(&schema, bytes).is_ok());
+        assert_eq!(
+            OutputSchema::compile_within(&schema, bytes - 1).err(),
+            Some(Skipped::TooCostly)
         );
     }
 
