@@ -108,6 +108,9 @@ fn main() {
     // it, and then only a quick smoke run makes sense.
     let quick = has("--quick") || !has("--bench");
     let mut sizes = if quick { QUICK } else { FULL };
+    if quick {
+        watch_quick_run();
+    }
     let value = |flag: &str| {
         args.iter()
             .position(|a| a == flag)
@@ -189,7 +192,30 @@ fn main() {
 }
 
 pub fn progress(what: std::fmt::Arguments<'_>) {
-    eprintln!("bench: {what}");
+    let line = format!("bench: {what}");
+    eprintln!("{line}");
+    *AT.lock().unwrap_or_else(|e| e.into_inner()) = line;
+}
+
+/// The last progress line: what a stuck run was doing.
+static AT: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+/// How long a quick run may take (it takes seconds): past this it is
+/// stuck, and ends failing with the step it was at rather than holding
+/// the test run that started it.
+const QUICK_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+fn watch_quick_run() {
+    std::thread::spawn(|| {
+        std::thread::sleep(QUICK_LIMIT);
+        let at = AT.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        eprintln!(
+            "bench: the quick run did not finish within {} s; it was at:\n{at}",
+            QUICK_LIMIT.as_secs()
+        );
+        // The servers it started read from pipes this exit closes.
+        std::process::exit(1);
+    });
 }
 
 /// Generates a store under `scratch/name`.

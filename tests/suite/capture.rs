@@ -2,6 +2,7 @@
 //! fixture server: the relay changes nothing, and the journal holds one
 //! sanitized record per tool call.
 
+use crate::support::OutputWithin;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -239,8 +240,7 @@ fn real_sdk_client_sees_the_same_session_through_capture() {
         }
         cmd.arg(&everything);
         let out = cmd
-            .output()
-            .unwrap()
+            .output_within(crate::support::SESSION_LIMIT)
             .assert()
             .success()
             .get_output()
@@ -300,8 +300,7 @@ fn a_client_that_passes_only_its_default_environment_reaches_the_store_named_by_
             .arg("capture")
             .args(capture_args)
             .arg(Deps::server_everything())
-            .output()
-            .unwrap();
+            .output_within(crate::support::SESSION_LIMIT);
         assert!(out.status.success(), "client: {}", text(&out.stderr));
         let transcript: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(transcript["calls"][0]["is_error"], false, "{transcript}");
@@ -375,7 +374,9 @@ fn bytes_pass_unchanged_in_both_directions() {
         "--",
     ]);
     cmd.arg(Deps::server_everything());
-    cmd.output().unwrap().assert().success();
+    cmd.output_within(crate::support::SESSION_LIMIT)
+        .assert()
+        .success();
     let read = |n: &str| std::fs::read(logs.join(n)).unwrap();
     assert!(read("a.in").len() > 100 && read("b.out").len() > 1000);
     assert_eq!(read("a.in"), read("b.in"), "client → server bytes changed");

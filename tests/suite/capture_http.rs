@@ -3,6 +3,7 @@
 //! bodies pass unchanged both ways, SSE events are not held back, many
 //! clients are served at once, and each session's calls are journaled once.
 
+use crate::support::OutputWithin;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -423,8 +424,7 @@ fn real_sdk_client_sees_the_same_session_over_http() {
             .arg(repo().join("tests/clients/http_session.py"))
             .arg(&script)
             .arg(url)
-            .output()
-            .unwrap();
+            .output_within(crate::support::SESSION_LIMIT);
         assert!(out.status.success(), "{}", text(&out.stderr));
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };

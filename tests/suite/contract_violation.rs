@@ -5,6 +5,7 @@
 //! fixture that breaks its schemas in every way, against four real servers
 //! that keep theirs, and against schemas built to hold or sink a checker.
 
+use crate::support::OutputWithin;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
@@ -102,8 +103,7 @@ pub fn sdk_client(store: &Store, client_args: &[String], env: &[(&str, &str)]) -
     let out = cmd
         .arg(repo().join("tests/clients/contract_client.py"))
         .args(client_args)
-        .output()
-        .unwrap();
+        .output_within(crate::support::SESSION_LIMIT);
     assert!(
         out.status.success(),
         "contract_client.py {client_args:?}: {}",
@@ -407,8 +407,7 @@ fn real_servers_keep_their_declared_contracts() {
                 .arg(bin("mcpeval-capture"))
                 .arg("--")
                 .args(&real.server)
-                .output()
-                .unwrap();
+                .output_within(crate::support::SESSION_LIMIT);
             let said = text(&out.stdout);
             assert!(
                 out.status.success(),

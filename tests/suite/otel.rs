@@ -10,6 +10,7 @@
 //! client spans and one server's spans of the same requests, as a
 //! Collector's file exporter writes them.
 
+use crate::support::OutputWithin;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -681,7 +682,7 @@ fn agent(store: &Store, script: &Path, traced_to: Option<u16>, server: &[&Path])
             format!("http://127.0.0.1:{port}"),
         );
     }
-    let out = cmd.output().unwrap();
+    let out = cmd.output_within(crate::support::SESSION_LIMIT);
     assert!(
         out.status.success(),
         "the agent failed: {}",

@@ -5,6 +5,7 @@
 //! and the trust model: writes only inside the workspace, only the server
 //! commands the user allowed, annotations that say which tools write.
 
+use crate::support::OutputWithin;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -35,8 +36,7 @@ pub(crate) fn client_with(store: &Store, mode: &str, serve_args: &[&str], script
         .arg("--")
         .arg(bin("mcpeval-serve"))
         .args(serve_args)
-        .output()
-        .unwrap();
+        .output_within(crate::support::SESSION_LIMIT);
     assert!(out.status.success(), "client: {}", text(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -270,8 +270,7 @@ fn a_missing_sibling_is_named_in_an_is_error_result() {
         .arg(repo().join("tests/clients/serve_client.py"))
         .args(["auto", file.to_str().unwrap(), "--"])
         .arg(&copy)
-        .output()
-        .unwrap();
+        .output_within(crate::support::SESSION_LIMIT);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out: Value = serde_json::from_slice(&out.stdout).unwrap();
     let c = &out["calls"][0];

@@ -589,3 +589,74 @@ pub fn write_padded_range(
     }
     Ok(())
 }
+
+/// How long a scripted client session (an SDK client driving a server,
+/// perhaps through capture) may take before it counts as hung: many
+/// times what one takes on a loaded two-core machine.
+pub const SESSION_LIMIT: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// `Command::output` with a deadline.
+pub trait OutputWithin {
+    /// Runs the command with stdin null, stdout and stderr captured. A
+    /// command still running after `limit` is killed with the processes
+    /// it started and the test fails naming it and showing what it wrote
+    /// to stderr, so a hang is a failure, never a stuck suite.
+    fn output_within(&mut self, limit: std::time::Duration) -> std::process::Output;
+}
+
+impl OutputWithin for Command {
+    fn output_within(&mut self, limit: std::time::Duration) -> std::process::Output {
+        output_within(self, limit)
+    }
+}
+
+fn output_within(cmd: &mut Command, limit: std::time::Duration) -> std::process::Output {
+    use std::io::Read;
+    let mut child = Guard(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|err| panic!("{cmd:?}: {err}")),
+    );
+    let read = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = read(Box::new(child.0.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.0.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            kill_tree(child.0.id());
+            let said = stderr.join().unwrap();
+            panic!(
+                "{cmd:?} did not finish within {limit:?}; its stderr:\n{}",
+                text(&said)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// Kills `pid` and every process below it, children first seen first.
+pub fn kill_tree(pid: u32) {
+    // Stopped first, so that none starts another while the tree is read.
+    // SAFETY: signals to processes this test started.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+    for child in children_of(pid) {
+        kill_tree(child);
+    }
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+}

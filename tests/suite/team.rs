@@ -1,6 +1,7 @@
 //! The team store (SPEC §11): stores of one team index into one PostgreSQL
 //! database, and every command reads and writes the team as one store.
 
+use crate::support::OutputWithin;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -199,8 +200,7 @@ fn capture_session(store: &Store, script: &str, server: &Path) {
         .arg(crate::support::bin("mcpeval-capture"))
         .arg("--")
         .arg(server)
-        .output()
-        .unwrap();
+        .output_within(crate::support::SESSION_LIMIT);
     assert!(out.status.success(), "session: {}", text(&out.stderr));
 }
 

@@ -3,6 +3,7 @@
 //! one-time import of index-only evidence, against the switchable fixture
 //! server and a real one.
 
+use crate::support::OutputWithin;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use store::signed::Signed;
@@ -1008,8 +1009,7 @@ fn the_demo_loop_runs_on_the_bundled_server() {
             .arg(crate::support::bin("mcpeval-capture"))
             .arg("--")
             .args(&server)
-            .output()
-            .unwrap();
+            .output_within(crate::support::SESSION_LIMIT);
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
     succeed(&store, "mcpeval-index", &[]);
