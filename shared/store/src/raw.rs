@@ -73,6 +73,9 @@ const SUSPECT_DIGITS: usize = 300;
 /// escape); only then, rarely, is the text parsed whole to decide.
 fn parses(text: &str) -> bool {
     let bytes = text.as_bytes();
+    if clearly_parses(bytes) {
+        return true;
+    }
     let (mut depth, mut digits) = (0usize, 0usize);
     let mut suspect = false;
     let mut i = 0;
@@ -113,6 +116,20 @@ fn parses(text: &str) -> bool {
         i += 1;
     }
     !suspect || serde_json::from_str::<serde_json::Value>(text).is_ok()
+}
+
+/// Whether `bytes` shows none of what [`parses`] looks for, found by
+/// a few quick looks instead of its pass over every byte: no backslash (so
+/// no `\uD…` escape), no `e` or `E` just after a digit (so no exponent),
+/// fewer brackets than [`SUSPECT_DEPTH`], and too short for a run of more
+/// than [`SUSPECT_DIGITS`] digits. Most messages are so; one that is not
+/// may still parse, and is looked at byte by byte.
+fn clearly_parses(bytes: &[u8]) -> bool {
+    bytes.len() <= SUSPECT_DIGITS
+        && memchr::memchr(b'\\', bytes).is_none()
+        && !memchr::memchr2_iter(b'e', b'E', bytes)
+            .any(|at| at > 0 && bytes[at - 1].is_ascii_digit())
+        && bytes.iter().filter(|&&b| b == b'{' || b == b'[').count() < SUSPECT_DEPTH
 }
 
 /// The text of a JSON string (`None` when `raw` is not one), borrowed when
@@ -249,10 +266,13 @@ mod tests {
             r#"{"\uDC00":1}"#.to_owned(),
             r#"{"a":"\ud7ff\u00e9"}"#.to_owned(),
             r#"{"a":"1e999","true":"\\udead"}"#.to_owned(),
+            r#"{"a":[1E400]}"#.to_owned(),
+            r#"{"a":"x","b":-0e-9999}"#.to_owned(),
         ];
         for text in &cases {
             let value = serde_json::from_str::<Value>(text).is_ok();
             assert_eq!(object(text, ["a"]).is_some(), value, "{text}");
+            assert!(value || !clearly_parses(text.as_bytes()), "{text}");
             let batch = format!("[{text}]");
             let value = serde_json::from_str::<Value>(&batch).is_ok();
             assert_eq!(elements(&batch).is_some(), value, "[{text}]");
