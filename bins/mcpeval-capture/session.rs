@@ -221,8 +221,8 @@ impl Advertised {
 
     /// Whether `name` was listed (`None`: unknown, as the list was cut),
     /// and what it declared.
-    fn lookup(&self, name: &str) -> (Option<bool>, Option<&Listed>) {
-        match self.tools.get(&tool_key(name)) {
+    fn lookup(&self, key: &ToolKey) -> (Option<bool>, Option<&Listed>) {
+        match self.tools.get(key) {
             Some(listed) => (Some(true), Some(listed)),
             None => (self.complete.then_some(false), None),
         }
@@ -273,6 +273,10 @@ pub struct Session {
     event_ids: store::ids::EventIds,
     /// The template ids of error messages seen lately.
     templates: Templates,
+    /// The name of the tool last called (when short) and its key: a
+    /// session calls the same tool over and over, and its name need not be
+    /// digested each time.
+    last_tool: (String, ToolKey),
 }
 
 /// What a session costs before it holds anything: itself, its buffer of
@@ -321,7 +325,22 @@ impl Session {
             bounded: Bounded::default(),
             event_ids: store::ids::EventIds::new(),
             templates: Templates::default(),
+            last_tool: (String::new(), tool_key("")),
         }
+    }
+
+    /// [`tool_key`] of `name`, remembered for the next call when short.
+    fn tool_key(&mut self, name: &str) -> ToolKey {
+        if self.last_tool.0 != name {
+            let key = tool_key(name);
+            if name.len() <= MAX_ID_KEY {
+                self.last_tool.0.clear();
+                self.last_tool.0.push_str(name);
+                self.last_tool.1 = key;
+            }
+            return key;
+        }
+        self.last_tool.1
     }
 
     /// An estimate of the memory this session holds, in bytes: what the
@@ -494,9 +513,10 @@ impl Session {
                     return;
                 };
                 self.seq += 1;
-                let (advertised, listed) = match &self.advertised {
-                    Some(tools) => tools.lookup(&tool),
-                    None => (None, None),
+                let key = self.advertised.is_some().then(|| self.tool_key(&tool));
+                let (advertised, listed) = match (&self.advertised, key) {
+                    (Some(tools), Some(key)) => tools.lookup(&key),
+                    _ => (None, None),
                 };
                 let declared = listed.and_then(|l| l.declared.as_ref());
                 let output = listed.and_then(|l| l.output.as_ref()).map(Arc::downgrade);
