@@ -362,31 +362,44 @@ impl Session {
         now: Instant,
     ) -> Vec<Record> {
         let mut done = Vec::new();
+        self.observe_into(side, bytes, at, now, &mut done);
+        done
+    }
+
+    /// [`Session::observe`], adding the records to `done`: the stdio
+    /// observer gathers them in one vector, not one per message.
+    pub fn observe_into(
+        &mut self,
+        side: Side,
+        bytes: &[u8],
+        at: Timestamp,
+        now: Instant,
+        done: &mut Vec<Record>,
+    ) {
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            return done;
+            return;
         }
         if too_costly(bytes) {
             self.bounded.costly += 1;
-            return done;
+            return;
         }
         // Text that is not UTF-8 is no JSON.
         let Ok(text) = std::str::from_utf8(bytes) else {
             self.unparsed += 1;
-            return done;
+            return;
         };
         if json_start(text) == Some(b'[') {
             match raw::elements(text) {
                 Some(batch) => {
                     for message in batch {
-                        self.message(side, message.get(), at, now, &mut done);
+                        self.message(side, message.get(), at, now, done);
                     }
                 }
                 None => self.unparsed += 1,
             }
         } else {
-            self.message(side, text, at, now, &mut done);
+            self.message(side, text, at, now, done);
         }
-        done
     }
 
     /// Forgets the requests in `bytes` (one message or a batch) that were
