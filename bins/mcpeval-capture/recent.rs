@@ -12,10 +12,16 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
+/// The maps' hasher: foldhash, seeded at random per map. Keys are ids the
+/// client chose, so a hasher anyone can predict would let it choose ids
+/// that collide; SipHash, std's keyed default, was a few percent of
+/// capture's work per call, hashing each id twice.
+type Keyed = foldhash::fast::RandomState;
+
 /// At most `capacity` entries, ordered by last use.
 #[derive(Debug)]
 pub struct Recent<K, V> {
-    entries: HashMap<K, (u64, V)>,
+    entries: HashMap<K, (u64, V), Keyed>,
     order: BTreeMap<u64, K>,
     tick: u64,
     capacity: usize,
@@ -27,7 +33,7 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     /// An empty map for at most `capacity` (at least one) entries.
     pub fn new(capacity: usize) -> Recent<K, V> {
         Recent {
-            entries: HashMap::new(),
+            entries: HashMap::with_hasher(Keyed::default()),
             order: BTreeMap::new(),
             tick: 0,
             capacity: capacity.max(1),

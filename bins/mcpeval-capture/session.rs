@@ -25,6 +25,7 @@
 //! whether it kept the schema, and where it first broke it. A schema too
 //! costly to check, or past the session's budget, is skipped and counted.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -221,8 +222,8 @@ impl Advertised {
 
     /// Whether `name` was listed (`None`: unknown, as the list was cut),
     /// and what it declared.
-    fn lookup(&self, name: &str) -> (Option<bool>, Option<&Listed>) {
-        match self.tools.get(&tool_key(name)) {
+    fn lookup(&self, key: &ToolKey) -> (Option<bool>, Option<&Listed>) {
+        match self.tools.get(key) {
             Some(listed) => (Some(true), Some(listed)),
             None => (self.complete.then_some(false), None),
         }
@@ -273,6 +274,10 @@ pub struct Session {
     event_ids: store::ids::EventIds,
     /// The template ids of error messages seen lately.
     templates: Templates,
+    /// The name of the tool last called (when short) and its key: a
+    /// session calls the same tool over and over, and its name need not be
+    /// digested each time.
+    last_tool: (String, ToolKey),
 }
 
 /// What a session costs before it holds anything: itself, its buffer of
@@ -321,7 +326,22 @@ impl Session {
             bounded: Bounded::default(),
             event_ids: store::ids::EventIds::new(),
             templates: Templates::default(),
+            last_tool: (String::new(), tool_key("")),
         }
+    }
+
+    /// [`tool_key`] of `name`, remembered for the next call when short.
+    fn tool_key(&mut self, name: &str) -> ToolKey {
+        if self.last_tool.0 != name {
+            let key = tool_key(name);
+            if name.len() <= MAX_ID_KEY {
+                self.last_tool.0.clear();
+                self.last_tool.0.push_str(name);
+                self.last_tool.1 = key;
+            }
+            return key;
+        }
+        self.last_tool.1
     }
 
     /// An estimate of the memory this session holds, in bytes: what the
@@ -343,31 +363,44 @@ impl Session {
         now: Instant,
     ) -> Vec<Record> {
         let mut done = Vec::new();
+        self.observe_into(side, bytes, at, now, &mut done);
+        done
+    }
+
+    /// [`Session::observe`], adding the records to `done`: the stdio
+    /// observer gathers them in one vector, not one per message.
+    pub fn observe_into(
+        &mut self,
+        side: Side,
+        bytes: &[u8],
+        at: Timestamp,
+        now: Instant,
+        done: &mut Vec<Record>,
+    ) {
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            return done;
+            return;
         }
         if too_costly(bytes) {
             self.bounded.costly += 1;
-            return done;
+            return;
         }
         // Text that is not UTF-8 is no JSON.
         let Ok(text) = std::str::from_utf8(bytes) else {
             self.unparsed += 1;
-            return done;
+            return;
         };
         if json_start(text) == Some(b'[') {
             match raw::elements(text) {
                 Some(batch) => {
                     for message in batch {
-                        self.message(side, message.get(), at, now, &mut done);
+                        self.message(side, message.get(), at, now, done);
                     }
                 }
                 None => self.unparsed += 1,
             }
         } else {
-            self.message(side, text, at, now, &mut done);
+            self.message(side, text, at, now, done);
         }
-        done
     }
 
     /// Forgets the requests in `bytes` (one message or a batch) that were
@@ -392,7 +425,8 @@ impl Session {
             .into_iter()
             .filter_map(|m| raw::object(m, ["method", "id"]))
             .filter(|[method, _]| method.is_some())
-            .filter_map(|[_, id]| id.filter(|id| !raw::is_null(id)).map(id_key))
+            .filter_map(|[_, id]| id.filter(|id| !raw::is_null(id)))
+            .map(|id| id_key(id).into_owned())
             .collect();
         // Latest first, so a batch gives back all of its seqs.
         ids.sort_by_key(|id| std::cmp::Reverse(self.calls.get(id).map(|p| p.seq)));
@@ -464,9 +498,10 @@ impl Session {
         let id = id.filter(|id| !raw::is_null(id)).map(id_key);
         match (side, method.and_then(raw::string), id) {
             (Side::Client, Some(method), Some(id)) => {
-                self.request(&method, id, params, at, now, done)
+                self.request(&method, id.into_owned(), params, at, now, done)
             }
-            (Side::Server, None, Some(id)) => self.response(id, text, result, error, now, done),
+            // A response's id is only looked up: it is not copied.
+            (Side::Server, None, Some(id)) => self.response(&id, text, result, error, now, done),
             // Notifications, server→client requests and the client's answers
             // to them carry nothing we record.
             _ => {}
@@ -494,9 +529,10 @@ impl Session {
                     return;
                 };
                 self.seq += 1;
-                let (advertised, listed) = match &self.advertised {
-                    Some(tools) => tools.lookup(&tool),
-                    None => (None, None),
+                let key = self.advertised.is_some().then(|| self.tool_key(&tool));
+                let (advertised, listed) = match (&self.advertised, key) {
+                    (Some(tools), Some(key)) => tools.lookup(&key),
+                    _ => (None, None),
                 };
                 let declared = listed.and_then(|l| l.declared.as_ref());
                 let output = listed.and_then(|l| l.output.as_ref()).map(Arc::downgrade);
@@ -534,7 +570,7 @@ impl Session {
     /// Observes a response, `text`, with its `result` and `error`.
     fn response(
         &mut self,
-        id: String,
+        id: &str,
         text: &str,
         result: Option<&RawValue>,
         error: Option<&RawValue>,
@@ -562,12 +598,12 @@ impl Session {
         {
             self.reported_server = Some(escape::clean_name(&name).into_owned());
         }
-        if self.handshakes.remove(&id).is_some()
+        if self.handshakes.remove(id).is_some()
             && let Some(name) = info.and_then(name_of)
         {
             self.reported_server = Some(escape::clean_name(&name).into_owned());
         }
-        if let Some(continued) = self.lists.remove(&id)
+        if let Some(continued) = self.lists.remove(id)
             && let Some(tools) =
                 tools.and_then(|t| serde_json::from_str::<Vec<Value>>(t.get()).ok())
         {
@@ -587,7 +623,7 @@ impl Session {
                 known.add(name, input, output, &mut self.bounded);
             }
         }
-        if let Some(pending) = self.take_call(&id) {
+        if let Some(pending) = self.take_call(id) {
             // Most results are plain successes, told from their members
             // alone; anything else is classified from the whole message.
             let ok = error.is_none()
@@ -652,7 +688,7 @@ impl Session {
             schema: SCHEMA_V1.into(),
             identity: Identity {
                 event_id: self.event_ids.next().into(),
-                session: self.token.to_string().into(),
+                session: self.token.as_str().to_owned().into(),
                 seq: pending.seq,
             },
             origin: Origin::Capture,
@@ -677,20 +713,20 @@ const MAX_ID_KEY: usize = 64;
 /// A request id as a map key: its JSON text, so `1` and `"1"` differ; a
 /// longer id (a client may send megabytes) by a digest of that text, after
 /// a `#` that starts no JSON text, so it never equals a short id's key.
-fn id_key(id: &RawValue) -> String {
+fn id_key(id: &RawValue) -> Cow<'_, str> {
     let text = canonical_id(id.get());
     if text.len() <= MAX_ID_KEY {
         return text;
     }
     let digest = store::hash::sha256(text.as_bytes());
-    format!("#{}", store::hash::hex(&digest[..16]))
+    Cow::Owned(format!("#{}", store::hash::hex(&digest[..16])))
 }
 
 /// An id's JSON text as a parsed value prints it (compact, strings escaped
 /// the one way), so that `1` and ` 1`, or `"a"` and `"\u0061"`, are one
 /// id. The usual ids, small integers and strings without escapes, are
 /// already so.
-fn canonical_id(text: &str) -> String {
+fn canonical_id(text: &str) -> Cow<'_, str> {
     let digits = text.strip_prefix('-').unwrap_or(text);
     let integer = !digits.is_empty()
         && digits.len() <= 18
@@ -700,9 +736,10 @@ fn canonical_id(text: &str) -> String {
     let string =
         text.len() >= 2 && text.starts_with('"') && text.ends_with('"') && !text.contains('\\');
     if integer || string {
-        return text.to_owned();
+        return Cow::Borrowed(text);
     }
-    serde_json::from_str::<Value>(text).map_or_else(|_| text.to_owned(), |v| v.to_string())
+    let value = serde_json::from_str::<Value>(text);
+    Cow::Owned(value.map_or_else(|_| text.to_owned(), |v| v.to_string()))
 }
 
 /// The first byte of the JSON text `text`, past whitespace.
@@ -712,7 +749,7 @@ fn json_start(text: &str) -> Option<u8> {
 }
 
 /// The `name` string of an object (a `serverInfo`).
-fn name_of(info: &RawValue) -> Option<std::borrow::Cow<'_, str>> {
+fn name_of(info: &RawValue) -> Option<Cow<'_, str>> {
     raw::members(info, ["name"])
         .and_then(|[name]| name)
         .and_then(raw::string)

@@ -124,7 +124,7 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                     Side::Server => &mut server,
                 };
                 lines.feed(&bytes, |line| {
-                    completed.extend(session.observe(side, line, at, now));
+                    session.observe_into(side, line, at, now, &mut completed);
                 });
                 // Its place in the backlog is free once it is cut into lines.
                 drop((bytes, held));

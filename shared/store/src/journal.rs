@@ -156,7 +156,7 @@ pub fn encode<S: Serialize>(call: &Call<'_, S>) -> Vec<u8> {
 /// Appends `call`'s journal line (newline included) to `out`.
 fn encode_into<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
     let start = out.len();
-    serde_json::to_writer(&mut *out, call).expect("records serialize");
+    crate::record_line::write(call, out);
     if out.len() - start > MAX_LINE {
         // A huge argument object, or a client or server sending names
         // tens of kilobytes long: keep the record readable by the index
@@ -179,7 +179,7 @@ fn encode_into<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
             error: call.error.clone(),
             contract: call.contract.clone(),
         };
-        serde_json::to_writer(&mut *out, &slim).expect("records serialize");
+        crate::record_line::write(&slim, out);
     }
     out.push(b'\n');
 }

@@ -28,6 +28,7 @@ pub mod outcome;
 pub mod output_schema;
 pub mod partial;
 pub mod raw;
+pub mod record_line;
 pub mod salt;
 pub mod sanitize;
 pub mod signed;

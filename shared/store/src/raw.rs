@@ -73,6 +73,9 @@ const SUSPECT_DIGITS: usize = 300;
 /// escape); only then, rarely, is the text parsed whole to decide.
 fn parses(text: &str) -> bool {
     let bytes = text.as_bytes();
+    if clearly_parses(bytes) {
+        return true;
+    }
     let (mut depth, mut digits) = (0usize, 0usize);
     let mut suspect = false;
     let mut i = 0;
@@ -113,6 +116,38 @@ fn parses(text: &str) -> bool {
         i += 1;
     }
     !suspect || serde_json::from_str::<serde_json::Value>(text).is_ok()
+}
+
+/// Whether `bytes` shows none of what [`parses`] looks for, found by
+/// a few quick looks instead of its pass over every byte: no backslash (so
+/// no `\uD…` escape), no `e` or `E` just after a digit (so no exponent),
+/// fewer brackets than [`SUSPECT_DEPTH`], and too short for a run of more
+/// than [`SUSPECT_DIGITS`] digits. Most messages are so; one that is not
+/// may still parse, and is looked at byte by byte.
+fn clearly_parses(bytes: &[u8]) -> bool {
+    if bytes.len() > SUSPECT_DIGITS {
+        return false;
+    }
+    // Flags or-ed and counts added in bytes, never a search that stops at
+    // its first find: the compiler makes each loop a few vector
+    // instructions for a short message.
+    let mut found = 0u8;
+    for (&b, &after) in bytes.iter().zip(bytes.get(1..).unwrap_or_default()) {
+        found |= u8::from(b.is_ascii_digit()) & u8::from(after | 0x20 == b'e');
+    }
+    for &b in bytes {
+        found |= u8::from(b == b'\\');
+    }
+    let brackets: usize = bytes
+        .chunks(u8::MAX.into())
+        .map(|chunk| {
+            let n = chunk
+                .iter()
+                .fold(0u8, |n, &b| n + u8::from(b == b'{' || b == b'['));
+            usize::from(n)
+        })
+        .sum();
+    found == 0 && brackets < SUSPECT_DEPTH
 }
 
 /// The text of a JSON string (`None` when `raw` is not one), borrowed when
@@ -249,10 +284,13 @@ mod tests {
             r#"{"\uDC00":1}"#.to_owned(),
             r#"{"a":"\ud7ff\u00e9"}"#.to_owned(),
             r#"{"a":"1e999","true":"\\udead"}"#.to_owned(),
+            r#"{"a":[1E400]}"#.to_owned(),
+            r#"{"a":"x","b":-0e-9999}"#.to_owned(),
         ];
         for text in &cases {
             let value = serde_json::from_str::<Value>(text).is_ok();
             assert_eq!(object(text, ["a"]).is_some(), value, "{text}");
+            assert!(value || !clearly_parses(text.as_bytes()), "{text}");
             let batch = format!("[{text}]");
             let value = serde_json::from_str::<Value>(&batch).is_ok();
             assert_eq!(elements(&batch).is_some(), value, "[{text}]");
