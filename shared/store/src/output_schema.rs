@@ -364,7 +364,7 @@ mod tests {
     #[test]
     fn formats_are_annotations_as_in_the_reference_clients() {
         let schema = json!({"type": "string", "format": "email"});
-        assert_eq!(verdict(schema, Some(json!("not an address"))).0, true);
+        assert!(verdict(schema, Some(json!("not an address"))).0);
     }
 
     #[test]

@@ -15,6 +15,19 @@ use shared::record::{Call, CallError, Contract};
 /// Appends `call` as compact JSON, exactly as `serde_json::to_writer`
 /// would write it.
 pub fn write<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
+    let start = out.len();
+    fields(call, out);
+    // Debug builds (every test run) hold each line to serde's text, so a
+    // field added to `Call` and not here, or an escape that differs, fails
+    // the first test that journals one.
+    debug_assert_eq!(
+        std::str::from_utf8(&out[start..]).ok(),
+        serde_json::to_string(call).ok().as_deref(),
+        "a hand-written record line differs from serde_json's"
+    );
+}
+
+fn fields<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"schema\":");
     string(&call.schema, out);
     out.extend_from_slice(b",\"identity\":{\"event_id\":");
