@@ -400,7 +400,6 @@ pub fn measure(
     feed: Option<Box<dyn FnOnce(std::process::ChildStdin) + Send>>,
     limit: std::time::Duration,
 ) -> Measured {
-    use std::io::Read;
     let report = tempfile::NamedTempFile::new().unwrap();
     let mut wrapped = Command::new("python3");
     wrapped
@@ -427,15 +426,7 @@ pub fn measure(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = Guard(wrapped.spawn().unwrap());
-    let read = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            bytes
-        })
-    };
-    let stdout = read(Box::new(child.0.stdout.take().unwrap()));
-    let stderr = read(Box::new(child.0.stderr.take().unwrap()));
+    let (stdout, stderr) = read_outputs(&mut child.0);
     if let (Some(feed), Some(stdin)) = (feed, child.0.stdin.take()) {
         std::thread::spawn(move || feed(stdin));
     }
@@ -611,7 +602,6 @@ impl OutputWithin for Command {
 }
 
 fn output_within(cmd: &mut Command, limit: std::time::Duration) -> std::process::Output {
-    use std::io::Read;
     let mut child = Guard(
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -619,15 +609,7 @@ fn output_within(cmd: &mut Command, limit: std::time::Duration) -> std::process:
             .spawn()
             .unwrap_or_else(|err| panic!("{cmd:?}: {err}")),
     );
-    let read = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            bytes
-        })
-    };
-    let stdout = read(Box::new(child.0.stdout.take().unwrap()));
-    let stderr = read(Box::new(child.0.stderr.take().unwrap()));
+    let (stdout, stderr) = read_outputs(&mut child.0);
     let deadline = std::time::Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.0.try_wait().unwrap() {
@@ -659,4 +641,25 @@ pub fn kill_tree(pid: u32) {
         kill_tree(child);
     }
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+}
+
+/// Reads a child's piped stdout and stderr to their ends, each on a thread
+/// of its own, so neither pipe can fill and stall the child.
+fn read_outputs(
+    child: &mut std::process::Child,
+) -> (
+    std::thread::JoinHandle<Vec<u8>>,
+    std::thread::JoinHandle<Vec<u8>>,
+) {
+    fn read_all(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    }
+    (
+        read_all(child.stdout.take().unwrap()),
+        read_all(child.stderr.take().unwrap()),
+    )
 }
