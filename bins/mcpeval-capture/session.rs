@@ -118,6 +118,11 @@ impl Bounded {
 /// no more to remember than a short one.
 type ToolKey = [u8; 16];
 
+/// The longest tool name a session remembers with its key (see
+/// [`Session::tool_key`]): what it keeps stays small whatever a client
+/// sends.
+const MAX_REMEMBERED_TOOL: usize = 64;
+
 fn tool_key(name: &str) -> ToolKey {
     let digest = store::hash::sha256(name.as_bytes());
     digest[..16].try_into().expect("16 bytes")
@@ -334,7 +339,7 @@ impl Session {
     fn tool_key(&mut self, name: &str) -> ToolKey {
         if self.last_tool.0 != name {
             let key = tool_key(name);
-            if name.len() <= MAX_ID_KEY {
+            if name.len() <= MAX_REMEMBERED_TOOL {
                 self.last_tool.0.clear();
                 self.last_tool.0.push_str(name);
                 self.last_tool.1 = key;

@@ -602,6 +602,7 @@ impl OutputWithin for Command {
 }
 
 fn output_within(cmd: &mut Command, limit: std::time::Duration) -> std::process::Output {
+    use std::time::{Duration, Instant};
     let mut child = Guard(
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -610,23 +611,35 @@ fn output_within(cmd: &mut Command, limit: std::time::Duration) -> std::process:
             .unwrap_or_else(|err| panic!("{cmd:?}: {err}")),
     );
     let (stdout, stderr) = read_outputs(&mut child.0);
-    let deadline = std::time::Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
+    let deadline = Instant::now() + limit;
+    // Done when the command has exited and both pipes are closed: a
+    // process it started may hold them after it exits, and waiting on
+    // them is bounded too.
+    let mut status = None;
+    while status.is_none() || !(stdout.is_finished() && stderr.is_finished()) {
+        if status.is_none() {
+            status = child.0.try_wait().unwrap();
         }
-        if std::time::Instant::now() >= deadline {
-            kill_tree(child.0.id());
-            let said = stderr.join().unwrap();
-            panic!(
-                "{cmd:?} did not finish within {limit:?}; its stderr:\n{}",
-                text(&said)
-            );
+        if Instant::now() >= deadline {
+            // Only a tree still rooted in the command can be found; what
+            // it left behind after exiting keeps its pipes, unread.
+            if status.is_none() {
+                kill_tree(child.0.id());
+            }
+            let closing = Instant::now() + Duration::from_secs(5);
+            while !stderr.is_finished() && Instant::now() < closing {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let said = match stderr.is_finished() {
+                true => text(&stderr.join().unwrap()),
+                false => "(its stderr is still held open)".to_owned(),
+            };
+            panic!("{cmd:?} did not finish within {limit:?}; its stderr:\n{said}");
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+        std::thread::sleep(Duration::from_millis(20));
+    }
     std::process::Output {
-        status,
+        status: status.expect("the command exited"),
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
     }
@@ -662,4 +675,21 @@ fn read_outputs(
         read_all(child.stdout.take().unwrap()),
         read_all(child.stderr.take().unwrap()),
     )
+}
+
+#[test]
+#[should_panic(expected = "did not finish within")]
+fn a_command_past_its_deadline_is_killed_and_fails_the_test() {
+    Command::new("sh")
+        .args(["-c", "echo started >&2; exec sleep 100"])
+        .output_within(std::time::Duration::from_millis(500));
+}
+
+#[test]
+#[should_panic(expected = "did not finish within")]
+fn a_pipe_held_open_after_the_command_exits_is_waited_on_only_until_the_deadline() {
+    // The background sleep keeps stdout and stderr open past the shell.
+    Command::new("sh")
+        .args(["-c", "sleep 3 & exit 0"])
+        .output_within(std::time::Duration::from_millis(500));
 }
