@@ -182,15 +182,20 @@ pub fn sequential(route: &Route<'_>, calls: u64) -> Vec<Duration> {
 
 /// Time until all replies to `calls` pipelined requests arrived, and until
 /// the server (behind capture: capture, with its journal written) exited.
+/// Both count from the first call, after the `initialize` handshake: what
+/// is timed is relaying, not starting the server (or capture) up.
 pub fn pipelined(route: &Route<'_>, calls: u64) -> (Duration, Duration) {
     let mut child = spawn(route);
-    let to = child.stdin.take().expect("stdin");
+    let mut to = child.stdin.take().expect("stdin");
     let mut from = BufReader::with_capacity(64 * 1024, child.stdout.take().expect("stdout"));
+    let mut reply = Vec::with_capacity(256);
+    to.write_all(INITIALIZE).expect("initialize");
+    from.read_until(b'\n', &mut reply)
+        .expect("initialize reply");
     let started = Instant::now();
     let writer = std::thread::spawn(move || {
         let mut to = BufWriter::with_capacity(64 * 1024, to);
         let mut line = Vec::with_capacity(256);
-        to.write_all(INITIALIZE).expect("initialize");
         for id in 1..=calls {
             request(&mut line, id);
             to.write_all(&line).expect("request");
@@ -198,8 +203,7 @@ pub fn pipelined(route: &Route<'_>, calls: u64) -> (Duration, Duration) {
         to.flush().expect("requests");
         // Dropping stdin ends the session once every reply is out.
     });
-    let mut reply = Vec::with_capacity(256);
-    for _ in 0..=calls {
+    for _ in 0..calls {
         reply.clear();
         let n = from.read_until(b'\n', &mut reply).expect("reply");
         assert!(n > 0, "the server closed early");
