@@ -648,7 +648,7 @@ const SCRIPT: &str = r#"[
 const SESSIONS: usize = 3;
 
 fn venv(name: &str) -> PathBuf {
-    Deps::python().parent().unwrap().join(name)
+    Deps::venv_bin(name)
 }
 
 /// Runs the agent's sessions; `server` is the server command.
@@ -660,7 +660,7 @@ fn agent(store: &Store, script: &Path, traced_to: Option<u16>, server: &[&Path])
     });
     store.env(&mut cmd);
     if traced_to.is_some() {
-        cmd.arg(Deps::python());
+        cmd.arg(Deps::venv_python());
     }
     cmd.arg(repo().join("tests/clients/otel_agent.py"))
         .arg(script)
@@ -745,7 +745,7 @@ fn traced_sessions_give_the_findings_capture_gives() {
     let script = Store::new();
     let script_file = script.scratch().join("script.json");
     std::fs::write(&script_file, SCRIPT).unwrap();
-    let python = Deps::python();
+    let python = Deps::venv_python();
     let server = fixture("otel_server.py");
 
     // Traced: the client and every server it starts export their spans.

@@ -99,9 +99,25 @@ impl Deps {
         p
     }
 
-    /// The venv's Python, with the pinned `mcp` SDK and `mcp-server-time`.
+    /// The venv's Python, with the pinned `mcp` SDK and `mcp-server-time`,
+    /// for `python SCRIPT ARGS...`: a launcher whose script runs in a
+    /// child of a process that imported the SDK once (see
+    /// `tests/clients/forkserver.py`), so each SDK client does not spend
+    /// a second of CPU importing it again.
     pub fn python() -> PathBuf {
+        static LAUNCHER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        LAUNCHER.get_or_init(start_fork_server).clone()
+    }
+
+    /// The venv's Python itself, for what a launcher cannot run: a
+    /// process that instruments itself at start-up, for one.
+    pub fn venv_python() -> PathBuf {
         Deps::path("venv/bin/python")
+    }
+
+    /// A program the venv installed (`venv/bin/NAME`).
+    pub fn venv_bin(name: &str) -> PathBuf {
+        Deps::path(&format!("venv/bin/{name}"))
     }
 
     /// `mcp-server-time` from PyPI.
@@ -143,6 +159,40 @@ impl Deps {
     pub fn conformance() -> PathBuf {
         Deps::path("node/node_modules/@modelcontextprotocol/conformance/dist/index.js")
     }
+}
+
+/// Starts `tests/clients/forkserver.py` for [`Deps::python`]; the path
+/// of the launcher it writes. The server lives as long as this test
+/// binary: it holds the write end of the server's stdin, which closes at
+/// exit, and the server then kills the children left and removes its
+/// directory.
+fn start_fork_server() -> PathBuf {
+    use std::io::BufRead;
+    let dir = tempfile::Builder::new()
+        .prefix("mcpeval-python")
+        .tempdir()
+        .unwrap()
+        .keep();
+    let mut child = Command::new(Deps::venv_python())
+        .arg(repo().join("tests/clients/forkserver.py"))
+        .arg(&dir)
+        .env_clear()
+        .env("HOME", &dir)
+        .env("PATH", SYSTEM_PATH)
+        .env("LANG", "C.UTF-8")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n", "tests/clients/forkserver.py did not start");
+    // Held until exit, never written: its end is the server's signal.
+    std::mem::forget(child.stdin.take());
+    std::mem::forget(child);
+    dir.join("python")
 }
 
 /// `@modelcontextprotocol/server-everything` over Streamable HTTP on a
