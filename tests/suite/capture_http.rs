@@ -1647,23 +1647,42 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
                      Accept: application/json, text/event-stream\r\nContent-Length: {BODY}\r\n\r\n",
                     c.host
                 );
-                let out = c.stream.get_mut();
-                out.write_all(head.as_bytes()).unwrap();
-                write_padded_range(out, &start, end, BODY, 0..FIRST).unwrap();
-                // A connection turned away was answered at once; one served
-                // is answered only once its body is whole.
-                out.set_nonblocking(true).unwrap();
-                let answered = matches!(out.peek(&mut [0]), Ok(1));
-                out.set_nonblocking(false).unwrap();
-                if answered {
-                    let reply = c.read_reply(false);
-                    barrier.wait();
-                    return reply;
-                }
+                // A client that fails before the barrier must still reach
+                // it, or every other client would wait there for ever: its
+                // panic is carried past the barrier and raised after it.
+                let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let out = c.stream.get_mut();
+                    out.write_all(head.as_bytes()).unwrap();
+                    // A connection turned away is answered at once, and its
+                    // client stops sending; one served is answered only once
+                    // its body is whole. The first part goes in steps, with a
+                    // look for an answer after each, so a turned-away client
+                    // is never still sending when capture stops reading it.
+                    const STEP: usize = 256 << 10;
+                    let mut at = 0;
+                    while at < FIRST {
+                        let next = (at + STEP).min(FIRST);
+                        write_padded_range(out, &start, end, BODY, at..next).unwrap();
+                        at = next;
+                        out.set_nonblocking(true).unwrap();
+                        let answered = matches!(out.peek(&mut [0]), Ok(1));
+                        out.set_nonblocking(false).unwrap();
+                        if answered {
+                            return Some(c.read_reply(false));
+                        }
+                    }
+                    None
+                }));
                 barrier.wait();
-                let out = c.stream.get_mut();
-                write_padded_range(out, &start, end, BODY, FIRST..BODY).unwrap();
-                c.read_reply(false)
+                match first {
+                    Err(panic) => std::panic::resume_unwind(panic),
+                    Ok(Some(reply)) => reply,
+                    Ok(None) => {
+                        let out = c.stream.get_mut();
+                        write_padded_range(out, &start, end, BODY, FIRST..BODY).unwrap();
+                        c.read_reply(false)
+                    }
+                }
             })
         })
         .collect();
