@@ -52,10 +52,10 @@ impl Group {
 
 /// Loads every group from one store's index.
 pub fn load(conn: &Connection, path: &Path) -> Result<Vec<Group>> {
-    let mut partials = partial::read(conn, path)?;
+    let (mut partials, radii) = partial::read_counted(conn, path)?;
     let annotated = partial::false_success_calls(conn, path)?;
     partial::false_success(&annotated, &mut partials);
-    Ok(from_partials(&partials))
+    Ok(merge(&partials, &radii.into_iter().collect()))
 }
 
 /// What the rows of one group add up to.
@@ -79,6 +79,12 @@ struct Merged {
 /// rows of the same key add up (sums, the earliest and latest time, the
 /// union of the tools hit), whatever their number.
 pub fn from_partials(partials: &Partials) -> Vec<Group> {
+    merge(partials, &HashMap::new())
+}
+
+/// [`from_partials`], with blast radii counted already (one store's, from
+/// [`partial::read_counted`]) where the rows name no tools.
+fn merge(partials: &Partials, radii: &HashMap<GroupKey, u64>) -> Vec<Group> {
     let mut calls: HashMap<(&str, &str), u64> = HashMap::new();
     for c in &partials.calls {
         *calls.entry((&c.server, &c.tool)).or_default() += c.calls as u64;
@@ -164,7 +170,9 @@ pub fn from_partials(partials: &Partials) -> Vec<Group> {
                 } else {
                     Vec::new()
                 },
-                blast_radius: (m.tools.len() as u64).max(1),
+                blast_radius: (m.tools.len() as u64)
+                    .max(radii.get(key).copied().unwrap_or(0))
+                    .max(1),
             }
         })
         .collect()

@@ -124,6 +124,66 @@ pub struct Partials {
 /// False-success groups come from annotations, which are not one store's:
 /// see [`false_success`].
 pub fn read(conn: &Connection, path: &Path) -> Result<Partials> {
+    let Parts {
+        mut partials,
+        hits,
+        names,
+    } = read_parts(conn, path, Tools::Named)?;
+    for (group, hit) in hits {
+        for tool in hit.tools {
+            partials.details.push(Detail {
+                group: group.clone(),
+                what: What::Tool,
+                value: names[tool as usize].clone(),
+                n: 1,
+            });
+        }
+    }
+    Ok(partials)
+}
+
+/// One store's partial aggregates as its own promote scores them: those
+/// of [`read`] without the [`What::Tool`] rows, and each error group's
+/// blast radius (the number of tools its rows would name) beside them.
+/// Only stores merged need the tools by name, to take their union; one
+/// store's radius is a count. One failure window over many tools makes
+/// a row per (group, tool) — millions for a few thousand tools — and a
+/// count per group.
+pub fn read_counted(conn: &Connection, path: &Path) -> Result<(Partials, Vec<(GroupKey, u64)>)> {
+    let Parts { partials, hits, .. } = read_parts(conn, path, Tools::Counted)?;
+    let radii = hits
+        .into_iter()
+        .map(|(group, hit)| (group, hit.count))
+        .collect();
+    Ok((partials, radii))
+}
+
+/// Whether [`Scan::blast`] keeps the tools it finds or only counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tools {
+    Named,
+    Counted,
+}
+
+/// The tools hit inside one error group's windows: how many, and (when
+/// named) their numbers in [`Scan::names`].
+#[derive(Default)]
+struct Hits {
+    count: u64,
+    tools: Vec<u32>,
+}
+
+/// What [`read`] and [`read_counted`] share.
+struct Parts {
+    /// Every partial aggregate but the tools hit.
+    partials: Partials,
+    /// The tools hit, per error group.
+    hits: Vec<(GroupKey, Hits)>,
+    /// The tools' names, by number.
+    names: Vec<String>,
+}
+
+fn read_parts(conn: &Connection, path: &Path, tools: Tools) -> Result<Parts> {
     let mut scan = Scan::read(conn, path)?;
     let mut partials = Partials::default();
     let mut keys: Vec<_> = scan.groups.keys().cloned().collect();
@@ -178,16 +238,7 @@ pub fn read(conn: &Connection, path: &Path) -> Result<Partials> {
             });
         }
     }
-    for (group, tools) in scan.blast(conn, path)? {
-        for tool in tools {
-            partials.details.push(Detail {
-                group: group.clone(),
-                what: What::Tool,
-                value: tool,
-                n: 1,
-            });
-        }
-    }
+    let hits = scan.blast(conn, path, tools)?;
     let mut stmt = conn
         .prepare("SELECT session, server FROM sessions ORDER BY id")
         .map_err(fail)?;
@@ -195,7 +246,11 @@ pub fn read(conn: &Connection, path: &Path) -> Result<Partials> {
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .map_err(fail)?;
     partials.streams = rows.collect::<rusqlite::Result<_>>().map_err(fail)?;
-    Ok(partials)
+    Ok(Parts {
+        partials,
+        hits,
+        names: scan.names,
+    })
 }
 
 /// An ok capture call with a linked false-success annotation.
@@ -499,8 +554,14 @@ impl Scan {
     /// an error call inside any of its windows. Each window is a range of
     /// its session's error calls in (seq, row id) order; a tool is taken
     /// once per group by stamping it with the group's number, so nothing
-    /// is allocated per window.
-    fn blast(&mut self, conn: &Connection, path: &Path) -> Result<Vec<(GroupKey, Vec<String>)>> {
+    /// is allocated per window, and kept by number only when `tools` asks
+    /// for them named.
+    fn blast(
+        &mut self,
+        conn: &Connection,
+        path: &Path,
+        tools: Tools,
+    ) -> Result<Vec<(GroupKey, Hits)>> {
         let fail = |e| sql_error(path, e);
         self.errors.sort_unstable();
         let mut stmt = conn
@@ -512,7 +573,7 @@ impl Scan {
             .map_err(fail)?;
         let mut rows = stmt.query([]).map_err(fail)?;
         let mut stamps = vec![0u32; self.names.len()];
-        let mut out: Vec<(GroupKey, Vec<String>)> = Vec::new();
+        let mut out: Vec<(GroupKey, Hits)> = Vec::new();
         while let Some(r) = rows.next().map_err(fail)? {
             let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_str()?));
             let (server, tool) = (text(0).map_err(fail)?, text(1).map_err(fail)?);
@@ -529,7 +590,7 @@ impl Scan {
                     tool: tool.to_owned(),
                     template_id: template.map(str::to_owned),
                 };
-                out.push((key, Vec::new()));
+                out.push((key, Hits::default()));
             }
             let group = out.len() as u32;
             let session = text(3).map_err(fail)?;
@@ -549,7 +610,10 @@ impl Scan {
                 let stamp = &mut stamps[e.3 as usize];
                 if *stamp != group {
                     *stamp = group;
-                    hit.push(self.names[e.3 as usize].clone());
+                    hit.count += 1;
+                    if tools == Tools::Named {
+                        hit.tools.push(e.3);
+                    }
                 }
             }
         }
