@@ -340,7 +340,16 @@ fn read_prefix(path: &Path, buf: &mut [u8]) -> io::Result<usize> {
 fn sha256_file(path: &Path) -> io::Result<[u8; 32]> {
     use sha2::Digest;
     let mut hasher = Hasher::new();
-    io::copy(&mut File::open(path)?, &mut hasher)?;
+    let mut file = File::open(path)?;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
     Ok(hasher.finalize().into())
 }
 

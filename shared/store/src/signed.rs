@@ -3,7 +3,7 @@
 //! other field (`ProbeResult::canonical_unsigned`). An edited result, or
 //! one made by another store, does not verify.
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use shared::probe_result::ProbeResult;
 

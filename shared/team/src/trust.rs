@@ -15,7 +15,7 @@
 //! put back a row the team wrote earlier. What it can no longer do is
 //! write words of its own into any row.
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 use shared::error::Error;
