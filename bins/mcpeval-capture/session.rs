@@ -398,7 +398,7 @@ impl Session {
             match raw::elements(text) {
                 Some(batch) => {
                     for message in batch {
-                        self.message(side, message.get(), at, now, done);
+                        self.message(side, message, at, now, done);
                     }
                 }
                 None => self.unparsed += 1,
@@ -421,7 +421,7 @@ impl Session {
         };
         let messages: Vec<&str> = match json_start(text) {
             Some(b'[') => match raw::elements(text) {
-                Some(batch) => batch.into_iter().map(RawValue::get).collect(),
+                Some(batch) => batch,
                 None => return,
             },
             _ => vec![text],
@@ -517,7 +517,7 @@ impl Session {
         &mut self,
         method: &str,
         id: String,
-        params: Option<&RawValue>,
+        params: Option<&str>,
         at: Timestamp,
         now: Instant,
         done: &mut Vec<Record>,
@@ -577,8 +577,8 @@ impl Session {
         &mut self,
         id: &str,
         text: &str,
-        result: Option<&RawValue>,
-        error: Option<&RawValue>,
+        result: Option<&str>,
+        error: Option<&str>,
         now: Instant,
         done: &mut Vec<Record>,
     ) {
@@ -609,8 +609,7 @@ impl Session {
             self.reported_server = Some(escape::clean_name(&name).into_owned());
         }
         if let Some(continued) = self.lists.remove(id)
-            && let Some(tools) =
-                tools.and_then(|t| serde_json::from_str::<Vec<Value>>(t.get()).ok())
+            && let Some(tools) = tools.and_then(|t| serde_json::from_str::<Vec<Value>>(t).ok())
         {
             let known = match (&mut self.advertised, continued) {
                 (Some(known), true) => known,
@@ -661,12 +660,12 @@ impl Session {
     fn check(
         &mut self,
         schema: &Weak<OutputSchema>,
-        structured: Option<&RawValue>,
+        structured: Option<&str>,
     ) -> Option<Contract<'static>> {
         let checked = schema.upgrade().and_then(|schema| match structured {
             None => Some(schema.check(None)),
             // Nested past serde_json's depth, it is not checked.
-            Some(s) => serde_json::from_str::<Value>(s.get())
+            Some(s) => serde_json::from_str::<Value>(s)
                 .ok()
                 .map(|value| schema.check(Some(&value))),
         });
@@ -718,8 +717,8 @@ const MAX_ID_KEY: usize = 64;
 /// A request id as a map key: its JSON text, so `1` and `"1"` differ; a
 /// longer id (a client may send megabytes) by a digest of that text, after
 /// a `#` that starts no JSON text, so it never equals a short id's key.
-fn id_key(id: &RawValue) -> Cow<'_, str> {
-    let text = canonical_id(id.get());
+fn id_key(id: &str) -> Cow<'_, str> {
+    let text = canonical_id(id);
     if text.len() <= MAX_ID_KEY {
         return text;
     }
@@ -754,7 +753,7 @@ fn json_start(text: &str) -> Option<u8> {
 }
 
 /// The `name` string of an object (a `serverInfo`).
-fn name_of(info: &RawValue) -> Option<Cow<'_, str>> {
+fn name_of(info: &str) -> Option<Cow<'_, str>> {
     raw::members(info, ["name"])
         .and_then(|[name]| name)
         .and_then(raw::string)
@@ -1228,10 +1227,9 @@ mod tests {
             &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#),
         );
         assert_eq!(done[0].outcome, Outcome::Ok);
-        let raw = |text: String| RawValue::from_string(text).unwrap();
         assert_ne!(
-            id_key(&raw(format!("\"{}\"", "i".repeat(100)))),
-            id_key(&raw(format!("\"{}\"", "i".repeat(101))))
+            id_key(&format!("\"{}\"", "i".repeat(100))),
+            id_key(&format!("\"{}\"", "i".repeat(101)))
         );
     }
 

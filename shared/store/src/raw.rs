@@ -4,55 +4,103 @@
 //! Capture reads a few members of every message it relays; parsing each
 //! message into a `serde_json::Value` allocated a node for every member and
 //! a string for every key and text, most of it never looked at. Here the
-//! members asked for come back as their JSON text ([`RawValue`]), checked
-//! but not copied, and read as far as they are needed. The answers are the
-//! ones a `Value` would give: when a key repeats, its last member counts,
-//! as in a parsed object, and text a parse into a `Value` refuses is
-//! refused here too ([`object`], [`elements`]), though reading in place
-//! alone would let some of it by.
+//! members asked for come back as their JSON text, checked but not copied,
+//! and read as far as they are needed. The answers are the ones a `Value`
+//! would give: when a key repeats, its last member counts, as in a parsed
+//! object, and text a parse into a `Value` refuses is refused here too
+//! ([`object`], [`elements`]), though reading in place alone would let
+//! some of it by.
+//!
+//! The text is read in one pass by [`Scan`], which checks the JSON grammar
+//! as serde_json does when it skips a value (its tests hold the two to the
+//! same answers): serde_json's own skipping, through its `Deserializer`,
+//! took most of capture's time per message.
 
 use std::borrow::Cow;
-use std::fmt;
-
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
 
 /// The members of the object `raw` named `names`, each `None` when absent;
 /// `None` when `raw` is not an object. A member's text is as written,
 /// `null` included. `raw` is part of a text [`object`] or [`elements`]
 /// accepted, so it is not checked again.
-pub fn members<'a, const N: usize>(
-    raw: &'a RawValue,
-    names: [&str; N],
-) -> Option<[Option<&'a RawValue>; N]> {
-    find(raw.get(), names)
+pub fn members<'a, const N: usize>(raw: &'a str, names: [&str; N]) -> Option<[Option<&'a str>; N]> {
+    find(raw, names)
 }
 
 /// [`members`] of the JSON text `text`: `None` when it is not one object
 /// that parses into a `Value`.
-pub fn object<'a, const N: usize>(
-    text: &'a str,
-    names: [&str; N],
-) -> Option<[Option<&'a RawValue>; N]> {
+pub fn object<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<[Option<&'a str>; N]> {
     let found = find(text, names)?;
     parses(text).then_some(found)
 }
 
-fn find<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<[Option<&'a RawValue>; N]> {
-    if !text.trim_start().starts_with('{') {
+fn find<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<[Option<&'a str>; N]> {
+    let mut scan = Scan::new(text);
+    scan.space();
+    if scan.peek() != Some(b'{') {
         return None;
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let found = de.deserialize_map(Members { names }).ok()?;
-    de.end().ok()?;
+    let mut found = [None; N];
+    scan.entries(|key, value| {
+        let key = key.text()?;
+        if let Some(i) = names.iter().position(|name| *name == key) {
+            found[i] = Some(value);
+        }
+        Some(())
+    })?;
+    scan.end()?;
     Some(found)
+}
+
+/// Each member of the object `raw` in the order written, its key
+/// unescaped; `None` when `raw` is not one object. `raw` is part of a text
+/// [`object`] or [`elements`] accepted.
+pub fn entries(raw: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
+    let mut scan = Scan::new(raw);
+    scan.space();
+    if scan.peek() != Some(b'{') {
+        return None;
+    }
+    let mut all = Vec::new();
+    scan.entries(|key, value| {
+        all.push((key.text()?, value));
+        Some(())
+    })?;
+    scan.end()?;
+    Some(all)
 }
 
 /// Each element of the array `text`, as written; `None` when it is not one
 /// array that parses into a `Value`.
-pub fn elements(text: &str) -> Option<Vec<&RawValue>> {
-    let found = serde_json::from_str(text).ok()?;
-    parses(text).then_some(found)
+pub fn elements(text: &str) -> Option<Vec<&str>> {
+    let mut scan = Scan::new(text);
+    scan.space();
+    if scan.peek() != Some(b'[') {
+        return None;
+    }
+    let mut all = Vec::new();
+    scan.elements(|element| {
+        all.push(element);
+        Some(())
+    })?;
+    scan.end()?;
+    parses(text).then_some(all)
+}
+
+/// The first element of the array `raw`, if it is an array with one. `raw`
+/// is part of a text [`object`] or [`elements`] accepted.
+pub fn first_element(raw: &str) -> Option<&str> {
+    let mut scan = Scan::new(raw);
+    scan.space();
+    if scan.peek() != Some(b'[') {
+        return None;
+    }
+    let mut first = None;
+    scan.elements(|element| {
+        first = first.or(Some(element));
+        Some(())
+    })?;
+    scan.end()?;
+    first
 }
 
 /// Nesting this deep is parsed whole to decide whether it parses:
@@ -152,20 +200,19 @@ fn clearly_parses(bytes: &[u8]) -> bool {
 
 /// The text of a JSON string (`None` when `raw` is not one), borrowed when
 /// it holds no escape.
-pub fn string(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let text = raw.get();
-    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+pub fn string(raw: &str) -> Option<Cow<'_, str>> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     if !inner.contains('\\') {
         // Valid JSON with no escape: the text between the quotes is the
         // string itself.
         return Some(Cow::Borrowed(inner));
     }
-    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+    serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
 }
 
 /// The boolean `raw` is, if it is one.
-pub fn boolean(raw: &RawValue) -> Option<bool> {
-    match raw.get() {
+pub fn boolean(raw: &str) -> Option<bool> {
+    match raw {
         "true" => Some(true),
         "false" => Some(false),
         _ => None,
@@ -173,72 +220,316 @@ pub fn boolean(raw: &RawValue) -> Option<bool> {
 }
 
 /// Whether `raw` is `null`.
-pub fn is_null(raw: &RawValue) -> bool {
-    raw.get() == "null"
+pub fn is_null(raw: &str) -> bool {
+    raw == "null"
 }
 
 /// Whether `raw` is an object.
-pub fn is_object(raw: &RawValue) -> bool {
-    raw.get().starts_with('{')
+pub fn is_object(raw: &str) -> bool {
+    raw.starts_with('{')
 }
 
-/// Finds the members named `names` in one object.
-struct Members<'n, const N: usize> {
-    names: [&'n str; N],
+/// Where the first byte at or after `from` that ends a run of plain string
+/// text lies (a quote, a backslash or a control character), if any. Eight
+/// bytes are looked at together: a message's strings are short and many,
+/// and a byte at a time cost more than the rest of reading them.
+fn stop(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let mut at = from;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        // Each test sets a byte's high bit where it holds (and, past the
+        // first such byte, perhaps where it does not: only the lowest
+        // found counts).
+        let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS;
+        let found = zero(word ^ (ONES * u64::from(b'"')))
+            | zero(word ^ (ONES * u64::from(b'\\')))
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS);
+        if found != 0 {
+            return Some(at + found.trailing_zeros() as usize / 8);
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..)?;
+    rest.iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|i| at + i)
 }
 
-impl<'de, const N: usize> Visitor<'de> for Members<'_, N> {
-    type Value = [Option<&'de RawValue>; N];
+/// The most containers [`Scan`] follows open at once. Past it the text is
+/// refused: serde_json refuses a `Value` nested past 128 levels anyway.
+const MAX_DEPTH: usize = 256;
 
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object")
+/// A key as written, between its quotes.
+struct Key<'a> {
+    inner: &'a str,
+    escaped: bool,
+}
+
+impl<'a> Key<'a> {
+    /// The key's text, unescaped: `None` when serde_json would refuse it as
+    /// a key (a lone surrogate escape).
+    fn text(&self) -> Option<Cow<'a, str>> {
+        if !self.escaped {
+            return Some(Cow::Borrowed(self.inner));
+        }
+        let quoted = format!("\"{}\"", self.inner);
+        serde_json::from_str::<String>(&quoted).ok().map(Cow::Owned)
+    }
+}
+
+/// A cursor over JSON text that checks its grammar as it skips it, as
+/// serde_json does: the whitespace of JSON alone, strings without raw
+/// control characters and with known escapes, numbers without a leading
+/// zero or a bare sign, point or exponent, no trailing comma, and nothing
+/// after the value but whitespace ([`Scan::end`]). Every method answers
+/// `None` at the first byte that is not so.
+struct Scan<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn new(text: &'a str) -> Scan<'a> {
+        Scan { text, at: 0 }
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut found = [None; N];
-        while let Some(at) = map.next_key_seed(Name(&self.names))? {
-            match at {
-                Some(i) => found[i] = Some(map.next_value::<&'de RawValue>()?),
-                None => {
-                    map.next_value::<IgnoredAny>()?;
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let byte = self.peek()?;
+        self.at += 1;
+        Some(byte)
+    }
+
+    /// Skips JSON whitespace.
+    fn space(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    /// Nothing but whitespace is left.
+    fn end(&mut self) -> Option<()> {
+        self.space();
+        (self.at == self.text.len()).then_some(())
+    }
+
+    /// Calls `each` with every member of the object at the cursor (after
+    /// its whitespace), leaving the cursor past the object.
+    fn entries(&mut self, mut each: impl FnMut(Key<'a>, &'a str) -> Option<()>) -> Option<()> {
+        self.expect(b'{')?;
+        self.space();
+        if self.peek() == Some(b'}') {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.key()?;
+            self.space();
+            let start = self.at;
+            self.value()?;
+            each(key, &self.text[start..self.at])?;
+            self.space();
+            match self.next()? {
+                b',' => self.space(),
+                b'}' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Calls `each` with every element of the array at the cursor (after
+    /// its whitespace), leaving the cursor past the array.
+    fn elements(&mut self, mut each: impl FnMut(&'a str) -> Option<()>) -> Option<()> {
+        self.expect(b'[')?;
+        self.space();
+        if self.peek() == Some(b']') {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            self.space();
+            let start = self.at;
+            self.value()?;
+            each(&self.text[start..self.at])?;
+            self.space();
+            match self.next()? {
+                b',' => {}
+                b']' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.next()? == byte).then_some(())
+    }
+
+    /// A key and its colon, the cursor at its opening quote.
+    fn key(&mut self) -> Option<Key<'a>> {
+        self.expect(b'"')?;
+        let start = self.at;
+        let escaped = self.string()?;
+        let inner = &self.text[start..self.at - 1];
+        self.space();
+        self.expect(b':')?;
+        Some(Key { inner, escaped })
+    }
+
+    /// Skips one value, the cursor at its first byte. Containers are
+    /// followed with a stack of bits (set for an object), not by
+    /// recursion: a peer's nesting cannot exhaust the thread's stack.
+    fn value(&mut self) -> Option<()> {
+        let mut open = [0u64; MAX_DEPTH / 64];
+        let mut depth = 0usize;
+        loop {
+            // A value starts here.
+            match self.next()? {
+                b'"' => {
+                    self.string()?;
+                }
+                first @ (b'{' | b'[') => {
+                    self.space();
+                    let close = if first == b'{' { b'}' } else { b']' };
+                    if self.peek() == Some(close) {
+                        self.at += 1;
+                    } else {
+                        if depth == MAX_DEPTH {
+                            return None;
+                        }
+                        let bit = 1u64 << (depth % 64);
+                        match first {
+                            b'{' => open[depth / 64] |= bit,
+                            _ => open[depth / 64] &= !bit,
+                        }
+                        depth += 1;
+                        if first == b'{' {
+                            self.key()?;
+                        }
+                        self.space();
+                        continue;
+                    }
+                }
+                b't' => self.literal("rue")?,
+                b'f' => self.literal("alse")?,
+                b'n' => self.literal("ull")?,
+                first @ (b'-' | b'0'..=b'9') => self.number(first)?,
+                _ => return None,
+            }
+            // A value ended: close what it ends, or go on to the next.
+            loop {
+                if depth == 0 {
+                    return Some(());
+                }
+                let object = open[(depth - 1) / 64] & (1u64 << ((depth - 1) % 64)) != 0;
+                self.space();
+                match (self.next()?, object) {
+                    (b',', true) => {
+                        self.space();
+                        self.key()?;
+                        self.space();
+                        break;
+                    }
+                    (b',', false) => {
+                        self.space();
+                        break;
+                    }
+                    (b'}', true) | (b']', false) => depth -= 1,
+                    _ => return None,
                 }
             }
         }
-        Ok(found)
-    }
-}
-
-/// A key, as its place among the names looked for.
-struct Name<'a, 'n>(&'a [&'n str]);
-
-impl<'de> DeserializeSeed<'de> for Name<'_, '_> {
-    type Value = Option<usize>;
-
-    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
-        de.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Name<'_, '_> {
-    type Value = Option<usize>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a key")
     }
 
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
-        Ok(self.0.iter().position(|name| *name == key))
+    /// Skips the rest of a string, the cursor past its opening quote;
+    /// whether it held an escape.
+    fn string(&mut self) -> Option<bool> {
+        let bytes = self.text.as_bytes();
+        let mut escaped = false;
+        loop {
+            self.at = stop(bytes, self.at)?;
+            let byte = bytes[self.at];
+            self.at += 1;
+            match byte {
+                b'"' => return Some(escaped),
+                b'\\' => {
+                    escaped = true;
+                    match self.next()? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                        b'u' => {
+                            let hex = bytes.get(self.at..self.at + 4)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return None;
+                            }
+                            self.at += 4;
+                        }
+                        _ => return None,
+                    }
+                }
+                // A raw control character.
+                _ => return None,
+            }
+        }
+    }
+
+    fn literal(&mut self, rest: &str) -> Option<()> {
+        let found = self.text.as_bytes().get(self.at..self.at + rest.len())?;
+        self.at += rest.len();
+        (found == rest.as_bytes()).then_some(())
+    }
+
+    /// Skips the rest of a number whose first byte, `first`, was read.
+    fn number(&mut self, first: u8) -> Option<()> {
+        let first = match first {
+            b'-' => self.next()?,
+            digit => digit,
+        };
+        match first {
+            // One leading zero at most.
+            b'0' if self.peek().is_some_and(|b| b.is_ascii_digit()) => return None,
+            b'0' => {}
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.some_digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            self.some_digits()?;
+        }
+        Some(())
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.at += 1;
+        }
+    }
+
+    /// At least one digit.
+    fn some_digits(&mut self) -> Option<()> {
+        let start = self.at;
+        self.digits();
+        (self.at > start).then_some(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
     use serde_json::Value;
-
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_owned()).unwrap()
-    }
+    use serde_json::value::RawValue;
+    use std::fmt;
 
     #[test]
     fn members_answer_as_a_parsed_object_would() {
@@ -247,18 +538,25 @@ mod tests {
             object(text, ["id", "method", "params", "z", "none"]).unwrap();
         let value: Value = serde_json::from_str(text).unwrap();
         assert_eq!(
-            id.unwrap().get(),
+            id.unwrap(),
             value["id"].to_string(),
             "the last of a repeated key"
         );
         assert_eq!(string(method.unwrap()).as_deref(), Some("a"));
-        assert_eq!(params.unwrap().get(), r#"{"x":[1,{"y":2}]}"#);
+        assert_eq!(params.unwrap(), r#"{"x":[1,{"y":2}]}"#);
         assert!(is_null(z.unwrap()));
         assert!(none.is_none());
         for not_one in ["[1]", "1", "\"s\"", "{", "{} x", "{\"a\":}", ""] {
             assert!(object(not_one, ["a"]).is_none(), "{not_one}");
         }
-        assert!(members(&raw("[{}]"), ["a"]).is_none());
+        assert!(members("[{}]", ["a"]).is_none());
+        assert_eq!(first_element(" [ 7 , {} ] "), Some("7"));
+        assert_eq!(first_element("[]"), None);
+        let all = entries(r#"{"b\u0061":1, "a" : [2] }"#).unwrap();
+        assert_eq!(
+            all,
+            [(Cow::Borrowed("ba"), "1"), (Cow::Borrowed("a"), "[2]")]
+        );
     }
 
     #[test]
@@ -270,6 +568,8 @@ mod tests {
             nested(126),
             nested(127),
             nested(200),
+            nested(300),
+            nested(100_000),
             digits(300),
             digits(308),
             digits(309),
@@ -299,14 +599,167 @@ mod tests {
 
     #[test]
     fn strings_and_booleans() {
-        assert_eq!(string(&raw(r#""plain""#)).unwrap(), Cow::Borrowed("plain"));
-        assert_eq!(string(&raw(r#""a\nb\u00e9""#)).unwrap(), "a\nb\u{e9}");
-        assert_eq!(string(&raw("7")), None);
-        assert_eq!(
-            (boolean(&raw("true")), boolean(&raw("0"))),
-            (Some(true), None)
-        );
+        assert_eq!(string(r#""plain""#).unwrap(), Cow::Borrowed("plain"));
+        assert_eq!(string(r#""a\nb\u00e9""#).unwrap(), "a\nb\u{e9}");
+        assert_eq!(string("7"), None);
+        assert_eq!((boolean("true"), boolean("0")), (Some(true), None));
         assert_eq!(elements("[1, {\"a\":2} ,\"x\"]").unwrap().len(), 3);
         assert!(elements("{}").is_none());
+    }
+
+    #[test]
+    fn the_eight_byte_look_finds_the_first_byte_a_string_stops_at() {
+        let plain = |b: u8| b >= 0x20 && b != b'"' && b != b'\\';
+        for len in 0..20 {
+            for at in 0..=len {
+                for special in [
+                    b'"', b'\\', 0x00, 0x1f, 0x20, 0x21, 0x5b, 0x7f, 0x80, 0xa0, 0xff,
+                ] {
+                    for later in [b'a', b'"', 0x01] {
+                        let mut bytes = vec![b'a'; len];
+                        if at < len {
+                            bytes[at] = special;
+                            for b in &mut bytes[at + 1..] {
+                                *b = later;
+                            }
+                        }
+                        for from in 0..=len {
+                            let naive = bytes[from..]
+                                .iter()
+                                .position(|&b| !plain(b))
+                                .map(|i| from + i);
+                            assert_eq!(stop(&bytes, from), naive, "{bytes:?} from {from}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// What serde_json answers for [`find`]: the members named, read
+    /// through its `Deserializer` (as capture read them before [`Scan`]).
+    fn serde_find<'a, const N: usize>(
+        text: &'a str,
+        names: [&str; N],
+    ) -> Option<[Option<&'a str>; N]> {
+        struct Members<'n, const N: usize>([&'n str; N]);
+        impl<'de, const N: usize> Visitor<'de> for Members<'_, N> {
+            type Value = [Option<&'de str>; N];
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut found = [None; N];
+                while let Some(at) = map.next_key_seed(Name(&self.0))? {
+                    match at {
+                        Some(i) => found[i] = Some(map.next_value::<&'de RawValue>()?.get()),
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(found)
+            }
+        }
+        struct Name<'a, 'n>(&'a [&'n str]);
+        impl<'de> DeserializeSeed<'de> for Name<'_, '_> {
+            type Value = Option<usize>;
+            fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+                de.deserialize_str(self)
+            }
+        }
+        impl<'de> Visitor<'de> for Name<'_, '_> {
+            type Value = Option<usize>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+                Ok(self.0.iter().position(|name| *name == key))
+            }
+        }
+        if !text
+            .trim_start_matches([' ', '\n', '\t', '\r'])
+            .starts_with('{')
+        {
+            return None;
+        }
+        let mut de = serde_json::Deserializer::from_str(text);
+        let found = de.deserialize_map(Members(names)).ok()?;
+        de.end().ok()?;
+        Some(found)
+    }
+
+    /// Every text one edit away from a message: each byte dropped, each
+    /// byte replaced by (or preceded by) one of the bytes JSON's grammar
+    /// turns on, and every prefix.
+    fn edits(text: &str) -> Vec<String> {
+        const BYTES: &[u8] = b"{}[],:\"\\ \t\n0123456789-+.eEtrufalsn\x01x/";
+        let bytes = text.as_bytes();
+        let mut out = Vec::new();
+        let mut push = |edited: Vec<u8>| {
+            if let Ok(edited) = String::from_utf8(edited) {
+                out.push(edited);
+            }
+        };
+        for i in 0..=bytes.len() {
+            push(bytes[..i].to_vec());
+            for &b in BYTES {
+                let mut inserted = bytes.to_vec();
+                inserted.insert(i, b);
+                push(inserted);
+                if i < bytes.len() {
+                    let mut replaced = bytes.to_vec();
+                    replaced[i] = b;
+                    push(replaced);
+                }
+            }
+            if i < bytes.len() {
+                let mut dropped = bytes.to_vec();
+                dropped.remove(i);
+                push(dropped);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_scan_answers_as_serde_json_on_every_edit_of_a_message() {
+        let messages = [
+            r#"{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"get_forecast","arguments":{"city":"Paris","days":3,"fail":false}}}"#,
+            r#"{"jsonrpc":"2.0","id":"a\"b","result":{"content":[{"type":"text","text":"no \u00e9 for 'x'"}],"isError":true}}"#,
+            r#" { "id" : -0.5e+3 , "m\u0065thod" : [ null , true , false , { } , [ ] , "" ] , "id" : 10 } "#,
+            r#"{"error":{"code":-32602,"message":"bad\/\b\f\n\r\t","data":[1.0E-2,0,-1]},"id":null}"#,
+        ];
+        let mut checked = 0;
+        for message in messages {
+            for text in edits(message) {
+                let names = ["id", "method", "params", "result", "error"];
+                assert_eq!(find(&text, names), serde_find(&text, names), "{text:?}");
+                let value = serde_json::from_str::<Value>(&text).is_ok();
+                assert_eq!(object(&text, names).is_some(), value, "{text:?}");
+                let batch = format!("[{text},{text}]");
+                let value = serde_json::from_str::<Vec<&RawValue>>(&batch);
+                let value = value.map(|all| all.iter().map(|r| r.get()).collect::<Vec<_>>());
+                let ours = Scan::new(&batch).elements_all();
+                assert_eq!(ours, value.ok(), "{batch:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 10_000, "{checked} texts");
+    }
+
+    impl<'a> Scan<'a> {
+        /// Every element of a whole array text, without the check a
+        /// `Value` adds.
+        fn elements_all(&mut self) -> Option<Vec<&'a str>> {
+            let mut all = Vec::new();
+            self.space();
+            self.elements(|e| {
+                all.push(e);
+                Some(())
+            })?;
+            self.end()?;
+            Some(all)
+        }
     }
 }

@@ -7,15 +7,10 @@
 //! keeps a key only when the tool's schema declares it or it looks like a
 //! field name; every other key is folded into one [`FOLDED`] key.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::salt::Salt;
@@ -182,12 +177,12 @@ fn shape(value: &Value, place: Option<&Declared>, depth: usize) -> Value {
     }
 }
 
-/// [`args_shape`] of arguments given as their JSON text, written as the
-/// compact JSON text `serde_json` makes of that shape (keys in byte order),
-/// without parsing the arguments into a tree: capture shapes every call's
-/// arguments, and the tree took more of its time than the rest of the
-/// shaping.
-pub fn args_shape_text(args: &RawValue, declared: Option<&Declared>) -> String {
+/// [`args_shape`] of arguments given as their JSON text (part of a text
+/// [`crate::raw::object`] accepted), written as the compact JSON text
+/// `serde_json` makes of that shape (keys in byte order), without parsing
+/// the arguments into a tree: capture shapes every call's arguments, and
+/// the tree took more of its time than the rest of the shaping.
+pub fn args_shape_text(args: &str, declared: Option<&Declared>) -> String {
     let mut out = String::with_capacity(64);
     shape_raw(args, declared, 1, &mut out);
     out
@@ -210,8 +205,7 @@ fn scalar_name(text: &str) -> Option<&'static str> {
     })
 }
 
-fn shape_raw(value: &RawValue, place: Option<&Declared>, depth: usize, out: &mut String) {
-    let text = value.get();
+fn shape_raw(text: &str, place: Option<&Declared>, depth: usize, out: &mut String) {
     let quoted = |name: &str, out: &mut String| {
         out.push('"');
         out.push_str(name);
@@ -227,13 +221,13 @@ fn shape_raw(value: &RawValue, place: Option<&Declared>, depth: usize, out: &mut
     if array {
         let element = place.and_then(|d| d.items.as_deref());
         out.push('[');
-        if let Some(first) = first_element(text) {
+        if let Some(first) = crate::raw::first_element(text) {
             shape_raw(first, element, depth + 1, out);
         }
         out.push(']');
         return;
     }
-    let mut entries = object_entries(text);
+    let mut entries = crate::raw::entries(text).unwrap_or_default();
     // In key order, the last of a repeated key kept: as a parsed map holds
     // them.
     entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -248,7 +242,7 @@ fn shape_raw(value: &RawValue, place: Option<&Declared>, depth: usize, out: &mut
     let mut named = 0;
     let mut folded = None;
     // Each kept key with its place below; `None` for an undeclared one.
-    let mut kept: Vec<(&str, &RawValue, Option<&Declared>)> = Vec::with_capacity(entries.len());
+    let mut kept: Vec<(&str, &str, Option<&Declared>)> = Vec::with_capacity(entries.len());
     for (key, value) in &entries {
         if let Some(below) = place.and_then(|d| d.keys.get(key.as_ref())) {
             kept.push((key, value, Some(below)));
@@ -286,66 +280,6 @@ fn push_string(text: &str, out: &mut String) {
         out.push('"');
     } else {
         out.push_str(&serde_json::to_string(text).expect("a string serializes"));
-    }
-}
-
-/// The first element of the JSON array `text`, if any.
-fn first_element(text: &str) -> Option<&RawValue> {
-    struct First;
-    impl<'de> Visitor<'de> for First {
-        type Value = Option<&'de RawValue>;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("an array")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let first = seq.next_element::<&'de RawValue>()?;
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(first)
-        }
-    }
-    let mut de = serde_json::Deserializer::from_str(text);
-    (&mut de).deserialize_seq(First).ok().flatten()
-}
-
-/// The members of the JSON object `text`, in the order written.
-fn object_entries(text: &str) -> Vec<(Cow<'_, str>, &RawValue)> {
-    struct Entries;
-    impl<'de> Visitor<'de> for Entries {
-        type Value = Vec<(Cow<'de, str>, &'de RawValue)>;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut entries = Vec::new();
-            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                entries.push((key, map.next_value::<&'de RawValue>()?));
-            }
-            Ok(entries)
-        }
-    }
-    let mut de = serde_json::Deserializer::from_str(text);
-    (&mut de).deserialize_map(Entries).unwrap_or_default()
-}
-
-/// A key, borrowed from the text when it holds no escape.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> Visitor<'de> for Text {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(s.to_owned())))
-            }
-        }
-        de.deserialize_str(Text)
     }
 }
 
@@ -712,9 +646,8 @@ mod text_tests {
 
     /// The shape read from text, against the shape of the parsed value.
     fn same(args: &str, declared: Option<&Declared>) {
-        let raw = RawValue::from_string(args.to_owned()).unwrap();
         let value: Value = serde_json::from_str(args).unwrap();
-        let text = args_shape_text(&raw, declared);
+        let text = args_shape_text(args, declared);
         assert_eq!(
             text,
             args_shape(&value, declared).to_string(),
