@@ -541,10 +541,10 @@ impl Session {
                 };
                 let declared = listed.and_then(|l| l.declared.as_ref());
                 let output = listed.and_then(|l| l.output.as_ref()).map(Arc::downgrade);
-                let args_shape = shape_text(match arguments {
-                    Some(args) => sanitize::args_shape_text(args, declared),
-                    None => "{}".into(),
-                });
+                let args_shape = shape_text(sanitize::args_shape_raw(
+                    arguments.unwrap_or("{}"),
+                    declared,
+                ));
                 let tool = escape::clean_name(&tool).into_owned();
                 let bytes = PENDING_BYTES + 2 * id.len() + tool.len() + args_shape.get().len();
                 let pending = Pending {
@@ -772,12 +772,11 @@ fn too_costly(bytes: &[u8]) -> bool {
 /// a parsed map takes a 640-byte node for even one key, its text a few
 /// bytes. A shape whose text alone passes a record's limit becomes
 /// `"object"` now, as the journal would write it ([`store::journal::encode`]).
-fn shape_text(text: String) -> Box<RawValue> {
-    let text = match text.len() > shared::record::MAX_LINE {
-        true => r#""object""#.to_owned(),
-        false => text,
-    };
-    RawValue::from_string(text).expect("a shape is JSON")
+fn shape_text(shape: Box<RawValue>) -> Box<RawValue> {
+    match shape.get().len() > shared::record::MAX_LINE {
+        true => RawValue::from_string(r#""object""#.to_owned()).expect("a shape is JSON"),
+        false => shape,
+    }
 }
 
 #[cfg(test)]

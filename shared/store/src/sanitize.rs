@@ -11,6 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
 use regex::Regex;
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::salt::Salt;
@@ -178,14 +180,18 @@ fn shape(value: &Value, place: Option<&Declared>, depth: usize) -> Value {
 }
 
 /// [`args_shape`] of arguments given as their JSON text (part of a text
-/// [`crate::raw::object`] accepted), written as the compact JSON text
-/// `serde_json` makes of that shape (keys in byte order), without parsing
-/// the arguments into a tree: capture shapes every call's arguments, and
-/// the tree took more of its time than the rest of the shaping.
+/// [`crate::raw::object`] accepted), as the compact JSON text `serde_json`
+/// makes of that shape (keys in byte order), without parsing the arguments
+/// into a tree: capture shapes every call's arguments, and the tree took
+/// more of its time than the rest of the shaping.
 pub fn args_shape_text(args: &str, declared: Option<&Declared>) -> String {
-    let mut out = String::with_capacity(64);
-    shape_raw(args, declared, 1, &mut out);
-    out
+    serde_json::to_string(&TextShape::new(args, declared)).expect("a shape serializes")
+}
+
+/// [`args_shape_text`] as a raw value, written once and not read back to
+/// check it: a shape serde_json wrote is JSON.
+pub fn args_shape_raw(args: &str, declared: Option<&Declared>) -> Box<RawValue> {
+    serde_json::value::to_raw_value(&TextShape::new(args, declared)).expect("a shape serializes")
 }
 
 /// The type name of a scalar's JSON text (its first byte tells), or
@@ -205,81 +211,87 @@ fn scalar_name(text: &str) -> Option<&'static str> {
     })
 }
 
-fn shape_raw(text: &str, place: Option<&Declared>, depth: usize, out: &mut String) {
-    let quoted = |name: &str, out: &mut String| {
-        out.push('"');
-        out.push_str(name);
-        out.push('"');
-    };
-    if let Some(name) = scalar_name(text) {
-        return quoted(name, out);
-    }
-    let array = text.starts_with('[');
-    if depth > MAX_SHAPE_DEPTH {
-        return quoted(if array { "array" } else { "object" }, out);
-    }
-    if array {
-        let element = place.and_then(|d| d.items.as_deref());
-        out.push('[');
-        if let Some(first) = crate::raw::first_element(text) {
-            shape_raw(first, element, depth + 1, out);
-        }
-        out.push(']');
-        return;
-    }
-    let mut entries = crate::raw::entries(text).unwrap_or_default();
-    // In key order, the last of a repeated key kept: as a parsed map holds
-    // them.
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    entries.dedup_by(|later, earlier| {
-        let same = later.0 == earlier.0;
-        if same {
-            std::mem::swap(later, earlier);
-        }
-        same
-    });
-    let open = place.is_none_or(|d| d.open);
-    let mut named = 0;
-    let mut folded = None;
-    // Each kept key with its place below; `None` for an undeclared one.
-    let mut kept: Vec<(&str, &str, Option<&Declared>)> = Vec::with_capacity(entries.len());
-    for (key, value) in &entries {
-        if let Some(below) = place.and_then(|d| d.keys.get(key.as_ref())) {
-            kept.push((key, value, Some(below)));
-        } else if open && named < MAX_NAMED_KEYS && is_field_name(key) {
-            named += 1;
-            kept.push((key, value, None));
-        } else if folded.is_none() {
-            folded = Some(*value);
-        }
-    }
-    if let Some(value) = folded {
-        // No kept key is FOLDED (declared keys never are, and it is no
-        // field name), so it goes in its place in key order.
-        let at = kept.partition_point(|(key, _, _)| *key < FOLDED);
-        kept.insert(at, (FOLDED, value, None));
-    }
-    out.push('{');
-    for (i, (key, value, below)) in kept.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_string(key, out);
-        out.push(':');
-        shape_raw(value, below, depth + 1, out);
-    }
-    out.push('}');
+/// The shape of a value given as its JSON text, serialized as it is made.
+struct TextShape<'a> {
+    text: &'a str,
+    place: Option<&'a Declared>,
+    depth: usize,
 }
 
-/// `text` as a JSON string, escaped as `serde_json` escapes it (only `"`,
-/// `\\` and control characters are).
-fn push_string(text: &str, out: &mut String) {
-    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push('"');
-        out.push_str(text);
-        out.push('"');
-    } else {
-        out.push_str(&serde_json::to_string(text).expect("a string serializes"));
+impl<'a> TextShape<'a> {
+    fn new(text: &'a str, place: Option<&'a Declared>) -> TextShape<'a> {
+        TextShape {
+            text,
+            place,
+            depth: 1,
+        }
+    }
+
+    fn below(&self, text: &'a str, place: Option<&'a Declared>) -> TextShape<'a> {
+        TextShape {
+            text,
+            place,
+            depth: self.depth + 1,
+        }
+    }
+}
+
+impl Serialize for TextShape<'_> {
+    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        let (text, place) = (self.text, self.place);
+        if let Some(name) = scalar_name(text) {
+            return out.serialize_str(name);
+        }
+        let array = text.starts_with('[');
+        if self.depth > MAX_SHAPE_DEPTH {
+            return out.serialize_str(if array { "array" } else { "object" });
+        }
+        if array {
+            let element = place.and_then(|d| d.items.as_deref());
+            let first = crate::raw::first_element(text);
+            let mut seq = out.serialize_seq(Some(usize::from(first.is_some())))?;
+            if let Some(first) = first {
+                seq.serialize_element(&self.below(first, element))?;
+            }
+            return seq.end();
+        }
+        let mut entries = crate::raw::entries(text).unwrap_or_default();
+        // In key order, the last of a repeated key kept: as a parsed map
+        // holds them.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                std::mem::swap(later, earlier);
+            }
+            same
+        });
+        let open = place.is_none_or(|d| d.open);
+        let mut named = 0;
+        let mut folded = None;
+        // Each kept key with its place below; `None` for an undeclared one.
+        let mut kept: Vec<(&str, &str, Option<&Declared>)> = Vec::with_capacity(entries.len());
+        for (key, value) in &entries {
+            if let Some(below) = place.and_then(|d| d.keys.get(key.as_ref())) {
+                kept.push((key, value, Some(below)));
+            } else if open && named < MAX_NAMED_KEYS && is_field_name(key) {
+                named += 1;
+                kept.push((key, value, None));
+            } else if folded.is_none() {
+                folded = Some(*value);
+            }
+        }
+        if let Some(value) = folded {
+            // No kept key is FOLDED (declared keys never are, and it is no
+            // field name), so it goes in its place in key order.
+            let at = kept.partition_point(|(key, _, _)| *key < FOLDED);
+            kept.insert(at, (FOLDED, value, None));
+        }
+        let mut map = out.serialize_map(Some(kept.len()))?;
+        for (key, value, below) in kept {
+            map.serialize_entry(key, &self.below(value, below))?;
+        }
+        map.end()
     }
 }
 
