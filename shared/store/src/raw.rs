@@ -321,18 +321,13 @@ impl<'a> Scan<'a> {
     /// Calls `each` with every member of the object at the cursor (after
     /// its whitespace), leaving the cursor past the object.
     fn entries(&mut self, mut each: impl FnMut(Key<'a>, &'a str) -> Option<()>) -> Option<()> {
-        self.expect(b'{')?;
-        self.space();
-        if self.peek() == Some(b'}') {
-            self.at += 1;
+        if self.open(b'{', b'}')? {
             return Some(());
         }
         loop {
             let key = self.key()?;
             self.space();
-            let start = self.at;
-            self.value()?;
-            each(key, &self.text[start..self.at])?;
+            each(key, self.value_text()?)?;
             self.space();
             match self.next()? {
                 b',' => self.space(),
@@ -345,17 +340,12 @@ impl<'a> Scan<'a> {
     /// Calls `each` with every element of the array at the cursor (after
     /// its whitespace), leaving the cursor past the array.
     fn elements(&mut self, mut each: impl FnMut(&'a str) -> Option<()>) -> Option<()> {
-        self.expect(b'[')?;
-        self.space();
-        if self.peek() == Some(b']') {
-            self.at += 1;
+        if self.open(b'[', b']')? {
             return Some(());
         }
         loop {
             self.space();
-            let start = self.at;
-            self.value()?;
-            each(&self.text[start..self.at])?;
+            each(self.value_text()?)?;
             self.space();
             match self.next()? {
                 b',' => {}
@@ -363,6 +353,23 @@ impl<'a> Scan<'a> {
                 _ => return None,
             }
         }
+    }
+
+    /// Reads a container's opening byte `open` and the whitespace after
+    /// it; whether its closing `close` follows at once (read too).
+    fn open(&mut self, open: u8, close: u8) -> Option<bool> {
+        self.expect(open)?;
+        self.space();
+        let empty = self.peek() == Some(close);
+        self.at += usize::from(empty);
+        Some(empty)
+    }
+
+    /// Skips one value, the cursor at its first byte, and returns its text.
+    fn value_text(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        self.value()?;
+        Some(&self.text[start..self.at])
     }
 
     fn expect(&mut self, byte: u8) -> Option<()> {
