@@ -250,6 +250,19 @@ pub type Record = Call<'static, Box<RawValue>>;
 /// The members of a JSON-RPC message the observer reads.
 const MESSAGE: [&str; 5] = ["id", "method", "params", "result", "error"];
 
+/// The members of a message's `params` (the first three) and `result` (the
+/// rest) the observer reads, found as the message is read.
+const WITHIN: [&str; 8] = [
+    "name",
+    "arguments",
+    "cursor",
+    "_meta",
+    "serverInfo",
+    "tools",
+    "isError",
+    "structuredContent",
+];
+
 /// The observer of one session.
 #[derive(Debug)]
 pub struct Session {
@@ -496,7 +509,9 @@ impl Session {
         now: Instant,
         done: &mut Vec<Record>,
     ) {
-        let Some([id, method, params, result, error]) = raw::object(text, MESSAGE) else {
+        let Some(([id, method, _, result, error], [_, _, params, in_result, _])) =
+            raw::object_within(text, MESSAGE, WITHIN)
+        else {
             self.unparsed += 1;
             return;
         };
@@ -506,7 +521,9 @@ impl Session {
                 self.request(&method, id.into_owned(), params, at, now, done)
             }
             // A response's id is only looked up: it is not copied.
-            (Side::Server, None, Some(id)) => self.response(&id, text, result, error, now, done),
+            (Side::Server, None, Some(id)) => {
+                self.response(&id, text, (result, in_result), error, now, done)
+            }
             // Notifications, server→client requests and the client's answers
             // to them carry nothing we record.
             _ => {}
@@ -517,7 +534,7 @@ impl Session {
         &mut self,
         method: &str,
         id: String,
-        params: Option<&str>,
+        params: raw::Found<'_, 8>,
         at: Timestamp,
         now: Instant,
         done: &mut Vec<Record>,
@@ -526,9 +543,7 @@ impl Session {
             "tools/call" => {
                 // A call needs a tool name; an empty one would make a record
                 // the index refuses, stopping it for the whole store.
-                let [name, arguments] = params
-                    .and_then(|p| raw::members(p, ["name", "arguments"]))
-                    .unwrap_or_default();
+                let [name, arguments, ..] = params;
                 let Some(tool) = name.and_then(raw::string).filter(|name| !name.is_empty()) else {
                     self.unparsed += 1;
                     return;
@@ -560,9 +575,8 @@ impl Session {
                 self.track(id, pending, done);
             }
             "tools/list" => {
-                let continued = params
-                    .and_then(|p| raw::members(p, ["cursor"]))
-                    .is_some_and(|[cursor]| cursor.is_some_and(|c| !raw::is_null(c)));
+                let [_, _, cursor, ..] = params;
+                let continued = cursor.is_some_and(|c| !raw::is_null(c));
                 self.lists.insert(id, continued);
             }
             "initialize" | "server/discover" => {
@@ -572,30 +586,18 @@ impl Session {
         }
     }
 
-    /// Observes a response, `text`, with its `result` and `error`.
+    /// Observes a response, `text`, with its `result` (and the members of
+    /// it in [`WITHIN`]) and `error`.
     fn response(
         &mut self,
         id: &str,
         text: &str,
-        result: Option<&str>,
+        (result, in_result): (Option<&str>, raw::Found<'_, 8>),
         error: Option<&str>,
         now: Instant,
         done: &mut Vec<Record>,
     ) {
-        let [meta, info, tools, is_error, structured] = result
-            .and_then(|r| {
-                raw::members(
-                    r,
-                    [
-                        "_meta",
-                        "serverInfo",
-                        "tools",
-                        "isError",
-                        "structuredContent",
-                    ],
-                )
-            })
-            .unwrap_or_default();
+        let [_, _, _, meta, info, tools, is_error, structured] = in_result;
         if let Some(name) = meta
             .and_then(|m| raw::members(m, [SERVER_INFO_META]))
             .and_then(|[info]| info)

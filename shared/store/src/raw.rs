@@ -22,33 +22,70 @@ use std::borrow::Cow;
 /// `None` when `raw` is not an object. A member's text is as written,
 /// `null` included. `raw` is part of a text [`object`] or [`elements`]
 /// accepted, so it is not checked again.
-pub fn members<'a, const N: usize>(raw: &'a str, names: [&str; N]) -> Option<[Option<&'a str>; N]> {
-    find(raw, names)
+pub fn members<'a, const N: usize>(raw: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
+    find(raw, names, []).map(|(found, _)| found)
 }
 
 /// [`members`] of the JSON text `text`: `None` when it is not one object
 /// that parses into a `Value`.
-pub fn object<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<[Option<&'a str>; N]> {
-    let found = find(text, names)?;
+pub fn object<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
+    let (found, _) = find(text, names, [])?;
     parses(text).then_some(found)
 }
 
-fn find<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<[Option<&'a str>; N]> {
+/// [`object`], and in the same pass the members named `inner` of each of
+/// its members named `names` that is an object (all `None` for one that
+/// is not): a message's `params` or `result` read with the message, not
+/// read again after it.
+pub fn object_within<'a, const N: usize, const M: usize>(
+    text: &'a str,
+    names: [&str; N],
+    inner: [&str; M],
+) -> Option<(Found<'a, N>, [Found<'a, M>; N])> {
+    let found = find(text, names, inner)?;
+    parses(text).then_some(found)
+}
+
+/// The members found of the names asked for, in their order.
+pub type Found<'a, const N: usize> = [Option<&'a str>; N];
+
+fn find<'a, const N: usize, const M: usize>(
+    text: &'a str,
+    names: [&str; N],
+    inner: [&str; M],
+) -> Option<(Found<'a, N>, [Found<'a, M>; N])> {
     let mut scan = Scan::new(text);
     scan.space();
     if scan.peek() != Some(b'{') {
         return None;
     }
     let mut found = [None; N];
-    scan.entries(|key, value| {
+    let mut within = [[None; M]; N];
+    scan.members(|scan, key| {
         let key = key.text()?;
-        if let Some(i) = names.iter().position(|name| *name == key) {
-            found[i] = Some(value);
+        let Some(i) = names.iter().position(|name| *name == key) else {
+            return scan.value_text().map(drop);
+        };
+        // A repeated key's last member counts, and so do its members.
+        within[i] = [None; M];
+        if M == 0 || scan.peek() != Some(b'{') {
+            found[i] = Some(scan.value_text()?);
+            return Some(());
         }
+        let start = scan.at;
+        scan.members(|scan, key| {
+            let key = key.text()?;
+            let value = scan.value_text()?;
+            if let Some(j) = inner.iter().position(|name| *name == key) {
+                within[i][j] = Some(value);
+            }
+            Some(())
+        })?;
+        found[i] = Some(&scan.text[start..scan.at]);
         Some(())
     })?;
     scan.end()?;
-    Some(found)
+    Some((found, within))
 }
 
 /// Each member of the object `raw` in the order written, its key
@@ -61,8 +98,8 @@ pub fn entries(raw: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
         return None;
     }
     let mut all = Vec::new();
-    scan.entries(|key, value| {
-        all.push((key.text()?, value));
+    scan.members(|scan, key| {
+        all.push((key.text()?, scan.value_text()?));
         Some(())
     })?;
     scan.end()?;
@@ -318,16 +355,20 @@ impl<'a> Scan<'a> {
         (self.at == self.text.len()).then_some(())
     }
 
-    /// Calls `each` with every member of the object at the cursor (after
-    /// its whitespace), leaving the cursor past the object.
-    fn entries(&mut self, mut each: impl FnMut(Key<'a>, &'a str) -> Option<()>) -> Option<()> {
+    /// Calls `each` with the key of every member of the object at the
+    /// cursor, and the cursor at the member's value, which `each` reads;
+    /// leaves the cursor past the object.
+    fn members(
+        &mut self,
+        mut each: impl FnMut(&mut Scan<'a>, Key<'a>) -> Option<()>,
+    ) -> Option<()> {
         if self.open(b'{', b'}')? {
             return Some(());
         }
         loop {
             let key = self.key()?;
             self.space();
-            each(key, self.value_text()?)?;
+            each(self, key)?;
             self.space();
             match self.next()? {
                 b',' => self.space(),
@@ -736,12 +777,25 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"a\"b","result":{"content":[{"type":"text","text":"no \u00e9 for 'x'"}],"isError":true}}"#,
             r#" { "id" : -0.5e+3 , "m\u0065thod" : [ null , true , false , { } , [ ] , "" ] , "id" : 10 } "#,
             r#"{"error":{"code":-32602,"message":"bad\/\b\f\n\r\t","data":[1.0E-2,0,-1]},"id":null}"#,
+            r#"{"params":{"name":"a","x":{"name":1}},"result":[{"type":2}],"params":{"arguments":{},"name":"b"}}"#,
         ];
         let mut checked = 0;
         for message in messages {
             for text in edits(message) {
                 let names = ["id", "method", "params", "result", "error"];
-                assert_eq!(find(&text, names), serde_find(&text, names), "{text:?}");
+                let found = members(&text, names);
+                assert_eq!(found, serde_find(&text, names), "{text:?}");
+                // Members of members, read in the same pass, are the ones
+                // read after it.
+                let inner = ["name", "arguments", "isError", "type", "code", "x"];
+                let within = found.map(|found| {
+                    found.map(|m| m.and_then(|m| members(m, inner)).unwrap_or_default())
+                });
+                assert_eq!(
+                    find(&text, names, inner).map(|(_, within)| within),
+                    within,
+                    "{text:?}"
+                );
                 let value = serde_json::from_str::<Value>(&text).is_ok();
                 assert_eq!(object(&text, names).is_some(), value, "{text:?}");
                 let batch = format!("[{text},{text}]");
