@@ -54,37 +54,33 @@ fn find<'a, const N: usize, const M: usize>(
     names: [&str; N],
     inner: [&str; M],
 ) -> Option<(Found<'a, N>, [Found<'a, M>; N])> {
-    let mut scan = Scan::new(text);
-    scan.space();
-    if scan.peek() != Some(b'{') {
-        return None;
-    }
     let mut found = [None; N];
     let mut within = [[None; M]; N];
-    scan.members(|scan, key| {
-        let key = key.text()?;
-        let Some(i) = names.iter().position(|name| *name == key) else {
-            return scan.value_text().map(drop);
-        };
-        // A repeated key's last member counts, and so do its members.
-        within[i] = [None; M];
-        if M == 0 || scan.peek() != Some(b'{') {
-            found[i] = Some(scan.value_text()?);
-            return Some(());
-        }
-        let start = scan.at;
+    whole(text, |scan| {
         scan.members(|scan, key| {
             let key = key.text()?;
-            let value = scan.value_text()?;
-            if let Some(j) = inner.iter().position(|name| *name == key) {
-                within[i][j] = Some(value);
+            let Some(i) = names.iter().position(|name| *name == key) else {
+                return scan.value_text().map(drop);
+            };
+            // A repeated key's last member counts, and so do its members.
+            within[i] = [None; M];
+            if M == 0 || scan.peek() != Some(b'{') {
+                found[i] = Some(scan.value_text()?);
+                return Some(());
             }
+            let start = scan.at;
+            scan.members(|scan, key| {
+                let key = key.text()?;
+                let value = scan.value_text()?;
+                if let Some(j) = inner.iter().position(|name| *name == key) {
+                    within[i][j] = Some(value);
+                }
+                Some(())
+            })?;
+            found[i] = Some(&scan.text[start..scan.at]);
             Some(())
-        })?;
-        found[i] = Some(&scan.text[start..scan.at]);
-        Some(())
+        })
     })?;
-    scan.end()?;
     Some((found, within))
 }
 
@@ -92,52 +88,49 @@ fn find<'a, const N: usize, const M: usize>(
 /// unescaped; `None` when `raw` is not one object. `raw` is part of a text
 /// [`object`] or [`elements`] accepted.
 pub fn entries(raw: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
-    let mut scan = Scan::new(raw);
-    scan.space();
-    if scan.peek() != Some(b'{') {
-        return None;
-    }
     let mut all = Vec::new();
-    scan.members(|scan, key| {
-        all.push((key.text()?, scan.value_text()?));
-        Some(())
+    whole(raw, |scan| {
+        scan.members(|scan, key| {
+            all.push((key.text()?, scan.value_text()?));
+            Some(())
+        })
     })?;
-    scan.end()?;
     Some(all)
 }
 
 /// Each element of the array `text`, as written; `None` when it is not one
 /// array that parses into a `Value`.
 pub fn elements(text: &str) -> Option<Vec<&str>> {
-    let mut scan = Scan::new(text);
-    scan.space();
-    if scan.peek() != Some(b'[') {
-        return None;
-    }
     let mut all = Vec::new();
-    scan.elements(|element| {
-        all.push(element);
-        Some(())
+    whole(text, |scan| {
+        scan.elements(|element| {
+            all.push(element);
+            Some(())
+        })
     })?;
-    scan.end()?;
     parses(text).then_some(all)
 }
 
 /// The first element of the array `raw`, if it is an array with one. `raw`
 /// is part of a text [`object`] or [`elements`] accepted.
 pub fn first_element(raw: &str) -> Option<&str> {
-    let mut scan = Scan::new(raw);
-    scan.space();
-    if scan.peek() != Some(b'[') {
-        return None;
-    }
     let mut first = None;
-    scan.elements(|element| {
-        first = first.or(Some(element));
-        Some(())
+    whole(raw, |scan| {
+        scan.elements(|element| {
+            first = first.or(Some(element));
+            Some(())
+        })
     })?;
-    scan.end()?;
     first
+}
+
+/// Reads all of `text` with `read`, which starts at its first byte past
+/// whitespace: `None` unless `read` reads it and only whitespace is left.
+fn whole<'a>(text: &'a str, read: impl FnOnce(&mut Scan<'a>) -> Option<()>) -> Option<()> {
+    let mut scan = Scan::new(text);
+    scan.space();
+    read(&mut scan)?;
+    scan.end()
 }
 
 /// Nesting this deep is parsed whole to decide whether it parses:
@@ -801,26 +794,19 @@ mod tests {
                 let batch = format!("[{text},{text}]");
                 let value = serde_json::from_str::<Vec<&RawValue>>(&batch);
                 let value = value.map(|all| all.iter().map(|r| r.get()).collect::<Vec<_>>());
-                let ours = Scan::new(&batch).elements_all();
+                // Every element, without the check a `Value` adds.
+                let mut all = Vec::new();
+                let ours = whole(&batch, |scan| {
+                    scan.elements(|e| {
+                        all.push(e);
+                        Some(())
+                    })
+                })
+                .map(|()| all);
                 assert_eq!(ours, value.ok(), "{batch:?}");
                 checked += 1;
             }
         }
         assert!(checked > 10_000, "{checked} texts");
-    }
-
-    impl<'a> Scan<'a> {
-        /// Every element of a whole array text, without the check a
-        /// `Value` adds.
-        fn elements_all(&mut self) -> Option<Vec<&'a str>> {
-            let mut all = Vec::new();
-            self.space();
-            self.elements(|e| {
-                all.push(e);
-                Some(())
-            })?;
-            self.end()?;
-            Some(all)
-        }
     }
 }

@@ -181,15 +181,11 @@ fn shape(value: &Value, place: Option<&Declared>, depth: usize) -> Value {
 
 /// [`args_shape`] of arguments given as their JSON text (part of a text
 /// [`crate::raw::object`] accepted), as the compact JSON text `serde_json`
-/// makes of that shape (keys in byte order), without parsing the arguments
-/// into a tree: capture shapes every call's arguments, and the tree took
-/// more of its time than the rest of the shaping.
-pub fn args_shape_text(args: &str, declared: Option<&Declared>) -> String {
-    serde_json::to_string(&TextShape::new(args, declared)).expect("a shape serializes")
-}
-
-/// [`args_shape_text`] as a raw value, written once and not read back to
-/// check it: a shape serde_json wrote is JSON.
+/// makes of that shape (keys in byte order), held as a raw value. The
+/// arguments are not parsed into a tree (capture shapes every call's
+/// arguments, and the tree took more of its time than the rest of the
+/// shaping), and the shape is written once and not read back to check it:
+/// what serde_json wrote is JSON.
 pub fn args_shape_raw(args: &str, declared: Option<&Declared>) -> Box<RawValue> {
     serde_json::value::to_raw_value(&TextShape::new(args, declared)).expect("a shape serializes")
 }
@@ -659,13 +655,14 @@ mod text_tests {
     /// The shape read from text, against the shape of the parsed value.
     fn same(args: &str, declared: Option<&Declared>) {
         let value: Value = serde_json::from_str(args).unwrap();
-        let text = args_shape_text(args, declared);
+        let shape = args_shape_raw(args, declared);
+        let text = shape.get();
         assert_eq!(
             text,
             args_shape(&value, declared).to_string(),
             "{args} with {declared:?}"
         );
-        let _: Value = serde_json::from_str(&text).expect("the shape is JSON");
+        let _: Value = serde_json::from_str(text).expect("the shape is JSON");
     }
 
     #[test]
