@@ -10,10 +10,18 @@
 //! Capture's own CPU is its user + system time, its children's included,
 //! less the server's; the server's CPU under capture is set beside its CPU
 //! behind plain pipes, so a relay that makes the server pay shows.
+//!
+//! The server is started as the interpreter itself ([`python`]), not as
+//! `python3` found on `PATH`: that may be a launcher (a version manager's
+//! shim is a shell script that runs a few programs to choose the
+//! interpreter), and what those programs spend would be counted among
+//! capture's children though it is neither capture's work nor the
+//! server's.
 
 use std::io::{Read, Write};
-use std::path::Path;
-use std::process::{Child, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::measure;
@@ -60,7 +68,7 @@ pub fn session(input: &[u8], capture: Option<&Path>, scratch: &Path, results: Re
     std::fs::write(&script, include_str!("echo_server.py")).expect("write the echo server");
     let report = scratch.join("echo-cpu");
     let _ = std::fs::remove_file(&report);
-    let mut cmd = crate::relay::server_command("python3", capture);
+    let mut cmd = crate::relay::server_command(python(), capture);
     let mut child = cmd
         .arg(&script)
         .arg(&report)
@@ -94,6 +102,23 @@ pub fn session(input: &[u8], capture: Option<&Path>, scratch: &Path, results: Re
         server,
         capture: capture.map(|_| cpu.as_secs_f64() - server),
     }
+}
+
+/// The Python interpreter `python3` on `PATH` runs, by its own path
+/// (`sys.executable`), asked once.
+fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("run python3");
+        assert!(out.status.success(), "python3 -c failed: {out:?}");
+        let path = String::from_utf8(out.stdout).expect("a UTF-8 path");
+        let path = PathBuf::from(path.trim_end());
+        assert!(path.is_absolute(), "python3 names no interpreter: {path:?}");
+        path
+    })
 }
 
 /// Writes `input` to the child's stdin from a thread of its own and reads
