@@ -357,7 +357,7 @@ fn initialize(id: u64) -> Value {
 fn wait_for_records(store: &Store, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let records = store.records();
+        let records = store.finished_records();
         if done(&records) || Instant::now() > deadline {
             return records;
         }

@@ -250,9 +250,27 @@ impl Store {
 
     /// Every journal record, parsed, in file then line order.
     pub fn records(&self) -> Vec<serde_json::Value> {
+        self.read_records(false)
+    }
+
+    /// The records a running capture has finished writing: a journal's last
+    /// line without its newline is one still being written, and is left out.
+    pub fn finished_records(&self) -> Vec<serde_json::Value> {
+        self.read_records(true)
+    }
+
+    fn read_records(&self, finished_only: bool) -> Vec<serde_json::Value> {
         let mut out = Vec::new();
         for file in self.journals() {
-            let text = std::fs::read_to_string(&file).unwrap();
+            let mut bytes = std::fs::read(&file).unwrap();
+            if finished_only {
+                let end = bytes
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |at| at + 1);
+                bytes.truncate(end);
+            }
+            let text = String::from_utf8(bytes).unwrap();
             for line in text.lines() {
                 out.push(serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")));
             }
