@@ -81,9 +81,7 @@ impl<R: Read> BoundedLines<R> {
     /// The next line; `None` at the end of the input.
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
         loop {
-            let newline = self.buf[self.start + self.scanned..self.end]
-                .iter()
-                .position(|b| *b == b'\n')
+            let newline = memchr::memchr(b'\n', &self.buf[self.start + self.scanned..self.end])
                 .map(|at| self.start + self.scanned + at);
             if let Some(newline) = newline {
                 let (from, len) = (self.start, newline - self.start);

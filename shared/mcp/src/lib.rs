@@ -917,7 +917,7 @@ fn read_tail(stderr: ChildStderr, kept: &Mutex<(VecDeque<Vec<u8>>, u64)>, alive:
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        let (part, used, ends) = match buf.iter().position(|&b| b == b'\n') {
+        let (part, used, ends) = match memchr::memchr(b'\n', buf) {
             Some(at) => (&buf[..at], at + 1, true),
             None => (buf, buf.len(), false),
         };

@@ -127,7 +127,7 @@ impl Decoder {
     }
 
     fn lines(&mut self, mut rest: &[u8], emit: &mut impl FnMut(Item)) {
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(pos) = memchr::memchr2(b'\n', b'\r', rest) {
             let line = std::mem::take(&mut self.line);
             if line.is_empty() {
                 self.line_done(&rest[..pos], emit);
