@@ -1202,13 +1202,24 @@ mod tests {
         let args: serde_json::Map<String, Value> = (0..16)
             .map(|k| (format!("field{k:02}{}", "x".repeat(23)), Value::from(1)))
             .collect();
+        let args = Value::Object(args).to_string();
         let mut evicted = 0;
+        // On until the bytes bound evicts, then a thousand calls more, each
+        // evicting as it comes.
+        let mut last = MAX_PENDING_CALLS;
         for id in 0..MAX_PENDING_CALLS {
-            let line = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                                          "params": {"name": "t", "arguments": args}});
-            evicted += feed(&mut s, Side::Client, &line.to_string()).len();
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
+            );
+            evicted += feed(&mut s, Side::Client, &line).len();
+            if evicted > 0 && last == MAX_PENDING_CALLS {
+                last = id + 1_000;
+            }
+            if id == last {
+                break;
+            }
         }
-        assert!(evicted > 0, "32 MiB holds fewer than 65,536 such calls");
+        assert!(evicted > 1_000, "32 MiB holds fewer than 65,536 such calls");
         assert!(s.pending_bytes <= MAX_PENDING_BYTES);
         assert_eq!(s.bounded.evicted_calls, evicted as u64);
     }
