@@ -75,18 +75,18 @@ const FULL: Sizes = Sizes {
 };
 
 const QUICK: Sizes = Sizes {
-    round_trips: 500,
-    pipelined: 5_000,
+    round_trips: 200,
+    pipelined: 2_000,
     window_calls: 600,
     window_tools: 300,
-    calls: 10_000,
-    revalidate_bytes: 8_000_000,
+    calls: 3_000,
+    revalidate_bytes: 3_000_000,
     journal_bytes: 1_000_000,
     reps: 1,
     short_reps: 1,
     team_stores: 2,
     team_reps: 1,
-    otel_spans: 10_240,
+    otel_spans: 4_096,
 };
 
 /// The "now" promotion scores against: just after the generated traffic,
