@@ -5,7 +5,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::fs::symlink;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -28,8 +28,7 @@ fn plugin_dir(store: &Store, name: &str) -> PathBuf {
 /// Writes a `#!/bin/sh` script `dir/file` with mode `mode`.
 fn script(dir: &Path, file: &str, body: &str, mode: u32) -> PathBuf {
     let path = dir.join(file);
-    fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+    crate::support::write_executable(&path, &format!("#!/bin/sh\n{body}\n"), mode);
     path
 }
 
@@ -542,8 +541,7 @@ fn a_missing_interpreter_is_status_127() {
     let store = Store::new();
     let dir = plugin_dir(&store, "bin");
     let path = dir.join("mcpeval-broken");
-    fs::write(&path, "#!/nonexistent/sh\nexit 0\n").unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    crate::support::write_executable(&path, "#!/nonexistent/sh\nexit 0\n", 0o755);
     let mut cmd = front(&store, &[&dir]);
     cmd.arg("broken");
     assert(cmd).code(127).stdout("").stderr(format!(

@@ -38,6 +38,28 @@ pub fn copy_bin(name: &str, dest: &Path) {
     assert!(status.success(), "cp {name} {}", dest.display());
 }
 
+/// Writes `text` to a new file `dest` with mode `mode`, ready to run. As
+/// with [`copy_bin`], a child writes it, so that no child another test
+/// forks meanwhile holds it open for writing when it is run.
+pub fn write_executable(dest: &Path, text: &str, mode: u32) {
+    use std::io::Write;
+    let mut child = Command::new("sh")
+        .args(["-c", "cat >\"$1\" && chmod \"$2\" \"$1\"", "sh"])
+        .arg(dest)
+        .arg(format!("{mode:o}"))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "writing {}", dest.display());
+}
+
 /// The directory holding every built binary (`target/<profile>/`), as
 /// cargo names it for this test crate.
 pub fn bin_dir() -> PathBuf {

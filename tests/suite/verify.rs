@@ -495,13 +495,11 @@ fn swapping_the_interpreter_starts_a_fresh_streak() {
     let dir = b.store.scratch().join("other-python");
     std::fs::create_dir(&dir).unwrap();
     let wrapper = dir.join("python3");
-    std::fs::write(
+    crate::support::write_executable(
         &wrapper,
-        format!("#!/bin/sh\nexec {} \"$@\"\n", python.display()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        &format!("#!/bin/sh\nexec {} \"$@\"\n", python.display()),
+        0o755,
+    );
     let other_path = format!("{}:{SYSTEM_PATH}", dir.display());
     let argv = b.argv(&[]);
     b.expect_green(&b.verify_argv("status", &argv, &[]), "verifying", 1);
@@ -778,7 +776,7 @@ fn mcpeval_probe_is_found_beside_verify_else_on_path() {
     let lone = b.store.scratch().join("lone");
     std::fs::create_dir(&lone).unwrap();
     let verify = lone.join("mcpeval-verify");
-    std::fs::copy(crate::support::bin("mcpeval-verify"), &verify).unwrap();
+    crate::support::copy_bin("mcpeval-verify", &verify);
     let run_with_path = |path: &str| {
         let mut cmd = Command::new(&verify);
         b.store.env(&mut cmd);
