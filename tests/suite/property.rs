@@ -12,7 +12,7 @@
 //! of known, unknown and legacy targets, and the odd oversized line.
 //!
 //! The binaries run as processes, as users run them. `PROPTEST_CASES` sets
-//! the number of histories (500 unless set; `scripts/proptest` runs 10,000).
+//! the number of histories (200 unless set; `scripts/proptest` runs 10,000).
 //! A failing history is shrunk and printed; keep it as a named test below.
 
 use std::collections::BTreeMap;
