@@ -23,14 +23,14 @@ use std::borrow::Cow;
 /// `null` included. `raw` is part of a text [`object`] or [`elements`]
 /// accepted, so it is not checked again.
 pub fn members<'a, const N: usize>(raw: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
-    find(raw, names, []).map(|(found, _)| found)
+    find(raw, names, []).map(|(found, _, _)| found)
 }
 
 /// [`members`] of the JSON text `text`: `None` when it is not one object
 /// that parses into a `Value`.
 pub fn object<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
-    let (found, _) = find(text, names, [])?;
-    parses(text).then_some(found)
+    let (found, _, suspect) = find(text, names, [])?;
+    (!suspect || parses(text)).then_some(found)
 }
 
 /// [`object`], and in the same pass the members named `inner` of each of
@@ -42,21 +42,23 @@ pub fn object_within<'a, const N: usize, const M: usize>(
     names: [&str; N],
     inner: [&str; M],
 ) -> Option<(Found<'a, N>, [Found<'a, M>; N])> {
-    let found = find(text, names, inner)?;
-    parses(text).then_some(found)
+    let (found, within, suspect) = find(text, names, inner)?;
+    (!suspect || parses(text)).then_some((found, within))
 }
 
 /// The members found of the names asked for, in their order.
 pub type Found<'a, const N: usize> = [Option<&'a str>; N];
 
+/// The members of [`object_within`], and whether the text is suspect
+/// ([`whole`]).
 fn find<'a, const N: usize, const M: usize>(
     text: &'a str,
     names: [&str; N],
     inner: [&str; M],
-) -> Option<(Found<'a, N>, [Found<'a, M>; N])> {
+) -> Option<(Found<'a, N>, [Found<'a, M>; N], bool)> {
     let mut found = [None; N];
     let mut within = [[None; M]; N];
-    whole(text, |scan| {
+    let suspect = whole(text, |scan| {
         scan.members(|scan, key| {
             let key = key.text()?;
             let Some(i) = names.iter().position(|name| *name == key) else {
@@ -81,7 +83,7 @@ fn find<'a, const N: usize, const M: usize>(
             Some(())
         })
     })?;
-    Some((found, within))
+    Some((found, within, suspect))
 }
 
 /// Each member of the object `raw` in the order written, its key
@@ -102,13 +104,13 @@ pub fn entries(raw: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
 /// array that parses into a `Value`.
 pub fn elements(text: &str) -> Option<Vec<&str>> {
     let mut all = Vec::new();
-    whole(text, |scan| {
+    let suspect = whole(text, |scan| {
         scan.elements(|element| {
             all.push(element);
             Some(())
         })
     })?;
-    parses(text).then_some(all)
+    (!suspect || parses(text)).then_some(all)
 }
 
 /// The first element of the array `raw`, if it is an array with one. `raw`
@@ -125,12 +127,15 @@ pub fn first_element(raw: &str) -> Option<&str> {
 }
 
 /// Reads all of `text` with `read`, which starts at its first byte past
-/// whitespace: `None` unless `read` reads it and only whitespace is left.
-fn whole<'a>(text: &'a str, read: impl FnOnce(&mut Scan<'a>) -> Option<()>) -> Option<()> {
+/// whitespace: `None` unless `read` reads it and only whitespace is left;
+/// else whether the text is suspect: whether it showed, as it was read,
+/// anything that may keep it from parsing into a `Value` ([`parses`]).
+fn whole<'a>(text: &'a str, read: impl FnOnce(&mut Scan<'a>) -> Option<()>) -> Option<bool> {
     let mut scan = Scan::new(text);
     scan.space();
     read(&mut scan)?;
-    scan.end()
+    scan.end()?;
+    Some(scan.suspect || scan.opened >= SUSPECT_DEPTH)
 }
 
 /// Nesting this deep is parsed whole to decide whether it parses:
@@ -143,17 +148,16 @@ const SUSPECT_DEPTH: usize = 100;
 /// serde_json refuses in a `Value` and lets by in a member it skips.
 const SUSPECT_DIGITS: usize = 300;
 
-/// Whether the valid JSON text `text` also parses into a `Value`. Reading
-/// in place lets three things by that a `Value` refuses: nesting past
-/// serde_json's limit, a number out of an `f64`'s range, and a lone
-/// surrogate escape. One pass over the bytes finds where any of them could
-/// be (deep nesting, an exponent, a long run of digits, a `\uD…`
-/// escape); only then, rarely, is the text parsed whole to decide.
+/// Whether the valid JSON text `text` also parses into a `Value`, asked
+/// of a text [`Scan`] found suspect. Reading in place lets three things by
+/// that a `Value` refuses: nesting past serde_json's limit, a number out
+/// of an `f64`'s range, and a lone surrogate escape. The scan marks a text
+/// that holds what may be one of them (many containers, an exponent, a
+/// long run of digits, a `\uD…` escape); a pass over its bytes looks
+/// closer (the depth, not the count, of its containers), and only then,
+/// rarely, is the text parsed whole to decide.
 fn parses(text: &str) -> bool {
     let bytes = text.as_bytes();
-    if clearly_parses(bytes) {
-        return true;
-    }
     let (mut depth, mut digits) = (0usize, 0usize);
     let mut suspect = false;
     let mut i = 0;
@@ -194,38 +198,6 @@ fn parses(text: &str) -> bool {
         i += 1;
     }
     !suspect || serde_json::from_str::<serde_json::Value>(text).is_ok()
-}
-
-/// Whether `bytes` shows none of what [`parses`] looks for, found by
-/// a few quick looks instead of its pass over every byte: no backslash (so
-/// no `\uD…` escape), no `e` or `E` just after a digit (so no exponent),
-/// fewer brackets than [`SUSPECT_DEPTH`], and too short for a run of more
-/// than [`SUSPECT_DIGITS`] digits. Most messages are so; one that is not
-/// may still parse, and is looked at byte by byte.
-fn clearly_parses(bytes: &[u8]) -> bool {
-    if bytes.len() > SUSPECT_DIGITS {
-        return false;
-    }
-    // Flags or-ed and counts added in bytes, never a search that stops at
-    // its first find: the compiler makes each loop a few vector
-    // instructions for a short message.
-    let mut found = 0u8;
-    for (&b, &after) in bytes.iter().zip(bytes.get(1..).unwrap_or_default()) {
-        found |= u8::from(b.is_ascii_digit()) & u8::from(after | 0x20 == b'e');
-    }
-    for &b in bytes {
-        found |= u8::from(b == b'\\');
-    }
-    let brackets: usize = bytes
-        .chunks(u8::MAX.into())
-        .map(|chunk| {
-            let n = chunk
-                .iter()
-                .fold(0u8, |n, &b| n + u8::from(b == b'{' || b == b'['));
-            usize::from(n)
-        })
-        .sum();
-    found == 0 && brackets < SUSPECT_DEPTH
 }
 
 /// The text of a JSON string (`None` when `raw` is not one), borrowed when
@@ -318,11 +290,21 @@ impl<'a> Key<'a> {
 struct Scan<'a> {
     text: &'a str,
     at: usize,
+    /// How many containers were opened: their depth is at most this.
+    opened: usize,
+    /// Whether a number with an exponent or a long run of digits, or a
+    /// `\uD…` escape, was read ([`parses`]).
+    suspect: bool,
 }
 
 impl<'a> Scan<'a> {
     fn new(text: &'a str) -> Scan<'a> {
-        Scan { text, at: 0 }
+        Scan {
+            text,
+            at: 0,
+            opened: 0,
+            suspect: false,
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -393,6 +375,7 @@ impl<'a> Scan<'a> {
     /// it; whether its closing `close` follows at once (read too).
     fn open(&mut self, open: u8, close: u8) -> Option<bool> {
         self.expect(open)?;
+        self.opened += 1;
         self.space();
         let empty = self.peek() == Some(close);
         self.at += usize::from(empty);
@@ -434,6 +417,7 @@ impl<'a> Scan<'a> {
                     self.string()?;
                 }
                 first @ (b'{' | b'[') => {
+                    self.opened += 1;
                     self.space();
                     let close = if first == b'{' { b'}' } else { b']' };
                     if self.peek() == Some(close) {
@@ -506,6 +490,8 @@ impl<'a> Scan<'a> {
                             if !hex.iter().all(u8::is_ascii_hexdigit) {
                                 return None;
                             }
+                            // Perhaps half of a surrogate pair.
+                            self.suspect |= hex[0] | 0x20 == b'd';
                             self.at += 4;
                         }
                         _ => return None,
@@ -533,7 +519,10 @@ impl<'a> Scan<'a> {
             // One leading zero at most.
             b'0' if self.peek().is_some_and(|b| b.is_ascii_digit()) => return None,
             b'0' => {}
-            b'1'..=b'9' => self.digits(),
+            b'1'..=b'9' => {
+                let run = self.digits() + 1;
+                self.suspect |= run > SUSPECT_DIGITS;
+            }
             _ => return None,
         }
         if self.peek() == Some(b'.') {
@@ -541,6 +530,7 @@ impl<'a> Scan<'a> {
             self.some_digits()?;
         }
         if let Some(b'e' | b'E') = self.peek() {
+            self.suspect = true;
             self.at += 1;
             if let Some(b'+' | b'-') = self.peek() {
                 self.at += 1;
@@ -550,17 +540,20 @@ impl<'a> Scan<'a> {
         Some(())
     }
 
-    fn digits(&mut self) {
+    /// Skips a run of digits; how many there were.
+    fn digits(&mut self) -> usize {
+        let start = self.at;
         while self.peek().is_some_and(|b| b.is_ascii_digit()) {
             self.at += 1;
         }
+        self.at - start
     }
 
     /// At least one digit.
     fn some_digits(&mut self) -> Option<()> {
-        let start = self.at;
-        self.digits();
-        (self.at > start).then_some(())
+        let run = self.digits();
+        self.suspect |= run > SUSPECT_DIGITS;
+        (run > 0).then_some(())
     }
 }
 
@@ -631,7 +624,9 @@ mod tests {
         for text in &cases {
             let value = serde_json::from_str::<Value>(text).is_ok();
             assert_eq!(object(text, ["a"]).is_some(), value, "{text}");
-            assert!(value || !clearly_parses(text.as_bytes()), "{text}");
+            // What a `Value` refuses, the scan refuses or finds suspect.
+            let suspect = whole(text, |scan| scan.value());
+            assert!(value || suspect != Some(false), "{text}");
             let batch = format!("[{text}]");
             let value = serde_json::from_str::<Value>(&batch).is_ok();
             assert_eq!(elements(&batch).is_some(), value, "[{text}]");
@@ -785,7 +780,7 @@ mod tests {
                     found.map(|m| m.and_then(|m| members(m, inner)).unwrap_or_default())
                 });
                 assert_eq!(
-                    find(&text, names, inner).map(|(_, within)| within),
+                    find(&text, names, inner).map(|(_, within, _)| within),
                     within,
                     "{text:?}"
                 );
@@ -802,7 +797,7 @@ mod tests {
                         Some(())
                     })
                 })
-                .map(|()| all);
+                .map(|_| all);
                 assert_eq!(ours, value.ok(), "{batch:?}");
                 checked += 1;
             }
