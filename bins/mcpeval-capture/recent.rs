@@ -2,14 +2,20 @@
 //! back the least recently used one to make room.
 //!
 //! Clients choose session ids, so the observer cannot let them decide how
-//! many sessions it keeps. Each use stamps an entry with a tick; a second
-//! map from tick to key finds the oldest in O(log n). It only keeps and
-//! orders: what an evicted entry means is the caller's business. The
-//! HTTP observer keeps its sessions in one, and each session its unanswered
-//! calls (used only by insertion, so oldest first is first asked).
+//! many sessions it keeps. Each use stamps an entry with a tick and queues
+//! its key with that tick; the oldest entry is the first key in the queue
+//! whose tick is still its entry's. A key used again or removed leaves its
+//! earlier place in the queue behind, passed over when reached and swept
+//! out when such places outnumber the entries, so the queue stays within
+//! a few times the entries and each operation costs O(1) on average. It
+//! only keeps and orders: what an evicted entry means is the caller's
+//! business. The HTTP observer keeps its sessions in one, and each session
+//! its unanswered calls (used only by insertion, so oldest first is first
+//! asked, and mostly answered in that order, which the queue gives back at
+//! once).
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
 /// The maps' hasher: foldhash, seeded at random per map. Keys are ids the
@@ -18,11 +24,17 @@ use std::hash::Hash;
 /// capture's work per call, hashing each id twice.
 type Keyed = foldhash::fast::RandomState;
 
+/// How many places in the queue may be left behind beyond twice the
+/// entries before they are swept out.
+const SLACK: usize = 32;
+
 /// At most `capacity` entries, ordered by last use.
 #[derive(Debug)]
 pub struct Recent<K, V> {
     entries: HashMap<K, (u64, V), Keyed>,
-    order: BTreeMap<u64, K>,
+    /// Keys with the tick of a use, oldest first; a place whose tick is no
+    /// longer its entry's (or whose entry is gone) is left behind.
+    order: VecDeque<(u64, K)>,
     tick: u64,
     capacity: usize,
     /// Whether room left by removed entries is given back ([`Recent::shrink`]).
@@ -34,7 +46,7 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     pub fn new(capacity: usize) -> Recent<K, V> {
         Recent {
             entries: HashMap::with_hasher(Keyed::default()),
-            order: BTreeMap::new(),
+            order: VecDeque::new(),
             tick: 0,
             capacity: capacity.max(1),
             gives_back: true,
@@ -55,11 +67,11 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
 
     /// The entry for `key`, now the most recently used.
     pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        self.sweep();
         let (used, value) = self.entries.get_mut(key)?;
         self.tick += 1;
-        self.order.remove(used);
-        self.order.insert(self.tick, key.clone());
         *used = self.tick;
+        self.order.push_back((self.tick, key.clone()));
         Some(value)
     }
 
@@ -93,11 +105,10 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
         } else {
             None
         };
+        self.sweep();
         self.tick += 1;
-        self.order.insert(self.tick, key.clone());
-        if let Some((used, _)) = self.entries.insert(key, (self.tick, value)) {
-            self.order.remove(&used);
-        }
+        self.order.push_back((self.tick, key.clone()));
+        self.entries.insert(key, (self.tick, value));
         evicted
     }
 
@@ -113,21 +124,47 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
             return None;
         }
         let (used, value) = self.entries.remove(key)?;
-        self.order.remove(&used);
+        // Calls are mostly answered in the order they were made: the
+        // oldest place is most often the one just left behind.
+        if self.order.front().is_some_and(|(tick, _)| *tick == used) {
+            self.order.pop_front();
+        }
+        self.sweep();
         self.shrink();
         Some(value)
     }
 
-    /// Gives back the table of a map that once held many more entries than
+    /// Whether `place` in the queue is still its entry's.
+    fn holds(&self, (tick, key): &(u64, K)) -> bool {
+        self.entries.get(key).is_some_and(|(used, _)| used == tick)
+    }
+
+    /// Sweeps out the places left behind once they outnumber the entries
+    /// (twice over, and by [`SLACK`]): the queue's length stays within a
+    /// bound of the entries', and the sweeps cost O(1) a use on average.
+    fn sweep(&mut self) {
+        if self.order.len() <= 2 * self.entries.len() + SLACK {
+            return;
+        }
+        let mut order = std::mem::take(&mut self.order);
+        order.retain(|place| self.holds(place));
+        self.order = order;
+        self.shrink();
+    }
+
+    /// Gives back the room of a map that once held many more entries than
     /// it holds now: a session that had 65,536 calls waiting and has a few
     /// must not keep the room for all of them (its bytes are counted
     /// against the sessions' bound by what it holds, not what it held).
     fn shrink(&mut self) {
-        if self.gives_back
-            && self.entries.capacity() > 64
-            && self.entries.len() < self.entries.capacity() / 4
-        {
+        if !self.gives_back {
+            return;
+        }
+        if self.entries.capacity() > 64 && self.entries.len() < self.entries.capacity() / 4 {
             self.entries.shrink_to(self.entries.len() * 2);
+        }
+        if self.order.capacity() > 64 && self.order.len() < self.order.capacity() / 4 {
+            self.order.shrink_to(self.order.len() * 2);
         }
     }
 
@@ -142,10 +179,15 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
 
     /// Takes out the least recently used entry.
     pub fn pop_oldest(&mut self) -> Option<(K, V)> {
-        let (_, key) = self.order.pop_first()?;
-        let (_, value) = self.entries.remove(&key)?;
-        self.shrink();
-        Some((key, value))
+        while let Some(place) = self.order.pop_front() {
+            if self.holds(&place) {
+                let (_, key) = place;
+                let (_, value) = self.entries.remove(&key)?;
+                self.shrink();
+                return Some((key, value));
+            }
+        }
+        None
     }
 }
 
@@ -167,6 +209,11 @@ mod tests {
             map.entries.capacity() < full / 100,
             "{}",
             map.entries.capacity()
+        );
+        assert!(
+            map.order.capacity() < full / 100,
+            "{}",
+            map.order.capacity()
         );
         assert_eq!(map.remove(&65_535), Some(65_535));
     }
@@ -207,5 +254,31 @@ mod tests {
         assert_eq!(r.drain(), [5, 6, 7]);
         assert_eq!(r.remove(&"a"), None);
         assert!(r.order.is_empty() && r.entries.is_empty());
+    }
+
+    #[test]
+    fn places_left_behind_are_swept_out() {
+        let mut r = Recent::new(1_000);
+        for i in 0..100 {
+            r.insert(i, i);
+        }
+        // Used again and again, out of order: each use leaves a place
+        // behind, and the queue stays within its bound all along.
+        for round in 0..100 {
+            for i in (0..100).rev() {
+                *r.get_mut(&i).unwrap() += round;
+                assert!(r.order.len() <= 2 * r.len() + SLACK + 1);
+            }
+        }
+        // Removed out of order: no place at the front is freed at once.
+        for i in (0..90).rev() {
+            r.remove(&i);
+            assert!(r.order.len() <= 2 * r.len() + SLACK + 1);
+        }
+        let left: Vec<_> = std::iter::from_fn(|| r.pop_oldest())
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(left, (90..100).rev().collect::<Vec<_>>());
+        assert!(r.order.is_empty());
     }
 }

@@ -302,9 +302,9 @@ pub struct Session {
 /// random bytes and its maps.
 const SESSION_BYTES: usize = std::mem::size_of::<Session>() + 4096 + 512;
 
-/// What a pending `tools/list` or handshake costs: its id (kept twice) and
-/// the slots.
-const REQUEST_BYTES: usize = 2 * MAX_ID_KEY + 128;
+/// What a pending `tools/list` or handshake costs: its id (kept in its
+/// entry and in up to two places of the map's queue) and the slots.
+const REQUEST_BYTES: usize = 3 * MAX_ID_KEY + 128;
 
 /// What an unanswered call costs besides its id, tool name and shape.
 const PENDING_BYTES: usize = std::mem::size_of::<Pending>() + 128;
@@ -561,7 +561,7 @@ impl Session {
                     declared,
                 ));
                 let tool = escape::clean_name(&tool).into_owned();
-                let bytes = PENDING_BYTES + 2 * id.len() + tool.len() + args_shape.get().len();
+                let bytes = PENDING_BYTES + 3 * id.len() + tool.len() + args_shape.get().len();
                 let pending = Pending {
                     tool,
                     seq: self.seq,
