@@ -144,7 +144,9 @@ type SchemaKey = [u8; 16];
 /// declared.
 #[derive(Debug)]
 struct Advertised {
-    tools: HashMap<ToolKey, Listed>,
+    /// Looked up on every call: hashed with foldhash, seeded at random
+    /// per map as in [`Recent`], not SipHash.
+    tools: HashMap<ToolKey, Listed, foldhash::fast::RandomState>,
     /// Every tool listed is in `tools` (false past [`MAX_ADVERTISED_TOOLS`]).
     complete: bool,
     /// What is left of [`MAX_DECLARED_BYTES`].
@@ -165,7 +167,7 @@ impl Advertised {
     /// A list that takes over the compiled schemas of `earlier`.
     fn new(earlier: Option<Advertised>) -> Advertised {
         Advertised {
-            tools: HashMap::new(),
+            tools: HashMap::default(),
             complete: true,
             declared_left: MAX_DECLARED_BYTES,
             compiled: HashMap::new(),
