@@ -33,9 +33,11 @@ use std::time::Instant;
 use jiff::Timestamp;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use shared::error::Error;
 use shared::escape;
-use shared::id::SessionToken;
-use shared::record::{Call, Contract, Identity, Origin, SCHEMA_V1, Transport};
+use shared::record::{Call, CallError, Contract, Identity, Origin, SCHEMA_V1, Transport};
+use store::ids::EventIdText;
+use store::journal::Writer;
 use store::outcome::{self, Classified};
 use store::output_schema::OutputSchema;
 use store::raw;
@@ -245,9 +247,72 @@ impl Advertised {
     }
 }
 
-/// A record as the observer makes it: its arguments' shape is JSON text,
-/// written as it is.
-pub type Record = Call<'static, Box<RawValue>>;
+/// A completed call, as the observer hands it over to be journaled:
+/// [`Done::call`] is its record. The session's token and server name are
+/// shared with the session, not copied, and the event id is held at its
+/// fixed size: a record of owned texts cost an allocation and a free for
+/// each of them, on every call.
+#[derive(Debug)]
+pub struct Done {
+    session: Arc<str>,
+    server: Arc<str>,
+    event_id: EventIdText,
+    transport: Transport,
+    seq: u64,
+    tool: String,
+    started_at: String,
+    duration_ms: Option<u64>,
+    advertised: Option<bool>,
+    /// The arguments' shape, JSON text as it was written.
+    args_shape: Box<RawValue>,
+    classified: Classified,
+    contract: Option<Contract<'static>>,
+}
+
+impl Done {
+    /// The `mcpeval.call/1` record of the call, borrowing its texts.
+    pub fn call(&self) -> Call<'_, &RawValue> {
+        let error = self.classified.error.as_ref().map(|e| CallError {
+            channel: e.channel,
+            code: e.code,
+            template_id: e.template_id.as_deref().map(Cow::Borrowed),
+            retryable: e.retryable,
+        });
+        let contract = self.contract.as_ref().map(|c| Contract {
+            kept: c.kept,
+            at: c.at.as_deref().map(Cow::Borrowed),
+            keyword: c.keyword.as_deref().map(Cow::Borrowed),
+        });
+        Call {
+            schema: SCHEMA_V1.into(),
+            identity: Identity {
+                event_id: Cow::Borrowed(self.event_id.as_str()),
+                session: Cow::Borrowed(&self.session),
+                seq: self.seq,
+            },
+            origin: Origin::Capture,
+            transport: self.transport,
+            server: Cow::Borrowed(&self.server),
+            tool: Cow::Borrowed(&self.tool),
+            started_at: Cow::Borrowed(&self.started_at),
+            duration_ms: self.duration_ms,
+            advertised: self.advertised,
+            args_shape: &self.args_shape,
+            outcome: self.classified.outcome,
+            unknown: self.classified.unknown,
+            error,
+            contract,
+        }
+    }
+}
+
+/// Appends the records of `done` to the journal together
+/// ([`Writer::append_all`]): how many were appended, and the failure that
+/// stopped the rest.
+pub fn append(writer: &mut Writer, done: &[Done]) -> (usize, Option<Error>) {
+    let calls: Vec<_> = done.iter().map(Done::call).collect();
+    writer.append_all(&calls)
+}
 
 /// The members of a JSON-RPC message the observer reads.
 const MESSAGE: [&str; 5] = ["id", "method", "params", "result", "error"];
@@ -269,13 +334,17 @@ const WITHIN: [&str; 8] = [
 #[derive(Debug)]
 pub struct Session {
     salt: Salt,
-    token: SessionToken,
+    /// The session token, shared by its records.
+    token: Arc<str>,
     transport: Transport,
     /// `--server`, which wins over anything the server says.
     fixed_server: Option<String>,
     /// `serverInfo.name` as the server last reported it.
     reported_server: Option<String>,
     fallback_server: String,
+    /// The server's name for records: `fixed_server`, else
+    /// `reported_server`, else `fallback_server`; shared by the records.
+    server: Arc<str>,
     seq: u64,
     /// Unanswered calls by request id, oldest first.
     calls: Recent<String, Pending>,
@@ -321,15 +390,16 @@ impl Session {
     ) -> Session {
         let capture_id = uuid::Uuid::new_v4();
         let token = store::ids::session_token(&salt, capture_id.as_bytes());
-        Session {
+        let mut session = Session {
             salt,
-            token,
+            token: Arc::from(token.as_str()),
             transport,
             fixed_server: fixed_server
                 .as_deref()
                 .map(|s| escape::clean_name(s).into_owned()),
             reported_server: None,
             fallback_server: escape::clean_name(&fallback_server).into_owned(),
+            server: Arc::from(""),
             seq: 0,
             // A stdio capture is one session: the room of its unanswered
             // calls (at most MAX_PENDING_CALLS) is kept as they come and
@@ -347,7 +417,9 @@ impl Session {
             event_ids: store::ids::EventIds::new(),
             templates: Templates::default(),
             last_tool: (String::new(), tool_key("")),
-        }
+        };
+        session.server = Arc::from(session.server_name());
+        session
     }
 
     /// [`tool_key`] of `name`, remembered for the next call when short.
@@ -375,13 +447,7 @@ impl Session {
 
     /// Observes one message (a line on stdio, a body or SSE event on HTTP)
     /// and returns the records it completed.
-    pub fn observe(
-        &mut self,
-        side: Side,
-        bytes: &[u8],
-        at: Timestamp,
-        now: Instant,
-    ) -> Vec<Record> {
+    pub fn observe(&mut self, side: Side, bytes: &[u8], at: Timestamp, now: Instant) -> Vec<Done> {
         let mut done = Vec::new();
         self.observe_into(side, bytes, at, now, &mut done);
         done
@@ -395,7 +461,7 @@ impl Session {
         bytes: &[u8],
         at: Timestamp,
         now: Instant,
-        done: &mut Vec<Record>,
+        done: &mut Vec<Done>,
     ) {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
@@ -463,7 +529,7 @@ impl Session {
 
     /// Ends the session: every call still waiting is recorded unanswered,
     /// in the order they were made.
-    pub fn finish(&mut self) -> Vec<Record> {
+    pub fn finish(&mut self) -> Vec<Done> {
         let mut done = Vec::with_capacity(self.calls.len());
         while let Some((_, pending)) = self.calls.pop_oldest() {
             self.pending_bytes -= pending.bytes;
@@ -482,7 +548,7 @@ impl Session {
     /// Tracks a new unanswered call; the oldest ones beyond
     /// [`MAX_PENDING_CALLS`] or [`MAX_PENDING_BYTES`] are recorded as
     /// unanswered, as at the session's end.
-    fn track(&mut self, id: String, pending: Pending, done: &mut Vec<Record>) {
+    fn track(&mut self, id: String, pending: Pending, done: &mut Vec<Done>) {
         // A client reusing a pending id has abandoned the first call.
         if let Some(old) = self.take_call(&id) {
             done.push(self.record(old, None, Classified::unanswered()));
@@ -509,7 +575,7 @@ impl Session {
         text: &str,
         at: Timestamp,
         now: Instant,
-        done: &mut Vec<Record>,
+        done: &mut Vec<Done>,
     ) {
         let Some(([id, method, _, result, error], [_, _, params, in_result, _])) =
             raw::object_within(text, MESSAGE, WITHIN)
@@ -539,7 +605,7 @@ impl Session {
         params: raw::Found<'_, 8>,
         at: Timestamp,
         now: Instant,
-        done: &mut Vec<Record>,
+        done: &mut Vec<Done>,
     ) {
         match method {
             "tools/call" => {
@@ -597,7 +663,7 @@ impl Session {
         (result, in_result): (Option<&str>, raw::Found<'_, 8>),
         error: Option<&str>,
         now: Instant,
-        done: &mut Vec<Record>,
+        done: &mut Vec<Done>,
     ) {
         let [_, _, _, meta, info, tools, is_error, structured] = in_result;
         if let Some(name) = meta
@@ -605,12 +671,12 @@ impl Session {
             .and_then(|[info]| info)
             .and_then(name_of)
         {
-            self.reported_server = Some(escape::clean_name(&name).into_owned());
+            self.report_server(&name);
         }
         if self.handshakes.remove(id).is_some()
             && let Some(name) = info.and_then(name_of)
         {
-            self.reported_server = Some(escape::clean_name(&name).into_owned());
+            self.report_server(&name);
         }
         if let Some(continued) = self.lists.remove(id)
             && let Some(tools) = tools.and_then(|t| serde_json::from_str::<Vec<Value>>(t).ok())
@@ -677,13 +743,20 @@ impl Session {
         checked
     }
 
-    fn server_name(&self) -> String {
+    /// The server's name as it reported it (`serverInfo.name`), clean.
+    fn report_server(&mut self, name: &str) {
+        self.reported_server = Some(escape::clean_name(name).into_owned());
+        if *self.server != *self.server_name() {
+            self.server = Arc::from(self.server_name());
+        }
+    }
+
+    fn server_name(&self) -> &str {
         self.fixed_server
             .as_ref()
             .or(self.reported_server.as_ref())
             .filter(|n| !n.is_empty())
             .unwrap_or(&self.fallback_server)
-            .clone()
     }
 
     fn record(
@@ -691,25 +764,19 @@ impl Session {
         pending: Pending,
         duration_ms: Option<u64>,
         classified: Classified,
-    ) -> Record {
-        Call {
-            schema: SCHEMA_V1.into(),
-            identity: Identity {
-                event_id: self.event_ids.next().into(),
-                session: self.token.as_str().to_owned().into(),
-                seq: pending.seq,
-            },
-            origin: Origin::Capture,
+    ) -> Done {
+        Done {
+            session: self.token.clone(),
+            server: self.server.clone(),
+            event_id: self.event_ids.next_text(),
             transport: self.transport,
-            server: self.server_name().into(),
-            tool: pending.tool.into(),
-            started_at: shared::time::rfc3339(pending.started_at).into(),
+            seq: pending.seq,
+            tool: pending.tool,
+            started_at: shared::time::rfc3339(pending.started_at),
             duration_ms,
             advertised: pending.advertised,
             args_shape: pending.args_shape,
-            outcome: classified.outcome,
-            unknown: classified.unknown,
-            error: classified.error,
+            classified,
             contract: None,
         }
     }
@@ -797,8 +864,43 @@ mod tests {
         )
     }
 
+    /// A record as the tests look at it: its texts owned.
+    type Record = Call<'static, Box<RawValue>>;
+
+    fn owned(done: Vec<Done>) -> Vec<Record> {
+        let text = |t: Cow<'_, str>| Cow::Owned(t.into_owned());
+        done.iter()
+            .map(|d| {
+                let c = d.call();
+                Call {
+                    schema: text(c.schema),
+                    identity: Identity {
+                        event_id: text(c.identity.event_id),
+                        session: text(c.identity.session),
+                        seq: c.identity.seq,
+                    },
+                    origin: c.origin,
+                    transport: c.transport,
+                    server: text(c.server),
+                    tool: text(c.tool),
+                    started_at: text(c.started_at),
+                    duration_ms: c.duration_ms,
+                    advertised: c.advertised,
+                    args_shape: c.args_shape.to_owned(),
+                    outcome: c.outcome,
+                    unknown: c.unknown,
+                    error: c.error.map(|e| CallError {
+                        template_id: e.template_id.map(text),
+                        ..e
+                    }),
+                    contract: c.contract.map(Contract::into_owned),
+                }
+            })
+            .collect()
+    }
+
     fn feed(s: &mut Session, side: Side, line: &str) -> Vec<Record> {
-        s.observe(side, line.as_bytes(), Timestamp::now(), Instant::now())
+        owned(s.observe(side, line.as_bytes(), Timestamp::now(), Instant::now()))
     }
 
     /// A record's arguments shape, parsed.
@@ -840,7 +942,7 @@ mod tests {
             ("a", Outcome::Error)
         );
         assert_eq!(shape(&second[0]), serde_json::json!({"x": "integer"}));
-        assert!(s.finish().is_empty());
+        assert!(owned(s.finish()).is_empty());
     }
 
     #[test]
@@ -900,7 +1002,7 @@ mod tests {
         let not_utf8 = b"{\"id\":1,\"x\":\"\xff\"}";
         s.observe(Side::Server, not_utf8, Timestamp::now(), Instant::now());
         assert_eq!(s.unparsed, 8);
-        let left = s.finish();
+        let left = owned(s.finish());
         assert_eq!(left.len(), 1);
         assert_eq!(shape(&left[0]), serde_json::json!({}));
     }
@@ -930,7 +1032,7 @@ mod tests {
             )
             .is_empty()
         );
-        let left = s.finish();
+        let left = owned(s.finish());
         assert_eq!(left[0].unknown, Some(Unknown::Unanswered));
         assert_eq!(left[0].duration_ms, None);
     }
@@ -988,7 +1090,7 @@ mod tests {
             done[0].advertised, None,
             "no tools/list had been seen when it was called"
         );
-        let mut rest = s.finish();
+        let mut rest = owned(s.finish());
         rest.sort_by_key(|c| c.identity.seq);
         assert_eq!(
             rest.iter().map(|c| c.advertised).collect::<Vec<_>>(),
@@ -1143,7 +1245,7 @@ mod tests {
             Side::Client,
             r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"d"}}"#,
         );
-        let mut left = s.finish();
+        let mut left = owned(s.finish());
         left.sort_by_key(|c| c.identity.seq);
         let got: Vec<(&str, u64)> = left
             .iter()
@@ -1188,7 +1290,7 @@ mod tests {
             (3, Outcome::Ok)
         );
         assert_eq!(shape(&answered[0]), serde_json::json!({"q": "integer"}));
-        let rest = s.finish();
+        let rest = owned(s.finish());
         assert_eq!(rest.len(), MAX_PENDING_CALLS - 1);
         assert!(
             rest.windows(2)
@@ -1261,7 +1363,10 @@ mod tests {
         assert!(feed(&mut s_with_call(), Side::Client, &dense).is_empty());
         let mut s = session();
         feed(&mut s, Side::Client, &dense);
-        assert_eq!((s.bounded.costly, s.unparsed, s.finish().len()), (1, 0, 0));
+        assert_eq!(
+            (s.bounded.costly, s.unparsed, owned(s.finish()).len()),
+            (1, 0, 0)
+        );
         // Text of the same length, in strings, costs about its length.
         let plain = format!(r#"{{"x":"{}"}}"#, "{".repeat(1 << 20));
         assert!(store::json_cost::parse_cost(plain.as_bytes()) < 2 << 20);
@@ -1315,7 +1420,7 @@ mod tests {
                 format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
             feed(&mut s, Side::Client, &call);
         }
-        assert!(s.finish().is_empty());
+        assert!(owned(s.finish()).is_empty());
         assert_eq!((s.unparsed, s.seq), (3, 0));
     }
 }

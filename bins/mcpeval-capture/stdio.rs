@@ -22,7 +22,7 @@ use store::salt::Salt;
 use crate::PROGRAM;
 use crate::args;
 use crate::relay::{self, Event, Lines};
-use crate::session::{Record, Session, Side};
+use crate::session::{self, Done, Session, Side};
 use crate::signals;
 use crate::warnings;
 
@@ -83,8 +83,8 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     // observer has caught up (or has gathered [`GATHER`] of them): every
     // record is on disk before the observer waits for more, as when each
     // chunk's records were written on their own.
-    let mut append = |writer: &mut Writer, calls: &mut Vec<Record>| {
-        let (done, failed) = writer.append_all(calls);
+    let mut append = |writer: &mut Writer, calls: &mut Vec<Done>| {
+        let (done, failed) = session::append(writer, calls);
         journaled += done as u64;
         calls.clear();
         match failed {

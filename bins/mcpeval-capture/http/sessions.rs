@@ -33,7 +33,7 @@ use store::salt::Salt;
 
 use crate::limits::{MAX_SESSIONS, SESSIONS_BYTES};
 use crate::recent::Recent;
-use crate::session::{Bounded, Record, Session, Side};
+use crate::session::{self, Bounded, Done, Session, Side};
 
 /// What makes requests one session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -321,8 +321,8 @@ impl State {
     }
 
     /// Appends the records together, under one hold of the journal lock.
-    fn append(&mut self, calls: Vec<Record>) {
-        let (done, failed) = self.writer.append_all(&calls);
+    fn append(&mut self, calls: Vec<Done>) {
+        let (done, failed) = session::append(&mut self.writer, &calls);
         self.tally.journaled += done as u64;
         match failed {
             // Keep relaying: the clients' sessions matter more than the

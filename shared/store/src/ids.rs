@@ -90,6 +90,12 @@ impl EventIds {
     /// The next id, as its hyphenated text.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> String {
+        self.next_text().as_str().to_owned()
+    }
+
+    /// The next id, as its hyphenated text held at its fixed size: what
+    /// capture keeps for every call until it journals it.
+    pub fn next_text(&mut self) -> EventIdText {
         let millis = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
@@ -112,12 +118,22 @@ impl EventIds {
     }
 }
 
-fn v7(millis: u64, random: &[u8; RANDOM]) -> String {
+/// An event id's hyphenated text, at its fixed size: no allocation, and
+/// encoded without the formatting machinery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventIdText([u8; uuid::fmt::Hyphenated::LENGTH]);
+
+impl EventIdText {
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("hyphenated hex digits")
+    }
+}
+
+fn v7(millis: u64, random: &[u8; RANDOM]) -> EventIdText {
     let uuid = uuid::Builder::from_unix_timestamp_millis(millis, random).into_uuid();
-    // Encoded into a buffer of its own size: `to_string` goes through the
-    // formatting machinery, for every record.
     let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-    uuid.hyphenated().encode_lower(&mut text).to_owned()
+    uuid.hyphenated().encode_lower(&mut text);
+    EventIdText(text)
 }
 
 impl Default for EventIds {

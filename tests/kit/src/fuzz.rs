@@ -140,7 +140,7 @@ pub fn observe(data: &[u8]) {
     }
     calls.extend(s.finish());
     for call in calls {
-        let line = store::journal::encode(&call);
+        let line = store::journal::encode(&call.call());
         assert!(line.len() <= MAX_LINE + 1 && line.ends_with(b"\n"));
         if let Err(why) = index_row(&line[..line.len() - 1]) {
             panic!("capture wrote a record the index refuses: {why}");
