@@ -687,12 +687,39 @@ mod text_tests {
             "12.5".to_owned(),
             "[[[[[1]]]]]".to_owned(),
             "[{}, 1]".to_owned(),
+            // A repeated key: its last member counts.
+            r#"{"a":1,"a":"x"}"#.to_owned(),
+            r#"{"a":{"b":1},"b":2,"a":[true],"\u0061":null}"#.to_owned(),
+            // More field names than are kept, among data keys.
+            format!(r#"{{{many},"A":1,"user@x.example":"s","!x":true,"zz@z":[]}}"#),
+            // Keys a declared schema may keep that need escaping.
+            r#"{"a\"b":1,"back\\slash":2,"\"":3,"\\":4,"tab\tkey":5,"\u0001":6}"#.to_owned(),
+            // Containers at the depth limit and past it.
+            r#"{"a":{"b":{"c":{"d":[]}}}}"#.to_owned(),
+            r#"{"a":{"b":{"c":[{}]}}}"#.to_owned(),
+            r#"{"a":{"b":[[{"x":1}]]},"c":[[[]]],"d":{"e":{"f":{}}}}"#.to_owned(),
+            "[[[[]]]]".to_owned(),
+            "[[[{}]]]".to_owned(),
+            // Empty containers, with and without whitespace.
+            r#"{"a":{},"b":[],"c":{ },"d":[ ]}"#.to_owned(),
+            "{ }".to_owned(),
+            "[ ]".to_owned(),
+            // The fold among kept keys before and after it: `!`, `#` and `)`
+            // sort before `*`, `+` and letters after it.
+            r##"{"!a":1,"#b":"s","*":true,"zz@x":null,"a":1}"##.to_owned(),
+            r#"{"!a":1,"b@x":2.5,"c":3}"#.to_owned(),
+            r#"{")":1,"+":"s","c":[1]}"#.to_owned(),
+            r#"{"+":1,"*":"s"}"#.to_owned(),
+            r#"{"User":{"k":1},"a":2}"#.to_owned(),
         ];
         let schemas = [
             json!({"type": "object", "properties": {"Odd Key": {"properties": {"x": {}}}, "#tag": {"items": {"properties": {"q": {}}}}, "a": {}}}),
             json!({"type": "object", "properties": {"city": {}}, "additionalProperties": false}),
             json!({"type": "object", "properties": {"!bang": {}, "z": {}}, "additionalProperties": true}),
             json!({"items": {"properties": {"b": {}}}}),
+            json!({"type": "object", "properties": {"a\"b": {}, "back\\slash": {}, "\"": {}, "\\": {}, "tab\tkey": {}, "\u{1}": {}, "key_3": {}, "!x": {}}}),
+            json!({"type": "object", "properties": {"!a": {}, "#b": {}, ")": {}, "+": {}, "a": {"properties": {"b": {"properties": {"c": {"items": {}}}}}}}}),
+            json!({"type": "object", "properties": {"!a": {}}, "additionalProperties": false}),
         ];
         let declared: Vec<Declared> = schemas.iter().map(Declared::from_schema).collect();
         for case in &cases {
@@ -700,6 +727,168 @@ mod text_tests {
             for d in &declared {
                 same(case, Some(d));
             }
+        }
+    }
+
+    /// A small deterministic generator (SplitMix64): the same arguments on
+    /// every run, and no dependency for them.
+    struct Draw(u64);
+
+    impl Draw {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+
+        /// A number below `n`.
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        /// One of `from`, each as likely.
+        fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
+            &from[self.below(from.len())]
+        }
+    }
+
+    /// Pieces of keys, each as written in JSON text and as the text it
+    /// stands for: field-name parts, bytes that sort before and after
+    /// [`FOLDED`], escapes, and text beyond ASCII written both ways.
+    const KEY_PIECES: [(&str, &str); 22] = [
+        ("a", "a"),
+        ("b", "b"),
+        ("z", "z"),
+        ("_", "_"),
+        ("-", "-"),
+        ("B", "B"),
+        ("7", "7"),
+        ("12345", "12345"),
+        ("*", "*"),
+        ("!", "!"),
+        ("#", "#"),
+        ("+", "+"),
+        ("@", "@"),
+        (" ", " "),
+        (r#"\""#, "\""),
+        (r"\\", "\\"),
+        (r"\/", "/"),
+        (r"\n", "\n"),
+        (r"\u0001", "\u{1}"),
+        ("é", "é"),
+        (r"\u00e9", "é"),
+        (r"\ud83d\ude00", "😀"),
+    ];
+
+    /// A key as written in JSON text and as read: two times in three a
+    /// field name, else up to three pieces.
+    fn key(draw: &mut Draw) -> (String, String) {
+        if draw.below(3) > 0 {
+            let name = format!("{}{}", draw.pick(&["a", "b", "k", "z"]), draw.below(40));
+            return (name.clone(), name);
+        }
+        let mut key = (String::new(), String::new());
+        for _ in 0..draw.below(4) {
+            let (written, read) = draw.pick(&KEY_PIECES);
+            key.0.push_str(written);
+            key.1.push_str(read);
+        }
+        key
+    }
+
+    /// The keys of one case, which its arguments and its schema both draw
+    /// from: keys repeat, and are declared.
+    fn keys(draw: &mut Draw) -> Vec<(String, String)> {
+        (0..1 + draw.below(48)).map(|_| key(draw)).collect()
+    }
+
+    /// Whitespace, now and then.
+    fn space(draw: &mut Draw) -> &'static str {
+        const SPACES: [&str; 5] = ["", "", "", " ", "\n\t"];
+        SPACES[draw.below(SPACES.len())]
+    }
+
+    /// The JSON text of a value at `depth` (1 for the arguments): a
+    /// container no deeper than 6.
+    fn value(draw: &mut Draw, keys: &[(String, String)], depth: usize) -> String {
+        const SCALARS: [&str; 12] = [
+            "null",
+            "true",
+            "false",
+            "0",
+            "-0",
+            "-7",
+            "1.5",
+            "1e3",
+            "18446744073709551615",
+            "18446744073709551616",
+            r#""s""#,
+            r#""\u0041""#,
+        ];
+        match draw.below(if depth <= 6 { 5 } else { 2 }) {
+            0 | 1 => draw.pick(&SCALARS).to_string(),
+            2 => {
+                let items: Vec<String> = (0..draw.below(3))
+                    .map(|_| value(draw, keys, depth + 1))
+                    .collect();
+                format!("[{}{}]", items.join(","), space(draw))
+            }
+            _ => object(draw, keys, depth),
+        }
+    }
+
+    /// The JSON text of an object at `depth`; at the top, now and then
+    /// one of more members than [`MAX_NAMED_KEYS`].
+    fn object(draw: &mut Draw, keys: &[(String, String)], depth: usize) -> String {
+        let count = match depth == 1 && draw.below(4) == 0 {
+            true => 20 + draw.below(40),
+            false => draw.below(7),
+        };
+        let members: Vec<String> = (0..count)
+            .map(|_| {
+                let (written, _) = draw.pick(keys);
+                let (before, after) = (space(draw), space(draw));
+                let value = value(draw, keys, depth + 1);
+                format!("{before}\"{written}\"{after}:{value}")
+            })
+            .collect();
+        format!("{{{}{}}}", members.join(","), space(draw))
+    }
+
+    /// A schema for an object at `depth`, declaring some of `keys` (as
+    /// read), open or not.
+    fn schema(draw: &mut Draw, keys: &[(String, String)], depth: usize) -> Value {
+        let mut out = Map::new();
+        if draw.below(4) > 0 {
+            let count = if depth < 6 { draw.below(6) } else { 0 };
+            let properties: Map<String, Value> = (0..count)
+                .map(|_| (draw.pick(keys).1.clone(), schema(draw, keys, depth + 1)))
+                .collect();
+            out.insert("properties".into(), Value::Object(properties));
+        }
+        match draw.below(4) {
+            0 => drop(out.insert("additionalProperties".into(), json!(false))),
+            1 => drop(out.insert("additionalProperties".into(), json!(true))),
+            2 => drop(out.insert("patternProperties".into(), json!({"^x": {}}))),
+            _ => {}
+        }
+        if depth < 6 && draw.below(3) == 0 {
+            out.insert("items".into(), schema(draw, keys, depth + 1));
+        }
+        Value::Object(out)
+    }
+
+    #[test]
+    fn shapes_read_from_random_text_are_the_shapes_of_the_parsed_value() {
+        let mut draw = Draw(0x5eed);
+        for _ in 0..3000 {
+            let keys = keys(&mut draw);
+            let args = object(&mut draw, &keys, 1);
+            let declared = Declared::from_schema(&schema(&mut draw, &keys, 1));
+            same(&args, None);
+            same(&args, Some(&declared));
         }
     }
 
