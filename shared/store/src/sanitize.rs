@@ -7,6 +7,7 @@
 //! keeps a key only when the tool's schema declares it or it looks like a
 //! field name; every other key is folded into one [`FOLDED`] key.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
@@ -184,8 +185,10 @@ fn shape(value: &Value, place: Option<&Declared>, depth: usize) -> Value {
 /// makes of that shape (keys in byte order), held as a raw value. The
 /// arguments are not parsed into a tree (capture shapes every call's
 /// arguments, and the tree took more of its time than the rest of the
-/// shaping), and the shape is written once and not read back to check it:
-/// what serde_json wrote is JSON.
+/// shaping), and the shape is written once, by serde_json, and not read
+/// back to check it: what serde_json wrote is JSON. Written here by hand,
+/// it would have to be read back ([`RawValue::from_string`] checks its
+/// text), and that check alone costs more than serde's writing.
 pub fn args_shape_raw(args: &str, declared: Option<&Declared>) -> Box<RawValue> {
     serde_json::value::to_raw_value(&TextShape::new(args, declared)).expect("a shape serializes")
 }
@@ -202,6 +205,9 @@ fn scalar_name(text: &str) -> Option<&'static str> {
         // fraction or exponent, within i64 or u64, and not `-0`, which it
         // holds as a float).
         _ if text == "-0" || text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => "number",
+        // Up to 18 digits, signed or not, always fit an i64: most numbers
+        // are told by their length, without parsing them.
+        _ if text.len() <= 18 => "integer",
         _ if text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok() => "integer",
         _ => "number",
     })
@@ -251,44 +257,61 @@ impl Serialize for TextShape<'_> {
             }
             return seq.end();
         }
-        let mut entries = crate::raw::entries(text).unwrap_or_default();
-        // In key order, the last of a repeated key kept: as a parsed map
-        // holds them.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        entries.dedup_by(|later, earlier| {
-            let same = later.0 == earlier.0;
-            if same {
-                std::mem::swap(later, earlier);
+        let mut members = crate::raw::entries(text).unwrap_or_default();
+        let mut folded = keep_members(&mut members, place);
+        let mut map = out.serialize_map(Some(members.len() + usize::from(folded.is_some())))?;
+        for (key, value) in &members {
+            // No kept key is FOLDED (declared keys never are, and it is no
+            // field name), so the folded member goes just before the first
+            // kept key after it in key order, or last.
+            if let Some(value) = folded.take_if(|_| key.as_ref() > FOLDED) {
+                map.serialize_entry(FOLDED, &self.below(value, None))?;
             }
-            same
-        });
-        let open = place.is_none_or(|d| d.open);
-        let mut named = 0;
-        let mut folded = None;
-        // Each kept key with its place below; `None` for an undeclared one.
-        let mut kept: Vec<(&str, &str, Option<&Declared>)> = Vec::with_capacity(entries.len());
-        for (key, value) in &entries {
-            if let Some(below) = place.and_then(|d| d.keys.get(key.as_ref())) {
-                kept.push((key, value, Some(below)));
-            } else if open && named < MAX_NAMED_KEYS && is_field_name(key) {
-                named += 1;
-                kept.push((key, value, None));
-            } else if folded.is_none() {
-                folded = Some(*value);
-            }
+            let below = place.and_then(|d| d.keys.get(key.as_ref()));
+            map.serialize_entry(key.as_ref(), &self.below(value, below))?;
         }
         if let Some(value) = folded {
-            // No kept key is FOLDED (declared keys never are, and it is no
-            // field name), so it goes in its place in key order.
-            let at = kept.partition_point(|(key, _, _)| *key < FOLDED);
-            kept.insert(at, (FOLDED, value, None));
-        }
-        let mut map = out.serialize_map(Some(kept.len()))?;
-        for (key, value, below) in kept {
-            map.serialize_entry(key, &self.below(value, below))?;
+            map.serialize_entry(FOLDED, &self.below(value, None))?;
         }
         map.end()
     }
+}
+
+/// Sorts an object's members (as [`crate::raw::entries`] reads them) by
+/// key and keeps, in place, those its shape shows under their own key at
+/// `place`, chosen as [`args_shape`] chooses them; returns the value of
+/// the first member folded, in key order, which the shape shows under
+/// [`FOLDED`]. No second list of the kept members is made: capture shapes
+/// every call's arguments.
+fn keep_members<'a>(
+    members: &mut Vec<(Cow<'_, str>, &'a str)>,
+    place: Option<&Declared>,
+) -> Option<&'a str> {
+    // In key order, the last of a repeated key kept: as a parsed map
+    // holds them.
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    members.dedup_by(|later, earlier| {
+        let same = later.0 == earlier.0;
+        if same {
+            std::mem::swap(later, earlier);
+        }
+        same
+    });
+    let open = place.is_none_or(|d| d.open);
+    let mut named = 0;
+    let mut folded = None;
+    members.retain(|(key, value)| {
+        if place.is_some_and(|d| d.keys.contains_key(key.as_ref())) {
+            true
+        } else if open && named < MAX_NAMED_KEYS && is_field_name(key) {
+            named += 1;
+            true
+        } else {
+            folded = folded.or(Some(*value));
+            false
+        }
+    });
+    folded
 }
 
 /// Whether `key` looks like a field name rather than data: at most
