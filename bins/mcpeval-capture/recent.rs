@@ -76,7 +76,11 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     }
 
     /// The entry for `key`, without counting it as a use.
-    pub fn get(&self, key: &K) -> Option<&V> {
+    pub fn get<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.entries.get(key).map(|(_, value)| value)
     }
 

@@ -65,7 +65,7 @@ pub enum Side {
 /// A `tools/call` request waiting for its response.
 #[derive(Debug)]
 struct Pending {
-    tool: String,
+    tool: Arc<str>,
     seq: u64,
     started_at: Timestamp,
     started: Instant,
@@ -259,7 +259,7 @@ pub struct Done {
     event_id: EventIdText,
     transport: Transport,
     seq: u64,
-    tool: String,
+    tool: Arc<str>,
     started_at: String,
     duration_ms: Option<u64>,
     advertised: Option<bool>,
@@ -347,13 +347,13 @@ pub struct Session {
     server: Arc<str>,
     seq: u64,
     /// Unanswered calls by request id, oldest first.
-    calls: Recent<String, Pending>,
+    calls: Recent<Id, Pending>,
     /// What `calls` holds, in bytes.
     pending_bytes: usize,
     /// Pending `tools/list` requests: id → whether it asked for a later page.
-    lists: Recent<String, bool>,
+    lists: Recent<Id, bool>,
     /// Pending `initialize` / `server/discover` requests.
-    handshakes: Recent<String, ()>,
+    handshakes: Recent<Id, ()>,
     /// The tools of the last `tools/list`; `None` until a list is seen.
     advertised: Option<Advertised>,
     /// Messages that were not JSON-RPC we could read.
@@ -367,15 +367,21 @@ pub struct Session {
     /// session calls the same tool over and over, and its name need not be
     /// digested each time.
     last_tool: (String, ToolKey),
+    /// The name of the tool last called (when short) and its clean name,
+    /// shared by its calls.
+    last_clean: (String, Arc<str>),
 }
 
 /// What a session costs before it holds anything: itself, its buffer of
 /// random bytes and its maps.
 const SESSION_BYTES: usize = std::mem::size_of::<Session>() + 4096 + 512;
 
-/// What a pending `tools/list` or handshake costs: its id (kept in its
-/// entry and in up to two places of the map's queue) and the slots.
-const REQUEST_BYTES: usize = 3 * MAX_ID_KEY + 128;
+/// What a pending `tools/list` or handshake costs: its id and the slots.
+const REQUEST_BYTES: usize = MAX_ID_KEY + ID_BYTES + 128;
+
+/// What an [`Id`] costs besides its text: the count beside it, and the
+/// pointers of its entry and of up to two places in its map's queue.
+const ID_BYTES: usize = 16 + 3 * std::mem::size_of::<Id>();
 
 /// What an unanswered call costs besides its id, tool name and shape.
 const PENDING_BYTES: usize = std::mem::size_of::<Pending>() + 128;
@@ -417,6 +423,7 @@ impl Session {
             event_ids: store::ids::EventIds::new(),
             templates: Templates::default(),
             last_tool: (String::new(), tool_key("")),
+            last_clean: (String::new(), Arc::from("")),
         };
         session.server = Arc::from(session.server_name());
         session
@@ -434,6 +441,21 @@ impl Session {
             return key;
         }
         self.last_tool.1
+    }
+
+    /// [`escape::clean_name`] of a tool's `name`, shared with the last
+    /// call when it called the same tool.
+    fn clean_tool(&mut self, name: &str) -> Arc<str> {
+        if self.last_clean.0 != name {
+            let clean = Arc::from(escape::clean_name(name));
+            if name.len() <= MAX_REMEMBERED_TOOL {
+                self.last_clean.0.clear();
+                self.last_clean.0.push_str(name);
+                self.last_clean.1 = Arc::clone(&clean);
+            }
+            return clean;
+        }
+        Arc::clone(&self.last_clean.1)
     }
 
     /// An estimate of the memory this session holds, in bytes: what the
@@ -507,12 +529,12 @@ impl Session {
             },
             _ => vec![text],
         };
-        let mut ids: Vec<String> = messages
+        let mut ids: Vec<Id> = messages
             .into_iter()
             .filter_map(|m| raw::object(m, ["method", "id"]))
             .filter(|[method, _]| method.is_some())
             .filter_map(|[_, id]| id.filter(|id| !raw::is_null(id)))
-            .map(|id| id_key(id).into_owned())
+            .map(|id| Id::from(id_key(id).as_ref()))
             .collect();
         // Latest first, so a batch gives back all of its seqs.
         ids.sort_by_key(|id| std::cmp::Reverse(self.calls.get(id).map(|p| p.seq)));
@@ -548,7 +570,7 @@ impl Session {
     /// Tracks a new unanswered call; the oldest ones beyond
     /// [`MAX_PENDING_CALLS`] or [`MAX_PENDING_BYTES`] are recorded as
     /// unanswered, as at the session's end.
-    fn track(&mut self, id: String, pending: Pending, done: &mut Vec<Done>) {
+    fn track(&mut self, id: Id, pending: Pending, done: &mut Vec<Done>) {
         // A client reusing a pending id has abandoned the first call.
         if let Some(old) = self.take_call(&id) {
             done.push(self.record(old, None, Classified::unanswered()));
@@ -586,7 +608,7 @@ impl Session {
         let id = id.filter(|id| !raw::is_null(id)).map(id_key);
         match (side, method.and_then(raw::string), id) {
             (Side::Client, Some(method), Some(id)) => {
-                self.request(&method, id.into_owned(), params, at, now, done)
+                self.request(&method, Id::from(id.as_ref()), params, at, now, done)
             }
             // A response's id is only looked up: it is not copied.
             (Side::Server, None, Some(id)) => {
@@ -601,7 +623,7 @@ impl Session {
     fn request(
         &mut self,
         method: &str,
-        id: String,
+        id: Id,
         params: raw::Found<'_, 8>,
         at: Timestamp,
         now: Instant,
@@ -628,8 +650,9 @@ impl Session {
                     arguments.unwrap_or("{}"),
                     declared,
                 ));
-                let tool = escape::clean_name(&tool).into_owned();
-                let bytes = PENDING_BYTES + 3 * id.len() + tool.len() + args_shape.get().len();
+                let tool = self.clean_tool(&tool);
+                let bytes =
+                    PENDING_BYTES + id.len() + ID_BYTES + tool.len() + args_shape.get().len();
                 let pending = Pending {
                     tool,
                     seq: self.seq,
@@ -781,6 +804,10 @@ impl Session {
         }
     }
 }
+
+/// A request id as the maps of pending requests key it ([`id_key`]):
+/// shared, not copied, between an entry and its places in the map's queue.
+type Id = Arc<str>;
 
 /// The longest request id kept as it is in a map key.
 const MAX_ID_KEY: usize = 64;
