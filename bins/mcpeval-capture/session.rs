@@ -310,8 +310,7 @@ impl Done {
 /// ([`Writer::append_all`]): how many were appended, and the failure that
 /// stopped the rest.
 pub fn append(writer: &mut Writer, done: &[Done]) -> (usize, Option<Error>) {
-    let calls: Vec<_> = done.iter().map(Done::call).collect();
-    writer.append_all(&calls)
+    writer.append_all(done.iter().map(Done::call))
 }
 
 /// The members of a JSON-RPC message the observer reads.

@@ -13,7 +13,7 @@
 //! and the index never sees a torn line it would take for complete. A writer rotates to a new file when its
 //! file passes [`ROTATE_BYTES`] or the UTC day changes, so old files freeze.
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, ErrorKind, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -236,8 +236,19 @@ impl Writer {
     /// hundreds of records, where a `write` each cost more than the rest of
     /// journaling). Every record is written before this returns. Stops at
     /// the first failure; returns how many were appended, and the failure.
-    pub fn append_all<S: Serialize>(&mut self, calls: &[Call<'_, S>]) -> (usize, Option<Error>) {
-        if calls.is_empty() {
+    /// The records may be references or records made as they are read
+    /// (capture's completed calls, each borrowing its texts), so none need
+    /// be gathered first.
+    pub fn append_all<'c, S, C>(
+        &mut self,
+        calls: impl IntoIterator<Item = C>,
+    ) -> (usize, Option<Error>)
+    where
+        S: Serialize + 'c,
+        C: Borrow<Call<'c, S>>,
+    {
+        let mut calls = calls.into_iter().peekable();
+        if calls.peek().is_none() {
             return (0, None);
         }
         let _guard = match self.lock.shared() {
@@ -253,7 +264,7 @@ impl Writer {
         let mut outcome = None;
         for call in calls {
             let start = batch.len();
-            encode_into(call, &mut batch);
+            encode_into(call.borrow(), &mut batch);
             let rotate = match &self.current {
                 None => true,
                 Some(cur) => cur.day != day || cur.len + batch.len() as u64 > ROTATE_BYTES,
