@@ -316,6 +316,12 @@ pub fn append(writer: &mut Writer, done: &[Done]) -> (usize, Option<Error>) {
 /// The members of a JSON-RPC message the observer reads.
 const MESSAGE: [&str; 5] = ["id", "method", "params", "result", "error"];
 
+/// Where `params` and `result` are in [`MESSAGE`]: of a client's message
+/// the observer reads the members of `params` (a request's), of a
+/// server's those of `result` (a response's).
+const PARAMS: usize = 2;
+const RESULT: usize = 3;
+
 /// The members of a message's `params` (the first three) and `result` (the
 /// rest) the observer reads, found as the message is read.
 const WITHIN: [&str; 8] = [
@@ -598,8 +604,12 @@ impl Session {
         now: Instant,
         done: &mut Vec<Done>,
     ) {
-        let Some(([id, method, _, result, error], [_, _, params, in_result, _])) =
-            raw::object_within(text, MESSAGE, WITHIN)
+        let within = match side {
+            Side::Client => PARAMS,
+            Side::Server => RESULT,
+        };
+        let Some(([id, method, _, result, error], inner)) =
+            raw::object_within(text, MESSAGE, within, WITHIN)
         else {
             self.unparsed += 1;
             return;
@@ -607,11 +617,11 @@ impl Session {
         let id = id.filter(|id| !raw::is_null(id)).map(id_key);
         match (side, method.and_then(raw::string), id) {
             (Side::Client, Some(method), Some(id)) => {
-                self.request(&method, Id::from(id.as_ref()), params, at, now, done)
+                self.request(&method, Id::from(id.as_ref()), inner, at, now, done)
             }
             // A response's id is only looked up: it is not copied.
             (Side::Server, None, Some(id)) => {
-                self.response(&id, text, (result, in_result), error, now, done)
+                self.response(&id, text, (result, inner), error, now, done)
             }
             // Notifications, server→client requests and the client's answers
             // to them carry nothing we record.

@@ -23,27 +23,28 @@ use std::borrow::Cow;
 /// `null` included. `raw` is part of a text [`object`] or [`elements`]
 /// accepted, so it is not checked again.
 pub fn members<'a, const N: usize>(raw: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
-    find(raw, names, []).map(|(found, _, _)| found)
+    find(raw, names, N, []).map(|(found, _, _)| found)
 }
 
 /// [`members`] of the JSON text `text`: `None` when it is not one object
 /// that parses into a `Value`.
 pub fn object<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
-    let (found, _, suspect) = find(text, names, [])?;
+    let (found, _, suspect) = find(text, names, N, [])?;
     (!suspect || parses(text)).then_some(found)
 }
 
-/// [`object`], and in the same pass the members named `inner` of each of
-/// its members named `names` that is an object (all `None` for one that
-/// is not): a message's `params` or `result` read with the message, not
-/// read again after it.
+/// [`object`], and in the same pass the members named `inner` of its
+/// member `names[within]` when that is an object (all `None` when it is
+/// not): a message's `params` or `result` read with the message, not read
+/// again after it.
 pub fn object_within<'a, const N: usize, const M: usize>(
     text: &'a str,
     names: [&str; N],
+    within: usize,
     inner: [&str; M],
-) -> Option<(Found<'a, N>, [Found<'a, M>; N])> {
-    let (found, within, suspect) = find(text, names, inner)?;
-    (!suspect || parses(text)).then_some((found, within))
+) -> Option<(Found<'a, N>, Found<'a, M>)> {
+    let (found, members, suspect) = find(text, names, within, inner)?;
+    (!suspect || parses(text)).then_some((found, members))
 }
 
 /// The members found of the names asked for, in their order.
@@ -54,18 +55,23 @@ pub type Found<'a, const N: usize> = [Option<&'a str>; N];
 fn find<'a, const N: usize, const M: usize>(
     text: &'a str,
     names: [&str; N],
+    within: usize,
     inner: [&str; M],
-) -> Option<(Found<'a, N>, [Found<'a, M>; N], bool)> {
+) -> Option<(Found<'a, N>, Found<'a, M>, bool)> {
     let mut found = [None; N];
-    let mut within = [[None; M]; N];
+    let mut members = [None; M];
     let suspect = whole(text, |scan| {
         scan.members(|scan, key| {
             let key = key.text()?;
             let Some(i) = names.iter().position(|name| *name == key) else {
                 return scan.value_text().map(drop);
             };
+            if i != within {
+                found[i] = Some(scan.value_text()?);
+                return Some(());
+            }
             // A repeated key's last member counts, and so do its members.
-            within[i] = [None; M];
+            members = [None; M];
             if M == 0 || scan.peek() != Some(b'{') {
                 found[i] = Some(scan.value_text()?);
                 return Some(());
@@ -75,7 +81,7 @@ fn find<'a, const N: usize, const M: usize>(
                 let key = key.text()?;
                 let value = scan.value_text()?;
                 if let Some(j) = inner.iter().position(|name| *name == key) {
-                    within[i][j] = Some(value);
+                    members[j] = Some(value);
                 }
                 Some(())
             })?;
@@ -83,7 +89,7 @@ fn find<'a, const N: usize, const M: usize>(
             Some(())
         })
     })?;
-    Some((found, within, suspect))
+    Some((found, members, suspect))
 }
 
 /// Each member of the object `raw` in the order written, its key
@@ -776,14 +782,18 @@ mod tests {
                 // Members of members, read in the same pass, are the ones
                 // read after it.
                 let inner = ["name", "arguments", "isError", "type", "code", "x"];
-                let within = found.map(|found| {
-                    found.map(|m| m.and_then(|m| members(m, inner)).unwrap_or_default())
-                });
-                assert_eq!(
-                    find(&text, names, inner).map(|(_, within, _)| within),
-                    within,
-                    "{text:?}"
-                );
+                for at in 0..names.len() {
+                    let within = found.map(|found| {
+                        found[at]
+                            .and_then(|m| members(m, inner))
+                            .unwrap_or_default()
+                    });
+                    assert_eq!(
+                        find(&text, names, at, inner).map(|(_, within, _)| within),
+                        within,
+                        "{text:?}"
+                    );
+                }
                 let value = serde_json::from_str::<Value>(&text).is_ok();
                 assert_eq!(object(&text, names).is_some(), value, "{text:?}");
                 let batch = format!("[{text},{text}]");
