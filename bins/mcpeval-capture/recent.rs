@@ -102,6 +102,12 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
     /// Adds or replaces `key`'s entry as the most recently used, and
     /// returns the least recently used one if the map was full.
     pub fn insert(&mut self, key: K, value: V) -> Option<(K, V)> {
+        self.replace(key, value).1
+    }
+
+    /// [`Recent::insert`], returning also the value `key` had: one lookup
+    /// where a removal first took two.
+    pub fn replace(&mut self, key: K, value: V) -> (Option<V>, Option<(K, V)>) {
         // (The key is looked up only when the map is full: every lookup
         // hashes it again, and this runs for every call observed.)
         let evicted = if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
@@ -112,8 +118,8 @@ impl<K: Hash + Eq + Clone, V> Recent<K, V> {
         self.sweep();
         self.tick += 1;
         self.order.push_back((self.tick, key.clone()));
-        self.entries.insert(key, (self.tick, value));
-        evicted
+        let replaced = self.entries.insert(key, (self.tick, value));
+        (replaced.map(|(_, value)| value), evicted)
     }
 
     /// Removes `key`'s entry.
@@ -250,7 +256,11 @@ mod tests {
         assert_eq!(r.insert("c", 3), None);
         *r.get_mut(&"a").unwrap() += 10;
         assert_eq!(r.insert("d", 4), Some(("b", 2)));
-        assert_eq!(r.insert("a", 5), None, "a replacement evicts nothing");
+        assert_eq!(
+            r.replace("a", 5),
+            (Some(11), None),
+            "a replacement evicts nothing"
+        );
         assert_eq!(r.insert("e", 6), Some(("c", 3)));
         assert!(!r.contains_key(&"c"));
         assert_eq!(r.remove(&"d"), Some(4));

@@ -576,12 +576,13 @@ impl Session {
     /// [`MAX_PENDING_CALLS`] or [`MAX_PENDING_BYTES`] are recorded as
     /// unanswered, as at the session's end.
     fn track(&mut self, id: Id, pending: Pending, done: &mut Vec<Done>) {
+        self.pending_bytes += pending.bytes;
+        let (replaced, mut evicted) = self.calls.replace(id, pending);
         // A client reusing a pending id has abandoned the first call.
-        if let Some(old) = self.take_call(&id) {
+        if let Some(old) = replaced {
+            self.pending_bytes -= old.bytes;
             done.push(self.record(old, None, Classified::unanswered()));
         }
-        self.pending_bytes += pending.bytes;
-        let mut evicted = self.calls.insert(id, pending);
         loop {
             if let Some((_, oldest)) = evicted {
                 self.pending_bytes -= oldest.bytes;
@@ -1263,6 +1264,27 @@ mod tests {
         assert_eq!(fixed.server_name(), "flag?name");
         fixed.fixed_server = None;
         assert_eq!(fixed.server_name(), "bin?");
+    }
+
+    #[test]
+    fn a_pending_id_used_again_abandons_the_first_call() {
+        let mut s = session();
+        assert!(feed(&mut s, Side::Client, &call_line("1", "one")).is_empty());
+        let before = s.pending_bytes;
+        let abandoned = feed(&mut s, Side::Client, &call_line("1", "two"));
+        assert_eq!(abandoned.len(), 1);
+        assert_eq!(abandoned[0].tool, "one");
+        assert_eq!(abandoned[0].unknown, Some(Unknown::Unanswered));
+        assert_eq!(s.pending_bytes, before, "one call pending, the second");
+        let answered = feed(
+            &mut s,
+            Side::Server,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+        );
+        assert_eq!(answered[0].tool, "two");
+        assert_eq!(answered[0].outcome, Outcome::Ok);
+        assert_eq!((s.pending_bytes, s.calls.len()), (0, 0));
+        assert!(owned(s.finish()).is_empty());
     }
 
     #[test]
