@@ -4,7 +4,7 @@
 //! turns completed calls into `mcpeval.call/1` records. A message is read
 //! where it lies ([`store::raw`]): only the members a record needs are
 //! looked at, and the rare messages that need more (a `tools/list`
-//! result, an error to classify) are parsed whole. It only observes:
+//! result) are parsed whole. It only observes:
 //! it never changes, delays or answers a message, and a message it cannot
 //! parse is counted, never fatal. It keeps shapes, clean names and salted
 //! ids only: names pass through `escape::clean_name`, and each call's
@@ -621,9 +621,7 @@ impl Session {
                 self.request(&method, Id::from(id.as_ref()), inner, at, now, done)
             }
             // A response's id is only looked up: it is not copied.
-            (Side::Server, None, Some(id)) => {
-                self.response(&id, text, (result, inner), error, now, done)
-            }
+            (Side::Server, None, Some(id)) => self.response(&id, (result, inner), error, now, done),
             // Notifications, server→client requests and the client's answers
             // to them carry nothing we record.
             _ => {}
@@ -687,12 +685,11 @@ impl Session {
         }
     }
 
-    /// Observes a response, `text`, with its `result` (and the members of
-    /// it in [`WITHIN`]) and `error`.
+    /// Observes a response, its `result` (and the members of it in
+    /// [`WITHIN`]) and `error`.
     fn response(
         &mut self,
         id: &str,
-        text: &str,
         (result, in_result): (Option<&str>, raw::Found<'_, 8>),
         error: Option<&str>,
         now: Instant,
@@ -731,8 +728,9 @@ impl Session {
             }
         }
         if let Some(pending) = self.take_call(id) {
-            // Most results are plain successes, told from their members
-            // alone; anything else is classified from the whole message.
+            // Most results are plain successes, told from the members
+            // already found; anything else is classified from the members
+            // of its `error` or `result`, read where they lie.
             let ok = error.is_none()
                 && result.is_some_and(raw::is_object)
                 && is_error.is_none_or(|e| raw::boolean(e) == Some(false));
@@ -743,13 +741,7 @@ impl Session {
                 }
                 Classified::ok()
             } else {
-                match serde_json::from_str::<Value>(text) {
-                    Ok(message) => {
-                        outcome::classify_with(&message, &self.salt, &mut self.templates)
-                    }
-                    // It was read as an object already.
-                    Err(_) => Classified::malformed(),
-                }
+                outcome::classify_raw(error, result, &self.salt, &mut self.templates)
             };
             let millis = now.saturating_duration_since(pending.started).as_millis();
             let mut record = self.record(pending, Some(millis as u64), classified);

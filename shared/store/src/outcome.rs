@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use crate::raw;
 use crate::salt::Salt;
 use crate::sanitize::{self, MAX_TEMPLATE_INPUT, Templates};
 use shared::record::{CallError, Channel, Outcome, Unknown, is_kept_code};
@@ -106,6 +107,93 @@ pub fn classify_with(response: &Value, salt: &Salt, templates: &mut Templates) -
     }
 }
 
+/// [`classify_with`] of a response read where it lies ([`crate::raw`]),
+/// given its `error` and `result` members as written, of a message
+/// [`raw::object`] accepted: the same answer as for the parsed message,
+/// from only the members it needs, none parsed into a tree. Capture
+/// classifies every failed call it sees this way.
+pub fn classify_raw(
+    error: Option<&str>,
+    result: Option<&str>,
+    salt: &Salt,
+    templates: &mut Templates,
+) -> Classified {
+    if let Some(err) = error {
+        let [message, code, data] =
+            raw::members(err, ["message", "code", "data"]).unwrap_or_default();
+        let retryable = data
+            .and_then(|d| raw::members(d, ["retryable"]))
+            .and_then(|[r]| r)
+            .and_then(raw::boolean);
+        return Classified::error(CallError {
+            channel: Channel::Jsonrpc,
+            code: code.and_then(raw_code),
+            template_id: message
+                .and_then(raw::string)
+                .map(|m| templates.id(salt, &m).into()),
+            retryable,
+        });
+    }
+    let Some([is_error, content, structured, meta]) =
+        result.and_then(|r| raw::members(r, ["isError", "content", "structuredContent", "_meta"]))
+    else {
+        return Classified::malformed();
+    };
+    match is_error.map(raw::boolean) {
+        None | Some(Some(false)) => Classified::ok(),
+        Some(Some(true)) => {
+            // The text items of `content`, read once: the first may carry
+            // an SDK's error code, and all of them make the template.
+            let texts = content
+                .and_then(raw::elements)
+                .into_iter()
+                .flatten()
+                .filter_map(|item| raw::members(item, ["text"]).and_then(|[t]| t))
+                .filter_map(raw::string);
+            let mut text = String::new();
+            let mut sdk_code = None;
+            for (i, t) in texts.enumerate() {
+                if i == 0 {
+                    sdk_code = sdk_error_code(&t);
+                }
+                text.push_str(&t);
+                if text.len() >= MAX_TEMPLATE_INPUT {
+                    break;
+                }
+            }
+            let [s_code, s_retryable] = structured
+                .and_then(|s| raw::members(s, ["code", "retryable"]))
+                .unwrap_or_default();
+            let code = s_code.and_then(raw_code).or(sdk_code);
+            let retryable = s_retryable.and_then(raw::boolean).or_else(|| {
+                meta.and_then(|m| raw::members(m, ["retryable"]))
+                    .and_then(|[r]| r)
+                    .and_then(raw::boolean)
+            });
+            Classified::error(CallError {
+                channel: Channel::Tool,
+                code,
+                template_id: (!text.is_empty()).then(|| {
+                    let text = sanitize::truncate(&text, MAX_TEMPLATE_INPUT);
+                    templates.id(salt, text).into()
+                }),
+                retryable,
+            })
+        }
+        Some(None) => Classified::malformed(),
+    }
+}
+
+/// [`code`] of a value given as its JSON text: an integer as a `Value`
+/// holds one (no fraction or exponent, within an `i64`, and not `-0`,
+/// which it holds as a float).
+fn raw_code(text: &str) -> Option<i64> {
+    if text == "-0" || text.contains(['.', 'e', 'E']) {
+        return None;
+    }
+    text.parse::<i64>().ok().filter(|&c| is_kept_code(c))
+}
+
 /// The concatenated text items of a result's content, first 1 KiB; `None`
 /// when there is no text at all.
 fn error_text(content: Option<&Value>) -> Option<String> {
@@ -151,6 +239,64 @@ fn sdk_error_code(text: &str) -> Option<i64> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// [`classify_raw`] of `text`, against [`classify_with`] of its parse.
+    fn same_in_place(text: &str) {
+        let Some([error, result]) = raw::object(text, ["error", "result"]) else {
+            return;
+        };
+        let parsed: Value = serde_json::from_str(text).expect("raw::object accepted it");
+        let (mut a, mut b) = (Templates::default(), Templates::default());
+        assert_eq!(
+            classify_raw(error, result, &salt(), &mut a),
+            classify_with(&parsed, &salt(), &mut b),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn responses_read_in_place_classify_as_parsed_ones() {
+        let long = "x".repeat(700);
+        let cases = [
+            r#"{"result":{"content":[]}}"#.to_owned(),
+            r#"{"result":{"isError":false,"content":[{"type":"text","text":"a"}]}}"#.to_owned(),
+            r#"{"result":{"isError":"yes"}}"#.to_owned(),
+            r#"{"result":{"isError":null}}"#.to_owned(),
+            r#"{"result":[1,2]}"#.to_owned(),
+            r#"{"result":null}"#.to_owned(),
+            r#"{"id":1}"#.to_owned(),
+            r#"{"error":null}"#.to_owned(),
+            r#"{"error":7,"result":{}}"#.to_owned(),
+            r#"{"error":{"code":-32602,"message":"bad \"x\" 12","data":{"retryable":true}}}"#.to_owned(),
+            r#"{"error":{"code":-32602.0,"message":7,"data":{"retryable":"yes"}}}"#.to_owned(),
+            r#"{"error":{"code":-0,"message":"a\u00e9\n"},"error":{"code":1e2}}"#.to_owned(),
+            r#"{"error":{"code":9223372036854775807}}"#.to_owned(),
+            r#"{"error":{"code":-9223372036854775808,"data":[{"retryable":true}]}}"#.to_owned(),
+            r#"{"error":{"code":9223372036854775808,"data":{"retryable":false},"data":{}}}"#.to_owned(),
+            r#"{"error":{"code":4111111111111111,"message":""}}"#.to_owned(),
+            r#"{"result":{"isError":true}}"#.to_owned(),
+            r#"{"result":{"isError":true,"content":[{"type":"text","text":"MCP error -32001: slow"}]}}"#.to_owned(),
+            r#"{"result":{"isError":true,"content":[{"text":7},{"text":" MCP error  12 : x"},{"text":"more"}]}}"#.to_owned(),
+            r#"{"result":{"isError":true,"content":[{"text":"MCP error -0: x"},{"text":"MCP error 1.5: y"}]}}"#.to_owned(),
+            r#"{"result":{"isError":true,"content":{"text":"not a list"},"structuredContent":{"code":7,"retryable":true}}}"#.to_owned(),
+            r#"{"result":{"isError":true,"content":[],"structuredContent":[{"code":7}],"_meta":{"retryable":false}}}"#.to_owned(),
+            r#"{"result":{"isError":true,"structuredContent":{"code":"7","retryable":null},"_meta":{"retryable":true}}}"#.to_owned(),
+            r#"{"result":{"isError":true,"structuredContent":{"code":5.0},"content":[{"text":"MCP error 3: z"}]}}"#.to_owned(),
+            r#"{"result":{"isError":true,"content":[{"text":"\ud83d\ude00 \u0000 \\ tab\t"}]},"result":{"isError":true,"content":[{"text":"last"}]}}"#.to_owned(),
+            format!(r#"{{"result":{{"isError":true,"content":[{{"text":"{long}"}},{{"text":"{long}"}},{{"text":"never"}}]}}}}"#),
+            format!(r#"{{"result":{{"isError":true,"content":[{{"text":"{}é"}}]}}}}"#, "y".repeat(1023)),
+        ];
+        for case in &cases {
+            assert!(raw::object(case, ["error"]).is_some(), "{case}");
+            same_in_place(case);
+            // And with every byte dropped in turn: what parses still agrees.
+            for at in 0..case.len() {
+                if case.is_char_boundary(at) && case.is_char_boundary(at + 1) {
+                    same_in_place(&format!("{}{}", &case[..at], &case[at + 1..]));
+                }
+            }
+        }
+    }
 
     fn salt() -> Salt {
         Salt::from_bytes([9; 32])

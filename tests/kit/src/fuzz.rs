@@ -107,6 +107,17 @@ pub fn classify(data: &[u8]) {
         return;
     };
     let c = store::outcome::classify(&response, &salt());
+    // Read where it lies, as capture reads it, the answer is the same.
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Some([error, result]) = store::raw::object(text, ["error", "result"])
+    {
+        let templates = &mut store::sanitize::Templates::default();
+        assert_eq!(
+            store::outcome::classify_raw(error, result, &salt(), templates),
+            c,
+            "{text}"
+        );
+    }
     use shared::record::Outcome;
     match c.outcome {
         Outcome::Ok => assert!(c.error.is_none() && c.unknown.is_none()),
