@@ -32,7 +32,6 @@ use std::time::Instant;
 
 use jiff::Timestamp;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use shared::error::Error;
 use shared::escape;
 use shared::record::{Call, CallError, Contract, Identity, Origin, SCHEMA_V1, Transport};
@@ -42,7 +41,7 @@ use store::outcome::{self, Classified};
 use store::output_schema::OutputSchema;
 use store::raw;
 use store::salt::Salt;
-use store::sanitize::{self, Declared, Templates};
+use store::sanitize::{self, Declared, ShapeText, Templates};
 
 // `super`, not `crate`: the fuzz targets compile this file, `limits` and
 // `recent` from their sources as siblings in a module of their own.
@@ -70,7 +69,7 @@ struct Pending {
     started_at: Timestamp,
     started: Instant,
     /// The arguments' shape as JSON text ([`shape_text`]).
-    args_shape: Box<RawValue>,
+    args_shape: ShapeText,
     advertised: Option<bool>,
     /// The tool's `outputSchema`, to check an `ok` result against. Weak:
     /// what schemas hold is bounded by the lists that declare them, not by
@@ -264,14 +263,14 @@ pub struct Done {
     duration_ms: Option<u64>,
     advertised: Option<bool>,
     /// The arguments' shape, JSON text as it was written.
-    args_shape: Box<RawValue>,
+    args_shape: ShapeText,
     classified: Classified,
     contract: Option<Contract<'static>>,
 }
 
 impl Done {
     /// The `mcpeval.call/1` record of the call, borrowing its texts.
-    pub fn call(&self) -> Call<'_, &RawValue> {
+    pub fn call(&self) -> Call<'_, &ShapeText> {
         let error = self.classified.error.as_ref().map(|e| CallError {
             channel: e.channel,
             code: e.code,
@@ -659,8 +658,7 @@ impl Session {
                     declared,
                 ));
                 let tool = self.clean_tool(&tool);
-                let bytes =
-                    PENDING_BYTES + id.len() + ID_BYTES + tool.len() + args_shape.get().len();
+                let bytes = PENDING_BYTES + id.len() + ID_BYTES + tool.len() + args_shape.bytes();
                 let pending = Pending {
                     tool,
                     seq: self.seq,
@@ -872,9 +870,9 @@ fn too_costly(bytes: &[u8]) -> bool {
 /// a parsed map takes a 640-byte node for even one key, its text a few
 /// bytes. A shape whose text alone passes a record's limit becomes
 /// `"object"` now, as the journal would write it ([`store::journal::encode`]).
-fn shape_text(shape: Box<RawValue>) -> Box<RawValue> {
-    match shape.get().len() > shared::record::MAX_LINE {
-        true => RawValue::from_string(r#""object""#.to_owned()).expect("a shape is JSON"),
+fn shape_text(shape: ShapeText) -> ShapeText {
+    match shape.as_str().len() > shared::record::MAX_LINE {
+        true => ShapeText::object(),
         false => shape,
     }
 }
@@ -894,7 +892,7 @@ mod tests {
     }
 
     /// A record as the tests look at it: its texts owned.
-    type Record = Call<'static, Box<RawValue>>;
+    type Record = Call<'static, ShapeText>;
 
     fn owned(done: Vec<Done>) -> Vec<Record> {
         let text = |t: Cow<'_, str>| Cow::Owned(t.into_owned());
@@ -934,7 +932,7 @@ mod tests {
 
     /// A record's arguments shape, parsed.
     fn shape(call: &Record) -> Value {
-        serde_json::from_str(call.args_shape.get()).unwrap()
+        serde_json::from_str(call.args_shape.as_str()).unwrap()
     }
 
     #[test]

@@ -19,9 +19,8 @@ use std::io::{self, ErrorKind, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::lock::LockFile;
+use crate::record_line::ShapeJson;
 use shared::error::{Error, IoContext, Result};
 use shared::home::Home;
 use shared::lines::BoundedLines;
@@ -147,14 +146,14 @@ const MAX_NAME: usize = 1024;
 
 /// One record as the journal line capture writes (newline included): never
 /// over [`MAX_LINE`], so the index can always read it.
-pub fn encode<S: Serialize>(call: &Call<'_, S>) -> Vec<u8> {
+pub fn encode<S: ShapeJson>(call: &Call<'_, S>) -> Vec<u8> {
     let mut line = Vec::with_capacity(1024);
     encode_into(call, &mut line);
     line
 }
 
 /// Appends `call`'s journal line (newline included) to `out`.
-fn encode_into<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
+fn encode_into<S: ShapeJson>(call: &Call<'_, S>, out: &mut Vec<u8>) {
     let start = out.len();
     crate::record_line::write(call, out);
     if out.len() - start > MAX_LINE {
@@ -222,7 +221,7 @@ impl Writer {
     }
 
     /// Appends one record as one whole line.
-    pub fn append<S: Serialize>(&mut self, call: &Call<'_, S>) -> Result<()> {
+    pub fn append<S: ShapeJson>(&mut self, call: &Call<'_, S>) -> Result<()> {
         match self.append_all(std::slice::from_ref(call)) {
             (_, Some(err)) => Err(err),
             (_, None) => Ok(()),
@@ -244,7 +243,7 @@ impl Writer {
         calls: impl IntoIterator<Item = C>,
     ) -> (usize, Option<Error>)
     where
-        S: Serialize + 'c,
+        S: ShapeJson + 'c,
         C: Borrow<Call<'c, S>>,
     {
         let mut calls = calls.into_iter().peekable();

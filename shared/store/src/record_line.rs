@@ -6,15 +6,49 @@
 //! are written in their order with one escaper that copies runs of plain
 //! bytes at once. The text must stay byte for byte what serde_json writes
 //! for the same [`Call`] (the tests hold it to that), since readers and
-//! existing journals know no other; only the arguments shape, whose type
-//! the writer chooses, still goes through serde.
+//! existing journals know no other; the arguments shape, whose type the
+//! writer chooses, writes itself ([`ShapeJson`]).
 
 use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
 use shared::record::{Call, CallError, Contract};
+
+use crate::sanitize::ShapeText;
+
+/// An arguments shape as a journal line holds it: its JSON text, as
+/// serde_json writes it, which is what a shape that has no faster way
+/// writes. A shape held as its text ([`ShapeText`]) is copied as it is.
+pub trait ShapeJson: Serialize {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        serde_json::to_writer(&mut *out, self).expect("a shape serializes");
+    }
+}
+
+impl ShapeJson for Value {}
+impl ShapeJson for RawValue {}
+impl ShapeJson for str {}
+impl<T: ShapeJson + ?Sized> ShapeJson for &T {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        (**self).write_json(out);
+    }
+}
+
+impl<T: ShapeJson + ?Sized> ShapeJson for Box<T> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        (**self).write_json(out);
+    }
+}
+
+impl ShapeJson for ShapeText {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.as_str().as_bytes());
+    }
+}
 
 /// Appends `call` as compact JSON, exactly as `serde_json::to_writer`
 /// would write it.
-pub fn write<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
+pub fn write<S: ShapeJson>(call: &Call<'_, S>, out: &mut Vec<u8>) {
     let start = out.len();
     fields(call, out);
     // Debug builds (every test run) hold each line to serde's text, so a
@@ -27,7 +61,7 @@ pub fn write<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
     );
 }
 
-fn fields<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
+fn fields<S: ShapeJson>(call: &Call<'_, S>, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"schema\":");
     string(&call.schema, out);
     out.extend_from_slice(b",\"identity\":{\"event_id\":");
@@ -54,7 +88,7 @@ fn fields<S: Serialize>(call: &Call<'_, S>, out: &mut Vec<u8>) {
     out.extend_from_slice(b",\"advertised\":");
     boolean(call.advertised, out);
     out.extend_from_slice(b",\"args_shape\":");
-    serde_json::to_writer(&mut *out, &call.args_shape).expect("a shape serializes");
+    call.args_shape.write_json(out);
     out.extend_from_slice(b",\"outcome\":");
     plain(call.outcome.as_str(), out);
     if let Some(unknown) = call.unknown {
@@ -241,7 +275,7 @@ mod tests {
     use shared::record::{Channel, Origin, Outcome, Transport, Unknown};
     use std::borrow::Cow;
 
-    fn both<S: Serialize>(call: &Call<'_, S>) {
+    fn both<S: ShapeJson>(call: &Call<'_, S>) {
         let mut ours = Vec::new();
         write(call, &mut ours);
         let theirs = serde_json::to_vec(call).unwrap();

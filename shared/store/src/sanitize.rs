@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde::ser::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -182,15 +182,45 @@ fn shape(value: &Value, place: Option<&Declared>, depth: usize) -> Value {
 
 /// [`args_shape`] of arguments given as their JSON text (part of a text
 /// [`crate::raw::object`] accepted), as the compact JSON text `serde_json`
-/// makes of that shape (keys in byte order), held as a raw value. The
-/// arguments are not parsed into a tree (capture shapes every call's
-/// arguments, and the tree took more of its time than the rest of the
-/// shaping), and the shape is written once, by serde_json, and not read
-/// back to check it: what serde_json wrote is JSON. Written here by hand,
-/// it would have to be read back ([`RawValue::from_string`] checks its
-/// text), and that check alone costs more than serde's writing.
-pub fn args_shape_raw(args: &str, declared: Option<&Declared>) -> Box<RawValue> {
-    serde_json::value::to_raw_value(&TextShape::new(args, declared)).expect("a shape serializes")
+/// makes of that shape (keys in byte order). The arguments are not parsed
+/// into a tree, and the shape is written as it is read, by hand: capture
+/// shapes every call's arguments, and a tree, or serde's serializer and a
+/// raw value made of its text, took most of the time it spends on them.
+pub fn args_shape_raw(args: &str, declared: Option<&Declared>) -> ShapeText {
+    let mut out = String::with_capacity(64);
+    write_shape(args, declared, 1, &mut out);
+    ShapeText(out)
+}
+
+/// A shape as its compact JSON text, written by [`args_shape_raw`]. A
+/// journal line takes the text as it is
+/// ([`crate::record_line::ShapeJson`]); serialized through serde, it is
+/// read back as a raw value first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeText(String);
+
+impl ShapeText {
+    /// The shape a journal line shows for arguments too large to show:
+    /// `"object"`.
+    pub fn object() -> ShapeText {
+        ShapeText(r#""object""#.to_owned())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// What it holds, in bytes.
+    pub fn bytes(&self) -> usize {
+        self.0.capacity()
+    }
+}
+
+impl Serialize for ShapeText {
+    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        let raw: &RawValue = serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        raw.serialize(out)
+    }
 }
 
 /// The type name of a scalar's JSON text (its first byte tells), or
@@ -213,67 +243,69 @@ fn scalar_name(text: &str) -> Option<&'static str> {
     })
 }
 
-/// The shape of a value given as its JSON text, serialized as it is made.
-struct TextShape<'a> {
-    text: &'a str,
-    place: Option<&'a Declared>,
-    depth: usize,
-}
-
-impl<'a> TextShape<'a> {
-    fn new(text: &'a str, place: Option<&'a Declared>) -> TextShape<'a> {
-        TextShape {
-            text,
-            place,
-            depth: 1,
-        }
+/// Appends the shape of a value given as its JSON text, at `depth`, to
+/// `out`, as serde_json would write the shape [`args_shape`] makes.
+fn write_shape(text: &str, place: Option<&Declared>, depth: usize, out: &mut String) {
+    if let Some(name) = scalar_name(text) {
+        quoted(name, out);
+        return;
     }
-
-    fn below(&self, text: &'a str, place: Option<&'a Declared>) -> TextShape<'a> {
-        TextShape {
-            text,
-            place,
-            depth: self.depth + 1,
-        }
+    let array = text.starts_with('[');
+    if depth > MAX_SHAPE_DEPTH {
+        quoted(if array { "array" } else { "object" }, out);
+        return;
     }
-}
-
-impl Serialize for TextShape<'_> {
-    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
-        let (text, place) = (self.text, self.place);
-        if let Some(name) = scalar_name(text) {
-            return out.serialize_str(name);
-        }
-        let array = text.starts_with('[');
-        if self.depth > MAX_SHAPE_DEPTH {
-            return out.serialize_str(if array { "array" } else { "object" });
-        }
-        if array {
+    if array {
+        out.push('[');
+        if let Some(first) = crate::raw::first_element(text) {
             let element = place.and_then(|d| d.items.as_deref());
-            let first = crate::raw::first_element(text);
-            let mut seq = out.serialize_seq(Some(usize::from(first.is_some())))?;
-            if let Some(first) = first {
-                seq.serialize_element(&self.below(first, element))?;
-            }
-            return seq.end();
+            write_shape(first, element, depth + 1, out);
         }
-        let mut members = crate::raw::entries(text).unwrap_or_default();
-        let mut folded = keep_members(&mut members, place);
-        let mut map = out.serialize_map(Some(members.len() + usize::from(folded.is_some())))?;
-        for (key, value) in &members {
-            // No kept key is FOLDED (declared keys never are, and it is no
-            // field name), so the folded member goes just before the first
-            // kept key after it in key order, or last.
-            if let Some(value) = folded.take_if(|_| key.as_ref() > FOLDED) {
-                map.serialize_entry(FOLDED, &self.below(value, None))?;
-            }
-            let below = place.and_then(|d| d.keys.get(key.as_ref()));
-            map.serialize_entry(key.as_ref(), &self.below(value, below))?;
+        out.push(']');
+        return;
+    }
+    let mut members = crate::raw::entries(text).unwrap_or_default();
+    let mut folded = keep_members(&mut members, place);
+    out.push('{');
+    let mut first = true;
+    let mut member = |key: &str, value: &str, below: Option<&Declared>, out: &mut String| {
+        if !std::mem::take(&mut first) {
+            out.push(',');
         }
-        if let Some(value) = folded {
-            map.serialize_entry(FOLDED, &self.below(value, None))?;
+        key_text(key, out);
+        out.push(':');
+        write_shape(value, below, depth + 1, out);
+    };
+    for (key, value) in &members {
+        // No kept key is FOLDED (declared keys never are, and it is no
+        // field name), so the folded member goes just before the first
+        // kept key after it in key order, or last.
+        if let Some(value) = folded.take_if(|_| key.as_ref() > FOLDED) {
+            member(FOLDED, value, None, out);
         }
-        map.end()
+        let below = place.and_then(|d| d.keys.get(key.as_ref()));
+        member(key, value, below, out);
+    }
+    if let Some(value) = folded {
+        member(FOLDED, value, None, out);
+    }
+    out.push('}');
+}
+
+/// A text known to need no escape, between quotes.
+fn quoted(text: &str, out: &mut String) {
+    out.push('"');
+    out.push_str(text);
+    out.push('"');
+}
+
+/// A key as a JSON string, escaped as serde_json escapes it. Field names
+/// never need an escape; a declared key might.
+fn key_text(key: &str, out: &mut String) {
+    if key.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(&serde_json::to_string(key).expect("a string serializes"));
+    } else {
+        quoted(key, out);
     }
 }
 
@@ -679,7 +711,7 @@ mod text_tests {
     fn same(args: &str, declared: Option<&Declared>) {
         let value: Value = serde_json::from_str(args).unwrap();
         let shape = args_shape_raw(args, declared);
-        let text = shape.get();
+        let text = shape.as_str();
         assert_eq!(
             text,
             args_shape(&value, declared).to_string(),
