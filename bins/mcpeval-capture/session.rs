@@ -35,6 +35,7 @@ use serde_json::Value;
 use shared::error::Error;
 use shared::escape;
 use shared::record::{Call, CallError, Contract, Identity, Origin, SCHEMA_V1, Transport};
+use shared::time;
 use store::ids::EventIdText;
 use store::journal::Writer;
 use store::outcome::{self, Classified};
@@ -259,7 +260,7 @@ pub struct Done {
     transport: Transport,
     seq: u64,
     tool: Arc<str>,
-    started_at: String,
+    started_at: Started,
     duration_ms: Option<u64>,
     advertised: Option<bool>,
     /// The arguments' shape, JSON text as it was written.
@@ -293,7 +294,7 @@ impl Done {
             transport: self.transport,
             server: Cow::Borrowed(&self.server),
             tool: Cow::Borrowed(&self.tool),
-            started_at: Cow::Borrowed(&self.started_at),
+            started_at: Cow::Borrowed(self.started_at.as_str()),
             duration_ms: self.duration_ms,
             advertised: self.advertised,
             args_shape: &self.args_shape,
@@ -301,6 +302,25 @@ impl Done {
             unknown: self.classified.unknown,
             error,
             contract,
+        }
+    }
+}
+
+/// When a call started, as its record writes it: a stamp at its fixed
+/// size, or the text of one outside the years 0 to 9999.
+#[derive(Debug)]
+enum Started {
+    Fixed([u8; time::RFC3339_LEN]),
+    Text(String),
+}
+
+impl Started {
+    fn as_str(&self) -> &str {
+        match self {
+            Started::Fixed(stamp) => {
+                std::str::from_utf8(stamp).expect("ASCII digits and separators")
+            }
+            Started::Text(text) => text,
         }
     }
 }
@@ -365,6 +385,8 @@ pub struct Session {
     /// What was given up to stay within bounds.
     pub bounded: Bounded,
     event_ids: store::ids::EventIds,
+    /// Start times as records write them.
+    stamper: time::Stamper,
     /// The template ids of error messages seen lately.
     templates: Templates,
     /// The name of the tool last called (when short) and its key: a
@@ -425,6 +447,7 @@ impl Session {
             unparsed: 0,
             bounded: Bounded::default(),
             event_ids: store::ids::EventIds::new(),
+            stamper: time::Stamper::default(),
             templates: Templates::default(),
             last_tool: (String::new(), tool_key("")),
             last_clean: (String::new(), Arc::from("")),
@@ -795,7 +818,10 @@ impl Session {
             transport: self.transport,
             seq: pending.seq,
             tool: pending.tool,
-            started_at: shared::time::rfc3339(pending.started_at),
+            started_at: match self.stamper.stamp(pending.started_at) {
+                Some(stamp) => Started::Fixed(stamp),
+                None => Started::Text(time::rfc3339(pending.started_at)),
+            },
             duration_ms,
             advertised: pending.advertised,
             args_shape: pending.args_shape,
