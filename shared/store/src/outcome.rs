@@ -58,60 +58,28 @@ impl Classified {
     }
 }
 
-/// Classifies a JSON-RPC response object (one with `result` or `error`).
+/// Classifies a JSON-RPC response object (one with `result` or `error`),
+/// as [`classify_raw`] classifies its text: the probe's calls, parsed by
+/// its client, are classified by the same reading as captured ones.
 pub fn classify(response: &Value, salt: &Salt) -> Classified {
-    classify_with(response, salt, &mut Templates::default())
-}
-
-/// [`classify`], with the template ids of messages seen before taken from
-/// `templates`.
-pub fn classify_with(response: &Value, salt: &Salt, templates: &mut Templates) -> Classified {
-    if let Some(err) = response.get("error") {
-        let message = err.get("message").and_then(Value::as_str);
-        return Classified::error(CallError {
-            channel: Channel::Jsonrpc,
-            code: err.get("code").and_then(code),
-            template_id: message.map(|m| templates.id(salt, m).into()),
-            retryable: err.pointer("/data/retryable").and_then(Value::as_bool),
-        });
-    }
-    let Some(Value::Object(result)) = response.get("result") else {
-        return Classified::malformed();
-    };
-    match result.get("isError") {
-        None | Some(Value::Bool(false)) => Classified::ok(),
-        Some(Value::Bool(true)) => {
-            let text = error_text(result.get("content"));
-            let structured = result.get("structuredContent");
-            let code = structured
-                .and_then(|s| s.get("code"))
-                .and_then(code)
-                .or_else(|| first_text(result.get("content")).and_then(sdk_error_code));
-            let retryable = structured
-                .and_then(|s| s.get("retryable"))
-                .and_then(Value::as_bool)
-                .or_else(|| {
-                    result
-                        .get("_meta")
-                        .and_then(|m| m.get("retryable"))
-                        .and_then(Value::as_bool)
-                });
-            Classified::error(CallError {
-                channel: Channel::Tool,
-                code,
-                template_id: text.map(|t| templates.id(salt, &t).into()),
-                retryable,
-            })
-        }
-        Some(_) => Classified::malformed(),
+    let text = response.to_string();
+    match raw::object(&text, ["error", "result"]) {
+        Some([error, result]) => classify_raw(error, result, salt, &mut Templates::default()),
+        // Not an object: no `result` to read.
+        None => Classified::malformed(),
     }
 }
 
-/// [`classify_with`] of a response read where it lies ([`crate::raw`]),
-/// given its `error` and `result` members as written, of a message
-/// [`raw::object`] accepted: the same answer as for the parsed message,
-/// from only the members it needs, none parsed into a tree. Capture
-/// classifies every failed call it sees this way.
+/// Classifies a response from its `error` and `result` members as
+/// written, of a message [`raw::object`] accepted, read where they lie:
+/// only the members classification needs, none parsed into a tree.
+/// A JSON-RPC `error` is an error on that channel, whatever `result`
+/// holds; else `result` must be an object, whose `isError` (absent or
+/// `false`: ok; `true`: a tool error; anything else: malformed) decides.
+/// A tool error's code is `structuredContent.code`, else the code of an
+/// SDK's `MCP error <code>:` leading its first text item; its template is
+/// made of its text items (first 1 KiB); its `retryable` is
+/// `structuredContent.retryable`, else `_meta.retryable`.
 pub fn classify_raw(
     error: Option<&str>,
     result: Option<&str>,
@@ -184,47 +152,16 @@ pub fn classify_raw(
     }
 }
 
-/// [`code`] of a value given as its JSON text: an integer as a `Value`
-/// holds one (no fraction or exponent, within an `i64`, and not `-0`,
-/// which it holds as a float).
+/// An error code, given as its JSON text, as the store keeps it: an
+/// integer (as a `Value` holds one: no fraction or exponent, within an
+/// `i64`, and not `-0`, which it holds as a float) that [`is_kept_code`].
+/// Anything else (an account, card or phone number a server put there)
+/// is no code.
 fn raw_code(text: &str) -> Option<i64> {
     if text == "-0" || text.contains(['.', 'e', 'E']) {
         return None;
     }
     text.parse::<i64>().ok().filter(|&c| is_kept_code(c))
-}
-
-/// The concatenated text items of a result's content, first 1 KiB; `None`
-/// when there is no text at all.
-fn error_text(content: Option<&Value>) -> Option<String> {
-    let items = content?.as_array()?;
-    let mut text = String::new();
-    for item in items {
-        if let Some(t) = item.get("text").and_then(Value::as_str) {
-            text.push_str(t);
-            if text.len() >= MAX_TEMPLATE_INPUT {
-                break;
-            }
-        }
-    }
-    if text.is_empty() {
-        return None;
-    }
-    Some(sanitize::truncate(&text, MAX_TEMPLATE_INPUT).to_owned())
-}
-
-fn first_text(content: Option<&Value>) -> Option<&str> {
-    content?
-        .as_array()?
-        .iter()
-        .find_map(|item| item.get("text").and_then(Value::as_str))
-}
-
-/// An error code as the store keeps it: an integer that [`is_kept_code`].
-/// Anything else (an account, card or phone number a server put there)
-/// is no code.
-fn code(value: &Value) -> Option<i64> {
-    value.as_i64().filter(|&c| is_kept_code(c))
 }
 
 /// The code in a leading `MCP error <code>:`, as the reference SDKs write
@@ -239,6 +176,83 @@ fn sdk_error_code(text: &str) -> Option<i64> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The reading of a parsed response that capture and the probe
+    /// once shared, kept as the model [`classify_raw`] is held to.
+    fn classify_with(response: &Value, salt: &Salt, templates: &mut Templates) -> Classified {
+        if let Some(err) = response.get("error") {
+            let message = err.get("message").and_then(Value::as_str);
+            return Classified::error(CallError {
+                channel: Channel::Jsonrpc,
+                code: err.get("code").and_then(code),
+                template_id: message.map(|m| templates.id(salt, m).into()),
+                retryable: err.pointer("/data/retryable").and_then(Value::as_bool),
+            });
+        }
+        let Some(Value::Object(result)) = response.get("result") else {
+            return Classified::malformed();
+        };
+        match result.get("isError") {
+            None | Some(Value::Bool(false)) => Classified::ok(),
+            Some(Value::Bool(true)) => {
+                let text = error_text(result.get("content"));
+                let structured = result.get("structuredContent");
+                let code = structured
+                    .and_then(|s| s.get("code"))
+                    .and_then(code)
+                    .or_else(|| first_text(result.get("content")).and_then(sdk_error_code));
+                let retryable = structured
+                    .and_then(|s| s.get("retryable"))
+                    .and_then(Value::as_bool)
+                    .or_else(|| {
+                        result
+                            .get("_meta")
+                            .and_then(|m| m.get("retryable"))
+                            .and_then(Value::as_bool)
+                    });
+                Classified::error(CallError {
+                    channel: Channel::Tool,
+                    code,
+                    template_id: text.map(|t| templates.id(salt, &t).into()),
+                    retryable,
+                })
+            }
+            Some(_) => Classified::malformed(),
+        }
+    }
+
+    /// The concatenated text items of a result's content, first 1 KiB; `None`
+    /// when there is no text at all.
+    fn error_text(content: Option<&Value>) -> Option<String> {
+        let items = content?.as_array()?;
+        let mut text = String::new();
+        for item in items {
+            if let Some(t) = item.get("text").and_then(Value::as_str) {
+                text.push_str(t);
+                if text.len() >= MAX_TEMPLATE_INPUT {
+                    break;
+                }
+            }
+        }
+        if text.is_empty() {
+            return None;
+        }
+        Some(sanitize::truncate(&text, MAX_TEMPLATE_INPUT).to_owned())
+    }
+
+    fn first_text(content: Option<&Value>) -> Option<&str> {
+        content?
+            .as_array()?
+            .iter()
+            .find_map(|item| item.get("text").and_then(Value::as_str))
+    }
+
+    /// An error code as the store keeps it: an integer that [`is_kept_code`].
+    /// Anything else (an account, card or phone number a server put there)
+    /// is no code.
+    fn code(value: &Value) -> Option<i64> {
+        value.as_i64().filter(|&c| is_kept_code(c))
+    }
 
     /// [`classify_raw`] of `text`, against [`classify_with`] of its parse.
     fn same_in_place(text: &str) {
