@@ -25,8 +25,10 @@ use std::hash::Hash;
 type Keyed = foldhash::fast::RandomState;
 
 /// How many places in the queue may be left behind beyond twice the
-/// entries before they are swept out.
-const SLACK: usize = 32;
+/// entries before they are swept out. Each entry has one place that is
+/// its own, so the queue holds at most one place left behind per entry
+/// and `SLACK` more (each keeping its key alive until it is swept).
+pub const SLACK: usize = 32;
 
 /// At most `capacity` entries, ordered by last use.
 #[derive(Debug)]

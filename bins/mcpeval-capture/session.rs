@@ -399,15 +399,25 @@ pub struct Session {
 }
 
 /// What a session costs before it holds anything: itself, its buffer of
-/// random bytes and its maps.
-const SESSION_BYTES: usize = std::mem::size_of::<Session>() + 4096 + 512;
+/// random bytes and its maps, and the places each map's queue may leave
+/// behind beyond one per entry ([`super::recent::SLACK`]).
+const SESSION_BYTES: usize =
+    std::mem::size_of::<Session>() + 4096 + 512 + 3 * super::recent::SLACK * LEFT_BYTES;
 
 /// What a pending `tools/list` or handshake costs: its id and the slots.
 const REQUEST_BYTES: usize = MAX_ID_KEY + ID_BYTES + 128;
 
-/// What an [`Id`] costs besides its text: the count beside it, and the
-/// pointers of its entry and of up to two places in its map's queue.
-const ID_BYTES: usize = 16 + 3 * std::mem::size_of::<Id>();
+/// A place in a map's queue: a tick and an [`Id`].
+const PLACE_BYTES: usize = std::mem::size_of::<(u64, Id)>();
+
+/// What a place left behind in a queue may cost: itself, and the text and
+/// count of an id it keeps alive after its entry is gone.
+const LEFT_BYTES: usize = PLACE_BYTES + 16 + MAX_ID_KEY;
+
+/// What an [`Id`] costs besides its text: the count beside it, its
+/// entry's pointer, its own place in the queue, and one place left behind
+/// (a queue holds at most one per entry, beyond [`super::recent::SLACK`]).
+const ID_BYTES: usize = 16 + std::mem::size_of::<Id>() + PLACE_BYTES + LEFT_BYTES;
 
 /// What an unanswered call costs besides its id, tool name and shape.
 const PENDING_BYTES: usize = std::mem::size_of::<Pending>() + 128;
