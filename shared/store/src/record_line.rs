@@ -20,6 +20,7 @@ use crate::sanitize::ShapeText;
 /// serde_json writes it, which is what a shape that has no faster way
 /// writes. A shape held as its text ([`ShapeText`]) is copied as it is.
 pub trait ShapeJson: Serialize {
+    /// Appends the shape's compact JSON text to `out`.
     fn write_json(&self, out: &mut Vec<u8>) {
         serde_json::to_writer(&mut *out, self).expect("a shape serializes");
     }

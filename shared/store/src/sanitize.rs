@@ -206,6 +206,7 @@ impl ShapeText {
         ShapeText(r#""object""#.to_owned())
     }
 
+    /// The shape's JSON text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
