@@ -184,13 +184,13 @@ impl<'a> Loader<'a> {
         let fail = schema::fail(db);
         // The columns of `calls` a row fills, in the order of `columns`.
         let into = format!(
-            "INSERT INTO calls(journal_id, line, {}, session_no)",
+            "INTO calls(journal_id, line, {}, session_no)",
             COLUMN_NAMES.join(", ")
         );
         let values = format!("({})", ["?"; PER_ROW].join(", "));
         let insert = conn
             .prepare(&format!(
-                "{into} VALUES {values}{}",
+                "INSERT {into} VALUES {values}{}",
                 if bulk {
                     ""
                 } else {
@@ -215,7 +215,14 @@ impl<'a> Loader<'a> {
             ))
             .map_err(&fail)?;
         let insert_many = if bulk {
-            let sql = format!("{into} VALUES {}", vec![values; ROWS_PER_INSERT].join(", "));
+            // OR FAIL: a statement of several rows that may abort on a
+            // constraint has SQLite copy every page it changes aside first,
+            // so that the statement alone can be undone; FAIL leaves the
+            // undoing to the run's transaction, which any failure ends.
+            let sql = format!(
+                "INSERT OR FAIL {into} VALUES {}",
+                vec![values; ROWS_PER_INSERT].join(", ")
+            );
             Some(Many::prepare(conn, &sql, ROWS_PER_INSERT).map_err(&fail)?)
         } else {
             None

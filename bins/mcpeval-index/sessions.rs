@@ -20,6 +20,7 @@ const KEEP: usize = 4096;
 
 /// Numbers (session, server) pairs, adding the pairs not yet numbered.
 pub struct Numbers<'a> {
+    conn: &'a Connection,
     db: &'a Path,
     find: Statement<'a>,
     add: Statement<'a>,
@@ -32,12 +33,16 @@ impl<'a> Numbers<'a> {
     pub fn new(conn: &'a Connection, db: &'a Path) -> Result<Numbers<'a>> {
         let fail = schema::fail(db);
         Ok(Numbers {
+            conn,
             db,
             find: conn
                 .prepare("SELECT id FROM sessions WHERE session = ?1 AND server = ?2")
                 .map_err(&fail)?,
             add: conn
-                .prepare("INSERT INTO sessions(session, server) VALUES (?1, ?2) RETURNING id")
+                // Not `RETURNING id`: SQLite runs that as a trigger, which
+                // journals every page the statement changes, in case it
+                // must be undone alone.
+                .prepare("INSERT INTO sessions(session, server) VALUES (?1, ?2)")
                 .map_err(&fail)?,
             known: HashMap::new(),
             kept: 0,
@@ -59,10 +64,10 @@ impl<'a> Numbers<'a> {
             .map_err(&fail)?;
         let n = match found {
             Some(n) => n,
-            None => self
-                .add
-                .query_row(params![session, server], |row| row.get(0))
-                .map_err(&fail)?,
+            None => {
+                self.add.execute(params![session, server]).map_err(&fail)?;
+                self.conn.last_insert_rowid()
+            }
         };
         if self.kept >= KEEP {
             self.known.clear();
