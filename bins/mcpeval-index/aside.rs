@@ -94,7 +94,7 @@ impl Aside {
         remove(&sibling(&path, "-wal"))?;
         remove(&sibling(&path, "-shm"))?;
         let aside = Aside { path, lock };
-        let conn = schema::open(&aside.path, false)?;
+        let (conn, _) = schema::open(&aside.path, false)?;
         let fail = schema::fail(db);
         // Nothing needs undoing on disk if this run fails: the file is
         // thrown away. The in-memory journal still serves rollbacks.

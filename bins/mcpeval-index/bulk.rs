@@ -46,6 +46,8 @@ pub fn begin(conn: &Connection, db: &Path) -> Result<Dropped> {
 /// many exact repeats were removed.
 pub fn finish(conn: &Connection, db: &Path, journals: &Path, dropped: Dropped) -> Result<u64> {
     let fail = schema::fail(db);
+    // The reading threads are done: the sorts may use the other core.
+    conn.pragma_update(None, "threads", 1).map_err(&fail)?;
     let mut removed = 0;
     for sql in &dropped.indexes {
         match conn.execute_batch(sql) {
@@ -59,6 +61,7 @@ pub fn finish(conn: &Connection, db: &Path, journals: &Path, dropped: Dropped) -
             Err(err) => return Err(fail(err)),
         }
     }
+    conn.pragma_update(None, "threads", 0).map_err(&fail)?;
     Ok(removed)
 }
 

@@ -38,6 +38,7 @@ use crate::feed::Feed;
 use crate::lines::Lines;
 use crate::load::{Loader, Source};
 use crate::progress::Progress;
+use crate::schema::Health;
 use crate::windows::Scope;
 use crate::{bulk, links, prior, schema, windows};
 
@@ -96,6 +97,9 @@ enum Attempt {
     /// The plan made while the new lines were read ahead is not the one
     /// they were read for; nothing was committed.
     Replan,
+    /// The file rebuilt in place was damaged before the run; nothing was
+    /// committed.
+    Damaged,
 }
 
 /// Brings `index.db` up to date with the journals.
@@ -132,7 +136,7 @@ fn first(
     mut conn: Connection,
     lines: &mut Lines,
 ) -> Result<Outcome> {
-    let outcome = attempts(config, db, &mut conn, lines)?;
+    let outcome = attempts(config, db, &mut conn, lines, None)?;
     if aside.install(conn, db)? {
         Ok(outcome)
     } else {
@@ -143,14 +147,20 @@ fn first(
 
 /// A run on index.db itself, inside one transaction.
 fn in_place(config: &Config, db: &Path, lines: &mut Lines) -> Result<Outcome> {
-    let mut conn = schema::open(db, config.rebuild)?;
-    let outcome = attempts(config, db, &mut conn, lines);
+    let (mut conn, check) = schema::open(db, config.rebuild)?;
+    let outcome = attempts(config, db, &mut conn, lines, check);
     if outcome.is_err() {
         // Closing would checkpoint a WAL left by an earlier, killed run into
         // index.db; a failed run leaves even the file's bytes alone.
         let _ = conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
     }
     outcome
+}
+
+/// Whether the file being rebuilt in place was sound, once its check is
+/// done (true when there was none); asked before anything is committed.
+fn sound(check: &mut Option<Health>) -> bool {
+    check.take().is_none_or(Health::healthy)
 }
 
 /// The id the next row inserted into `calls` gets: one more than the
@@ -162,12 +172,14 @@ fn next_call_id(conn: &Connection, db: &Path) -> Result<i64> {
     .map_err(schema::fail(db))
 }
 
-/// Runs attempts until one is not overtaken by a changing journal.
+/// Runs attempts until one is not overtaken by a changing journal. A
+/// file the `check` finds damaged is recreated, and the run starts over.
 fn attempts(
     config: &Config,
     db: &Path,
     conn: &mut Connection,
     lines: &mut Lines,
+    mut check: Option<Health>,
 ) -> Result<Outcome> {
     let home = &config.home;
     let lock = LockFile::open(home.journal_lock().as_std_path())?;
@@ -188,8 +200,15 @@ fn attempts(
             ahead,
             annotations: &annotations,
         };
-        match run.attempt(conn, lines)? {
+        let attempt = match run.attempt(conn, lines, &mut check) {
+            Ok(attempt) => attempt,
+            // Damage explains whatever went wrong reading the file.
+            Err(_) if check.is_some() && !sound(&mut check) => Attempt::Damaged,
+            Err(err) => return Err(err),
+        };
+        match attempt {
             Attempt::Done(outcome) => return Ok(outcome),
+            Attempt::Damaged => schema::recreate(conn, db)?,
             Attempt::Changed(path) => {
                 changed = path;
                 failed += 1;
@@ -342,7 +361,12 @@ struct Planned {
 }
 
 impl Run<'_> {
-    fn attempt(&self, conn: &mut Connection, lines: &mut Lines) -> Result<Attempt> {
+    fn attempt(
+        &self,
+        conn: &mut Connection,
+        lines: &mut Lines,
+        check: &mut Option<Health>,
+    ) -> Result<Attempt> {
         let db = self.db;
         let fail = schema::fail(db);
         let tx = conn
@@ -371,6 +395,9 @@ impl Run<'_> {
                 && pending.finish(lines)?.is_none()
             {
                 return Ok(Attempt::Replan);
+            }
+            if !sound(check) {
+                return Ok(Attempt::Damaged);
             }
             return Ok(Attempt::Done(Outcome {
                 calls: previous_calls,
@@ -420,6 +447,9 @@ impl Run<'_> {
             if let Some(retry) = self.check(&tx, verified.iter(), lines)? {
                 return Ok(retry);
             }
+        }
+        if !sound(check) {
+            return Ok(Attempt::Damaged);
         }
         lines.progress.phase("committing");
         tx.commit().map_err(&fail)?;

@@ -9,34 +9,71 @@
 use std::ffi::c_int;
 use std::fs;
 use std::io::ErrorKind;
+use std::mem;
 use std::path::Path;
 use std::sync::Once;
+use std::thread;
 
-use rusqlite::Connection;
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags};
 use shared::error::{Error, IoContext, Result};
 use shared::exit;
 use store::db;
 use store::index_db::{SCHEMA, State};
 
 /// Opens `index.db`. A damaged or foreign file is reported (status 3), or,
-/// with `recreate`, deleted and created anew.
-pub fn open(path: &Path, recreate: bool) -> Result<Connection> {
+/// with `recreate`, deleted and created anew. With `recreate`, a file that
+/// opens cleanly comes with its structural check under way ([`Health`]).
+pub fn open(path: &Path, recreate: bool) -> Result<(Connection, Option<Health>)> {
     untracked_allocations();
     let hint =
         "index.db is derived from the journals: `mcpeval index --rebuild` deletes and recreates it";
     match db::open(path, &SCHEMA) {
-        Ok(conn) if !recreate || healthy(&conn) => tune(conn, path),
-        Ok(conn) => {
-            drop(conn);
-            remove(path)?;
-            tune(db::open(path, &SCHEMA)?, path)
-        }
+        Ok(conn) if !recreate => Ok((tune(conn, path)?, None)),
+        Ok(conn) => Ok((tune(conn, path)?, Some(Health::start(path)))),
         Err(err) if err.status() == exit::UNAVAILABLE && recreate => {
             remove(path)?;
-            tune(db::open(path, &SCHEMA)?, path)
+            Ok((tune(db::open(path, &SCHEMA)?, path)?, None))
         }
         Err(err) if err.status() == exit::UNAVAILABLE => Err(err.with_hint(hint)),
         Err(err) => Err(err),
+    }
+}
+
+/// Replaces the damaged index.db open as `conn` with a new, empty one.
+pub fn recreate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let placeholder = Connection::open_in_memory().map_err(fail(path))?;
+    let damaged = mem::replace(conn, placeholder);
+    // Its pages are not worth a checkpoint; the file goes.
+    let _ = damaged.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
+    drop(damaged);
+    remove(path)?;
+    *conn = tune(db::open(path, &SCHEMA)?, path)?;
+    Ok(())
+}
+
+/// A structural check of an existing index.db before it is rebuilt in
+/// place (a file can open cleanly and still have damaged pages), made on a
+/// connection and a thread of its own while the rebuild reads the
+/// journals beside it. It reads the file as it was when the check began:
+/// the rebuild's writes stay invisible to it until they commit, and the
+/// rebuild asks for the answer before committing.
+pub struct Health(thread::JoinHandle<bool>);
+
+impl Health {
+    fn start(path: &Path) -> Health {
+        let path = path.to_owned();
+        Health(thread::spawn(move || {
+            Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .and_then(|conn| conn.busy_timeout(db::BUSY_TIMEOUT).map(|()| conn))
+                .is_ok_and(|conn| healthy(&conn))
+        }))
+    }
+
+    /// Whether the file was healthy; a check that could not run says no,
+    /// and the file is then recreated, as a damaged one is.
+    pub fn healthy(self) -> bool {
+        self.0.join().unwrap_or(false)
     }
 }
 
@@ -54,8 +91,7 @@ fn untracked_allocations() {
     });
 }
 
-/// A structural check, run only when a rebuild was asked for: a file can
-/// open cleanly and still have damaged pages.
+/// Whether SQLite finds the file's structure sound.
 fn healthy(conn: &Connection) -> bool {
     conn.query_row("PRAGMA quick_check(1)", [], |row| row.get::<_, String>(0))
         .is_ok_and(|answer| answer == "ok")
@@ -68,8 +104,8 @@ fn healthy(conn: &Connection) -> bool {
 const CACHE_KIB: i64 = 8 * 1024;
 
 /// Settings for the one big write transaction. Sorts get no helper
-/// thread: the second core is busy parsing and deriving windows, and on a
-/// shared machine the helper cost more time than it saved.
+/// thread while the second core is busy parsing (see `bulk::finish` for
+/// the sorts that come after).
 fn tune(conn: Connection, path: &Path) -> Result<Connection> {
     conn.pragma_update(None, "cache_size", -CACHE_KIB)
         .map_err(fail(path))?;
