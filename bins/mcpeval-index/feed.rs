@@ -8,7 +8,8 @@
 //! token and template id as the numbers their hex digits spell, server and
 //! tool as numbers of names seen. Entries are sorted in runs of bounded
 //! size, spilled to unlinked temporary files beside `index.db`, and merged,
-//! so memory stays the same whatever the journals hold.
+//! so memory stays the same whatever the journals hold. A full run is
+//! sorted and written on a thread of its own while the next one fills.
 //!
 //! The entries must describe exactly the rows `calls` ends up with: the
 //! caller gives the first row id and every row in insertion order, and
@@ -24,13 +25,15 @@ use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::SyncSender;
+use std::thread;
 
 use shared::id::{Prefixed, SessionToken, TemplateId};
 use shared::record::Columns;
 
 use crate::windows::{Derived, Session};
 
-/// Entries per sorted run: a few MB of memory.
+/// Entries per sorted run: a few MB of memory (two runs are held while
+/// one is spilled).
 const RUN: usize = 1 << 17;
 /// Distinct server and tool names kept; past this the feed is abandoned.
 const MAX_NAMES: usize = 1 << 16;
@@ -95,10 +98,11 @@ impl Entry {
     }
 }
 
-/// Server and tool names, numbered in the order they are first seen.
+/// Server and tool names, numbered in the order they are first seen;
+/// looked up twice a row, so hashed with foldhash, seeded at random.
 #[derive(Default)]
 struct Names {
-    ids: HashMap<String, u32>,
+    ids: HashMap<String, u32, foldhash::fast::RandomState>,
     names: Vec<String>,
 }
 
@@ -124,6 +128,9 @@ pub struct Feed {
     names: Names,
     run: Vec<Entry>,
     spilled: Vec<File>,
+    /// The run being sorted and written on a thread of its own, beside the
+    /// one filling: the inserting thread goes on while the other core sorts.
+    spilling: Option<thread::JoinHandle<io::Result<File>>>,
     /// Set when an entry could not be kept: windows then come from the
     /// database.
     abandoned: bool,
@@ -139,6 +146,7 @@ impl Feed {
             names: Names::default(),
             run: Vec::new(),
             spilled: Vec::new(),
+            spilling: None,
             abandoned: false,
         }
     }
@@ -190,25 +198,30 @@ impl Feed {
     fn abandon(&mut self) {
         self.abandoned = true;
         self.run = Vec::new();
+        // Whatever the run being spilled comes to is of no use.
+        let _ = self.settle();
         self.spilled.clear();
     }
 
-    /// Sorts the run in memory and writes it to an unlinked file.
+    /// Hands the full run to a thread that sorts it and writes it to an
+    /// unlinked file, once the run before it is written: two runs at most
+    /// are held at once.
     fn spill(&mut self) -> io::Result<()> {
-        self.run.sort_unstable_by_key(Entry::key);
-        let mut file = scratch(&self.dir, "feed")?;
-        {
-            let mut out = BufWriter::with_capacity(1 << 16, &mut file);
-            let mut bytes = [0u8; ENTRY];
-            for entry in &self.run {
-                entry.encode(&mut bytes);
-                out.write_all(&bytes)?;
-            }
-            out.flush()?;
+        self.settle()?;
+        let run = std::mem::replace(&mut self.run, Vec::with_capacity(RUN));
+        let file = scratch(&self.dir, "feed")?;
+        self.spilling = Some(thread::spawn(move || write_run(run, file)));
+        Ok(())
+    }
+
+    /// Waits for the run being spilled, if any, and keeps its file.
+    fn settle(&mut self) -> io::Result<()> {
+        if let Some(spilling) = self.spilling.take() {
+            let file = spilling
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            self.spilled.push(file);
         }
-        file.rewind()?;
-        self.spilled.push(file);
-        self.run.clear();
         Ok(())
     }
 
@@ -220,6 +233,7 @@ impl Feed {
     /// Derives the windows of every session and sends them, a batch of
     /// sessions at a time; stops quietly when the receiver hangs up.
     pub fn derive(mut self, send: &SyncSender<Vec<Derived>>) -> io::Result<()> {
+        self.settle()?;
         self.run.sort_unstable_by_key(Entry::key);
         let run = std::mem::take(&mut self.run);
         let mut sources: Vec<Source> = vec![Source::Memory(run.into_iter())];
@@ -289,6 +303,22 @@ impl Feed {
             windows: windows.finish(),
         }
     }
+}
+
+/// Sorts `run` and writes it to `file`, rewound to be read back.
+fn write_run(mut run: Vec<Entry>, mut file: File) -> io::Result<File> {
+    run.sort_unstable_by_key(Entry::key);
+    {
+        let mut out = BufWriter::with_capacity(1 << 16, &mut file);
+        let mut bytes = [0u8; ENTRY];
+        for entry in &run {
+            entry.encode(&mut bytes);
+            out.write_all(&bytes)?;
+        }
+        out.flush()?;
+    }
+    file.rewind()?;
+    Ok(file)
 }
 
 /// A sorted run: the last one in memory, the others on disk.
@@ -403,6 +433,7 @@ mod tests {
             }
         }
         assert!(feed.usable());
+        feed.settle().unwrap();
         assert_eq!(feed.spilled.len(), 3);
         let derived = derive(feed);
         assert_eq!(derived.len(), 2);

@@ -350,23 +350,28 @@ impl<'a> Loader<'a> {
     /// conflict can arise, and hands them to the feed. The feed is kept on
     /// this thread: the reading one, parsing and hashing, is the busier.
     fn add_batch(&mut self, journal_id: i64, path: &Path, batch: &Batch) -> Result<()> {
-        self.insert_batch(journal_id, path, batch)?;
+        let rows: Vec<(u64, Columns<'_>)> = batch.rows().collect();
+        self.insert_batch(journal_id, path, &rows)?;
         if let Some(feed) = &mut self.feed {
-            for (_, row) in batch.rows() {
-                feed.push(&row)
+            for (_, row) in &rows {
+                feed.push(row)
                     .map_err(|e| Error::io("cannot set calls aside for deriving windows", e))?;
             }
         }
         Ok(())
     }
 
-    fn insert_batch(&mut self, journal_id: i64, path: &Path, batch: &Batch) -> Result<()> {
+    fn insert_batch(
+        &mut self,
+        journal_id: i64,
+        path: &Path,
+        rows: &[(u64, Columns<'_>)],
+    ) -> Result<()> {
         if self.insert_many.is_none() {
-            return batch
-                .rows()
-                .try_for_each(|(n, row)| self.add(journal_id, path, n, &row));
+            return rows
+                .iter()
+                .try_for_each(|(n, row)| self.add(journal_id, path, *n, row));
         }
-        let rows: Vec<(u64, Columns<'_>)> = batch.rows().collect();
         let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
         for chunk in &mut chunks {
             self.add_chunk(journal_id, chunk)?;

@@ -24,8 +24,10 @@ pub struct Numbers<'a> {
     db: &'a Path,
     find: Statement<'a>,
     add: Statement<'a>,
-    /// Numbers by session, then server.
-    known: HashMap<String, Vec<(String, i64)>>,
+    /// Numbers by session, then server; looked up for every row, so
+    /// hashed with foldhash, seeded at random (tokens are salted digests,
+    /// server names come from servers).
+    known: HashMap<String, Vec<(String, i64)>, foldhash::fast::RandomState>,
     kept: usize,
 }
 
@@ -44,7 +46,7 @@ impl<'a> Numbers<'a> {
                 // must be undone alone.
                 .prepare("INSERT INTO sessions(session, server) VALUES (?1, ?2)")
                 .map_err(&fail)?,
-            known: HashMap::new(),
+            known: HashMap::default(),
             kept: 0,
         })
     }
