@@ -105,6 +105,11 @@ impl Aside {
         Ok(Some((aside, conn)))
     }
 
+    /// The file being built.
+    pub fn file(&self) -> &File {
+        self.lock.file()
+    }
+
     /// Makes the committed file index.db. Returns false, removing it, when
     /// an index.db appeared meanwhile.
     pub fn install(self, conn: Connection, db: &Path) -> Result<bool> {

@@ -23,6 +23,7 @@ mod schema;
 mod sessions;
 mod summary;
 mod windows;
+mod writeback;
 
 use std::process::ExitCode;
 

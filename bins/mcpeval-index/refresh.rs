@@ -40,6 +40,7 @@ use crate::load::{Loader, Source};
 use crate::progress::Progress;
 use crate::schema::Health;
 use crate::windows::Scope;
+use crate::writeback::{Stop, Writeback};
 use crate::{bulk, links, prior, schema, windows};
 
 /// Runs that find a journal changed before their commit start over; after
@@ -136,7 +137,11 @@ fn first(
     mut conn: Connection,
     lines: &mut Lines,
 ) -> Result<Outcome> {
-    let outcome = attempts(config, db, &mut conn, lines, None)?;
+    let stop = Stop::default();
+    let outcome = thread::scope(|scope| {
+        let _writing = Writeback::file(scope, &stop, aside.file());
+        attempts(config, db, &mut conn, lines, None)
+    })?;
     if aside.install(conn, db)? {
         Ok(outcome)
     } else {
@@ -148,7 +153,12 @@ fn first(
 /// A run on index.db itself, inside one transaction.
 fn in_place(config: &Config, db: &Path, lines: &mut Lines) -> Result<Outcome> {
     let (mut conn, check) = schema::open(db, config.rebuild)?;
-    let outcome = attempts(config, db, &mut conn, lines, check);
+    let stop = Stop::default();
+    let outcome = thread::scope(|scope| {
+        // A rebuild writes the whole index into the WAL.
+        let _writing = config.rebuild.then(|| Writeback::wal(scope, &stop, db));
+        attempts(config, db, &mut conn, lines, check)
+    });
     if outcome.is_err() {
         // Closing would checkpoint a WAL left by an earlier, killed run into
         // index.db; a failed run leaves even the file's bytes alone.
