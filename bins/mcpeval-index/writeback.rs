@@ -55,15 +55,9 @@ impl<'scope, 'stop: 'scope> Writeback<'scope, 'stop> {
         stop: &'stop Stop,
         file: &'scope File,
     ) -> Writeback<'scope, 'stop> {
-        let thread = scope.spawn(move || {
-            while !stop.wait() {
-                let _ = file.sync_data();
-            }
-        });
-        Writeback {
-            stop,
-            _thread: thread,
-        }
+        Writeback::every_tick(scope, stop, move || {
+            let _ = file.sync_data();
+        })
     }
 
     /// Writes out the WAL of the database at `db` as it grows, opening it
@@ -75,17 +69,28 @@ impl<'scope, 'stop: 'scope> Writeback<'scope, 'stop> {
         stop: &'stop Stop,
         db: &'scope Path,
     ) -> Writeback<'scope, 'stop> {
+        let mut name = db.as_os_str().to_owned();
+        name.push("-wal");
+        let mut wal: Option<File> = None;
+        Writeback::every_tick(scope, stop, move || {
+            if wal.is_none() {
+                wal = File::open(&name).ok();
+            }
+            if let Some(file) = &wal {
+                let _ = file.sync_data();
+            }
+        })
+    }
+
+    /// Runs `tick` every [`EVERY`] until stopping is asked.
+    fn every_tick<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        stop: &'stop Stop,
+        mut tick: impl FnMut() + Send + 'scope,
+    ) -> Writeback<'scope, 'stop> {
         let thread = scope.spawn(move || {
-            let mut name = db.as_os_str().to_owned();
-            name.push("-wal");
-            let mut wal = None;
             while !stop.wait() {
-                if wal.is_none() {
-                    wal = File::open(&name).ok();
-                }
-                if let Some(file) = &wal {
-                    let _ = file.sync_data();
-                }
+                tick();
             }
         });
         Writeback {
