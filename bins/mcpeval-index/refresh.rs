@@ -213,8 +213,10 @@ fn attempts(
         let attempt = match run.attempt(conn, lines, &mut check) {
             Ok(attempt) => attempt,
             // Damage explains whatever went wrong reading the file.
-            Err(_) if check.is_some() && !sound(&mut check) => Attempt::Damaged,
-            Err(err) => return Err(err),
+            Err(err) => match check.take().map(Health::healthy) {
+                Some(false) => Attempt::Damaged,
+                _ => return Err(err),
+            },
         };
         match attempt {
             Attempt::Done(outcome) => return Ok(outcome),

@@ -124,6 +124,7 @@ mod tests {
             let _writing = Writeback::file(scope, &stop, &file);
             let _wal = Writeback::wal(scope, &stop, &db);
         });
-        assert!(stop.wait(), "asked, the wait returns at once");
+        assert!(stop.wait(), "asked, the wait says so");
+        assert!(!Stop::default().wait(), "not asked, a tick passes");
     }
 }
