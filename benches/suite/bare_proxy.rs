@@ -1,5 +1,5 @@
 //! The floor for capture's HTTP proxy: a reverse proxy on the same stack
-//! (hyper and hyper-util on a multi-threaded tokio runtime, the suite's
+//! (hyper and hyper-util on a tokio runtime of one worker, the suite's
 //! connector, the same server and client settings as capture's) that only
 //! forwards.
 //!
@@ -32,8 +32,9 @@ pub fn main(args: &[String]) {
         .first()
         .and_then(|p| p.parse().ok())
         .expect("--bare-proxy takes the upstream's port");
-    // The runtime capture builds: one worker per core.
+    // The runtime capture builds: one worker.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .expect("runtime");

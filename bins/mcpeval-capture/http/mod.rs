@@ -56,7 +56,12 @@ pub fn run(home: &Home, server: Option<String>, http: Http) -> Result<()> {
     // before any client connects.
     let salt = Salt::load_or_create(home)?;
     let writer = Writer::new(home)?;
+    // One worker. A request's body is read inside its connection's own
+    // task, which wakes that task while it runs; with a second worker idle,
+    // tokio hands every such task over to it, and each request crossed
+    // threads twice. Relaying is light; the journal has its own thread.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .thread_name("capture-http")
         .build()
