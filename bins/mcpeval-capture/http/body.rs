@@ -189,6 +189,8 @@ impl Observed {
         if self.end_session {
             self.observer.end(self.key.clone());
         }
+        // The request's copy waits unseen until an answer's end says so.
+        self.observer.wake();
     }
 }
 

@@ -21,6 +21,7 @@ mod budget;
 mod json;
 mod outgoing;
 mod proxy;
+mod queue;
 mod sessions;
 pub mod upstream;
 

@@ -1,10 +1,10 @@
 //! The observer of every HTTP session: one thread that owns the sessions
 //! and the journal writer.
 //!
-//! Proxy tasks hand it copies of messages over an unbounded channel and go
+//! Proxy tasks hand it copies of messages through an unbounded queue and go
 //! on forwarding; they never wait for parsing or for the journal. Because
-//! each message is sent before the bytes it came from are forwarded, the
-//! channel's order is causal: a request is always seen before its response,
+//! each message is queued before the bytes it came from are forwarded, the
+//! queue's order is causal: a request is always seen before its response,
 //! and a result before any request the client based on it. This thread
 //! never touches the network, and its records hold no session id, header
 //! or raw value.
@@ -19,8 +19,9 @@
 //! recorded with outcome unknown. The copies queued for this thread are
 //! bounded by the observation budget they carry ([`crate::http::budget`]).
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -31,6 +32,7 @@ use shared::record::Transport;
 use store::journal::Writer;
 use store::salt::Salt;
 
+use crate::http::queue::Queue;
 use crate::limits::{MAX_SESSIONS, SESSIONS_BYTES};
 use crate::recent::Recent;
 use crate::session::{self, Bounded, Done, Session, Side};
@@ -96,7 +98,7 @@ enum Note {
 /// The sending side, cloned into every proxy task.
 #[derive(Debug, Clone)]
 pub struct Observer {
-    tx: Sender<Note>,
+    queue: Arc<Queue<Note>>,
 }
 
 /// What the observer did, for the closing summary.
@@ -129,7 +131,7 @@ impl Observer {
         fixed: Option<String>,
         fallback: String,
     ) -> (Observer, JoinHandle<Tally>) {
-        let (tx, rx) = mpsc::channel();
+        let queue = Arc::new(Queue::new());
         let state = State {
             salt,
             writer,
@@ -140,25 +142,41 @@ impl Observer {
             tally: Tally::default(),
             failed_write: false,
         };
-        let handle = std::thread::spawn(move || state.run(rx));
-        (Observer { tx }, handle)
+        let handle = {
+            let queue = queue.clone();
+            std::thread::spawn(move || state.run(&queue))
+        };
+        (Observer { queue }, handle)
     }
 
-    /// One JSON-RPC message (or batch) seen in `key`'s session.
+    /// One JSON-RPC message (or batch) seen in `key`'s session. A client's
+    /// message waits without waking the thread until the answer is over
+    /// ([`Observer::wake`]) or a later note wakes it.
     pub fn message(&self, key: &Key, side: Side, bytes: Bytes, at: Timestamp, now: Instant) {
-        let _ = self.tx.send(Note::Message {
+        let note = Note::Message {
             key: key.clone(),
             side,
             bytes,
             at,
             now,
-        });
+        };
+        self.queue.push(note, side == Side::Server);
+    }
+
+    /// Wakes the thread for what waits in its queue; called when the
+    /// answer to a request is over, whether or not it held a message.
+    pub fn wake(&self) {
+        self.queue.wake();
+    }
+
+    fn send(&self, note: Note) {
+        self.queue.push(note, true);
     }
 
     /// Takes back a request observed in `key`'s session that the upstream
     /// never received: its calls are forgotten, never recorded.
     pub fn retract(&self, key: &Key, bytes: Bytes) {
-        let _ = self.tx.send(Note::Retract {
+        self.send(Note::Retract {
             key: key.clone(),
             bytes,
         });
@@ -167,43 +185,43 @@ impl Observer {
     /// Moves the session observed as `from` to `to` (a session id the
     /// server issued), unless `to` already has one.
     pub fn adopt(&self, from: Key, to: Key) {
-        let _ = self.tx.send(Note::Adopt { from, to });
+        self.send(Note::Adopt { from, to });
     }
 
     /// A body that was relayed but could not be observed.
     pub fn unobserved(&self) {
-        let _ = self.tx.send(Note::Unobserved);
+        self.send(Note::Unobserved);
     }
 
     /// A message that was relayed but was too long to observe.
     pub fn oversized(&self) {
-        let _ = self.tx.send(Note::Oversized);
+        self.send(Note::Oversized);
     }
 
     /// A message that was relayed unobserved: the observation budget was
     /// in use.
     pub fn over_budget(&self) {
-        let _ = self.tx.send(Note::OverBudget);
+        self.send(Note::OverBudget);
     }
 
     /// A connection turned away with 503: too many were open.
     pub fn turned_away(&self) {
-        let _ = self.tx.send(Note::TurnedAway);
+        self.send(Note::TurnedAway);
     }
 
     /// A request that was refused, never relayed.
     pub fn refused(&self) {
-        let _ = self.tx.send(Note::Refused);
+        self.send(Note::Refused);
     }
 
     /// Ends `key`'s session: its unanswered calls are recorded now.
     pub fn end(&self, key: Key) {
-        let _ = self.tx.send(Note::End(key));
+        self.send(Note::End(key));
     }
 
     /// Ends every session; the thread then returns its tally.
     pub fn shutdown(&self) {
-        let _ = self.tx.send(Note::Shutdown);
+        self.send(Note::Shutdown);
     }
 }
 
@@ -220,53 +238,57 @@ struct State {
 }
 
 impl State {
-    fn run(mut self, rx: Receiver<Note>) -> Tally {
-        for note in rx {
-            match note {
-                Note::Message {
-                    key,
-                    side,
-                    bytes,
-                    at,
-                    now,
-                } => {
-                    let session = self.session(key);
-                    let before = session.bytes();
-                    let calls = session.observe(side, &bytes, at, now);
-                    let after = session.bytes();
-                    // The copy's budget is free once it is parsed.
-                    drop(bytes);
-                    self.bytes = self.bytes + after - before;
-                    self.append(calls);
-                    self.shed();
-                }
-                Note::Retract { key, bytes } => {
-                    if let Some(session) = self.sessions.get_mut(&key) {
+    fn run(mut self, queue: &Queue<Note>) -> Tally {
+        let mut notes = VecDeque::new();
+        'notes: loop {
+            queue.take(&mut notes);
+            while let Some(note) = notes.pop_front() {
+                match note {
+                    Note::Message {
+                        key,
+                        side,
+                        bytes,
+                        at,
+                        now,
+                    } => {
+                        let session = self.session(key);
                         let before = session.bytes();
-                        session.retract(&bytes);
-                        self.bytes = self.bytes + session.bytes() - before;
+                        let calls = session.observe(side, &bytes, at, now);
+                        let after = session.bytes();
+                        // The copy's budget is free once it is parsed.
+                        drop(bytes);
+                        self.bytes = self.bytes + after - before;
+                        self.append(calls);
+                        self.shed();
                     }
-                }
-                Note::Adopt { from, to } => {
-                    if !self.sessions.contains_key(&to)
-                        && let Some(session) = self.sessions.remove(&from)
-                        && let Some((_, evicted)) = self.sessions.insert(to, session)
-                    {
-                        // One out, one in, so nothing is evicted; were it, it ends properly.
-                        self.close(evicted);
+                    Note::Retract { key, bytes } => {
+                        if let Some(session) = self.sessions.get_mut(&key) {
+                            let before = session.bytes();
+                            session.retract(&bytes);
+                            self.bytes = self.bytes + session.bytes() - before;
+                        }
                     }
-                }
-                Note::Unobserved => self.tally.unparsed += 1,
-                Note::Oversized => self.tally.oversized += 1,
-                Note::OverBudget => self.tally.over_budget += 1,
-                Note::Refused => self.tally.refused += 1,
-                Note::TurnedAway => self.tally.turned_away += 1,
-                Note::End(key) => {
-                    if let Some(session) = self.sessions.remove(&key) {
-                        self.close(session);
+                    Note::Adopt { from, to } => {
+                        if !self.sessions.contains_key(&to)
+                            && let Some(session) = self.sessions.remove(&from)
+                            && let Some((_, evicted)) = self.sessions.insert(to, session)
+                        {
+                            // One out, one in, so nothing is evicted; were it, it ends properly.
+                            self.close(evicted);
+                        }
                     }
+                    Note::Unobserved => self.tally.unparsed += 1,
+                    Note::Oversized => self.tally.oversized += 1,
+                    Note::OverBudget => self.tally.over_budget += 1,
+                    Note::Refused => self.tally.refused += 1,
+                    Note::TurnedAway => self.tally.turned_away += 1,
+                    Note::End(key) => {
+                        if let Some(session) = self.sessions.remove(&key) {
+                            self.close(session);
+                        }
+                    }
+                    Note::Shutdown => break 'notes,
                 }
-                Note::Shutdown => break,
             }
         }
         for session in self.sessions.drain() {

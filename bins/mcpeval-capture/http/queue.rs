@@ -1,0 +1,116 @@
+//! The observer thread's queue: notes in the order they were sent, where a
+//! sender chooses whether its note wakes the thread.
+//!
+//! Every wake is a system call in the relay, made just before it forwards
+//! the bytes, and a thread made runnable beside the client and the server
+//! that are about to need the processor. A request's copy cannot become a
+//! record before its answer, or the end of its session, is seen, and those
+//! wake the thread: so a request waits quietly, and an exchange costs one
+//! wake instead of two. Order is kept whatever wakes: one queue, one lock.
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+#[derive(Debug)]
+pub struct Queue<T> {
+    state: Mutex<State<T>>,
+    ready: Condvar,
+}
+
+#[derive(Debug)]
+struct State<T> {
+    items: VecDeque<T>,
+    /// The taker is asleep and must be woken to see what is queued.
+    asleep: bool,
+}
+
+impl<T> Queue<T> {
+    pub fn new() -> Queue<T> {
+        Queue {
+            state: Mutex::new(State {
+                items: VecDeque::new(),
+                asleep: false,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
+    /// Queues `item`, waking the taker when `wake`.
+    pub fn push(&self, item: T, wake: bool) {
+        let mut state = self.lock();
+        state.items.push_back(item);
+        self.notify(state, wake);
+    }
+
+    /// Wakes the taker if something waits for it.
+    pub fn wake(&self) {
+        let state = self.lock();
+        self.notify(state, true);
+    }
+
+    /// Moves everything queued into `into`, in order, waiting while there
+    /// is nothing. A sleeping taker wakes only when asked, so what was
+    /// queued quietly meanwhile comes with the next note that wakes it.
+    pub fn take(&self, into: &mut VecDeque<T>) {
+        let mut state = self.lock();
+        while state.items.is_empty() {
+            state.asleep = true;
+            state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+            state.asleep = false;
+        }
+        into.append(&mut state.items);
+    }
+
+    fn notify(&self, state: MutexGuard<'_, State<T>>, wake: bool) {
+        let asleep = wake && state.asleep && !state.items.is_empty();
+        drop(state);
+        if asleep {
+            self.ready.notify_one();
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn quiet_items_come_in_order_with_the_next_that_wakes() {
+        let queue = Queue::new();
+        queue.push(1, false);
+        queue.push(2, false);
+        queue.push(3, true);
+        let mut taken = VecDeque::new();
+        queue.take(&mut taken);
+        assert_eq!(taken, [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_sleeping_taker_gets_what_was_queued_quietly_once_woken() {
+        let queue = Arc::new(Queue::new());
+        let (send, taken) = std::sync::mpsc::channel();
+        {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                let mut taken = VecDeque::new();
+                queue.take(&mut taken);
+                let _ = send.send(taken);
+            });
+        }
+        // Wait until the taker sleeps, so the pushes below find it asleep.
+        while !queue.lock().asleep {
+            std::thread::yield_now();
+        }
+        queue.push("request", false);
+        queue.wake();
+        let taken = taken
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the taker was woken");
+        assert_eq!(taken, ["request"]);
+    }
+}
