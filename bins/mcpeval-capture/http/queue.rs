@@ -11,6 +11,12 @@
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
+/// Notes a sleeping taker may leave queued: the next wakes it whatever its
+/// sender chose, so requests an upstream never answers still reach the
+/// observer, and the budget their copies hold comes back, in batches of
+/// this many.
+const QUIET: usize = 64;
+
 #[derive(Debug)]
 pub struct Queue<T> {
     state: Mutex<State<T>>,
@@ -35,10 +41,12 @@ impl<T> Queue<T> {
         }
     }
 
-    /// Queues `item`, waking the taker when `wake`.
+    /// Queues `item`, waking the taker when `wake` or when [`QUIET`]
+    /// items wait.
     pub fn push(&self, item: T, wake: bool) {
         let mut state = self.lock();
         state.items.push_back(item);
+        let wake = wake || state.items.len() >= QUIET;
         self.notify(state, wake);
     }
 
@@ -77,7 +85,7 @@ impl<T> Queue<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use std::sync::{Arc, mpsc};
 
     #[test]
     fn quiet_items_come_in_order_with_the_next_that_wakes() {
@@ -91,21 +99,38 @@ mod tests {
     }
 
     #[test]
-    fn a_sleeping_taker_gets_what_was_queued_quietly_once_woken() {
+    fn enough_quiet_items_wake_a_sleeping_taker() {
         let queue = Arc::new(Queue::new());
-        let (send, taken) = std::sync::mpsc::channel();
-        {
-            let queue = queue.clone();
-            std::thread::spawn(move || {
-                let mut taken = VecDeque::new();
-                queue.take(&mut taken);
-                let _ = send.send(taken);
-            });
+        let taken = taker(&queue);
+        for i in 0..QUIET {
+            queue.push(i, false);
         }
-        // Wait until the taker sleeps, so the pushes below find it asleep.
+        let taken = taken
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the taker was woken");
+        assert_eq!(taken, (0..QUIET).collect::<Vec<_>>());
+    }
+
+    /// A thread that sleeps on `queue` until woken and sends what it took.
+    fn taker<T: Send + 'static>(queue: &Arc<Queue<T>>) -> mpsc::Receiver<VecDeque<T>> {
+        let (send, taken) = mpsc::channel();
+        let sleeper = queue.clone();
+        std::thread::spawn(move || {
+            let mut taken = VecDeque::new();
+            sleeper.take(&mut taken);
+            let _ = send.send(taken);
+        });
+        // Wait until it sleeps, so what is pushed next finds it asleep.
         while !queue.lock().asleep {
             std::thread::yield_now();
         }
+        taken
+    }
+
+    #[test]
+    fn a_sleeping_taker_gets_what_was_queued_quietly_once_woken() {
+        let queue = Arc::new(Queue::new());
+        let taken = taker(&queue);
         queue.push("request", false);
         queue.wake();
         let taken = taken

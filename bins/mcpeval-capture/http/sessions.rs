@@ -37,6 +37,11 @@ use crate::limits::{MAX_SESSIONS, SESSIONS_BYTES};
 use crate::recent::Recent;
 use crate::session::{self, Bounded, Done, Session, Side};
 
+/// The longest client message queued without waking the observer: with
+/// the queue's own count, what waits unseen holds at most 4 MiB of the
+/// observation budget.
+const QUIET_BYTES: usize = 64 * 1024;
+
 /// What makes requests one session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Key {
@@ -149,10 +154,12 @@ impl Observer {
         (Observer { queue }, handle)
     }
 
-    /// One JSON-RPC message (or batch) seen in `key`'s session. A client's
-    /// message waits without waking the thread until the answer is over
-    /// ([`Observer::wake`]) or a later note wakes it.
+    /// One JSON-RPC message (or batch) seen in `key`'s session. A short
+    /// message of a client's waits without waking the thread until the
+    /// answer is over ([`Observer::wake`]) or a later note wakes it; a long
+    /// one wakes it, so that the budget its copy holds comes back soon.
     pub fn message(&self, key: &Key, side: Side, bytes: Bytes, at: Timestamp, now: Instant) {
+        let wake = side == Side::Server || bytes.len() > QUIET_BYTES;
         let note = Note::Message {
             key: key.clone(),
             side,
@@ -160,7 +167,7 @@ impl Observer {
             at,
             now,
         };
-        self.queue.push(note, side == Side::Server);
+        self.queue.push(note, wake);
     }
 
     /// Wakes the thread for what waits in its queue; called when the
