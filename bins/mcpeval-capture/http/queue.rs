@@ -56,17 +56,18 @@ impl<T> Queue<T> {
         self.notify(state, true);
     }
 
-    /// Moves everything queued into `into`, in order, waiting while there
-    /// is nothing. A sleeping taker wakes only when asked, so what was
-    /// queued quietly meanwhile comes with the next note that wakes it.
-    pub fn take(&self, into: &mut VecDeque<T>) {
+    /// Everything queued, in order, waiting while there is nothing. A
+    /// sleeping taker wakes only when asked, so what was queued quietly
+    /// meanwhile comes with the next note that wakes it. The queue keeps
+    /// none of the room a burst took: it goes with what is taken.
+    pub fn take(&self) -> VecDeque<T> {
         let mut state = self.lock();
         while state.items.is_empty() {
             state.asleep = true;
             state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
             state.asleep = false;
         }
-        into.append(&mut state.items);
+        std::mem::take(&mut state.items)
     }
 
     fn notify(&self, state: MutexGuard<'_, State<T>>, wake: bool) {
@@ -93,9 +94,17 @@ mod tests {
         queue.push(1, false);
         queue.push(2, false);
         queue.push(3, true);
-        let mut taken = VecDeque::new();
-        queue.take(&mut taken);
-        assert_eq!(taken, [1, 2, 3]);
+        assert_eq!(queue.take(), [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_burst_leaves_no_room_behind() {
+        let queue = Queue::new();
+        for i in 0..10_000 {
+            queue.push(i, true);
+        }
+        assert_eq!(queue.take().len(), 10_000);
+        assert_eq!(queue.lock().items.capacity(), 0);
     }
 
     #[test]
@@ -116,9 +125,7 @@ mod tests {
         let (send, taken) = mpsc::channel();
         let sleeper = queue.clone();
         std::thread::spawn(move || {
-            let mut taken = VecDeque::new();
-            sleeper.take(&mut taken);
-            let _ = send.send(taken);
+            let _ = send.send(sleeper.take());
         });
         // Wait until it sleeps, so what is pushed next finds it asleep.
         while !queue.lock().asleep {

@@ -19,7 +19,6 @@
 //! recorded with outcome unknown. The copies queued for this thread are
 //! bounded by the observation budget they carry ([`crate::http::budget`]).
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -246,10 +245,8 @@ struct State {
 
 impl State {
     fn run(mut self, queue: &Queue<Note>) -> Tally {
-        let mut notes = VecDeque::new();
         'notes: loop {
-            queue.take(&mut notes);
-            while let Some(note) = notes.pop_front() {
+            for note in queue.take() {
                 match note {
                     Note::Message {
                         key,
