@@ -17,10 +17,14 @@
 //! one beyond the count, or one that grows past the bytes, ends the least
 //! recently active, exactly as its end would: its unanswered calls are
 //! recorded with outcome unknown. The copies queued for this thread are
-//! bounded by the observation budget they carry ([`crate::http::budget`]).
+//! bounded by the observation budget they carry ([`crate::http::budget`]);
+//! what was relayed unobserved, refused or turned away is counted where it
+//! happens ([`Counts`]), never queued, so a flood of such requests costs no
+//! memory however long the thread is held up.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -85,24 +89,49 @@ enum Note {
         from: Key,
         to: Key,
     },
-    /// A body capture could not read (compressed).
-    Unobserved,
-    /// A message longer than capture observes.
-    Oversized,
-    /// A message the observation budget had no room for.
-    OverBudget,
-    /// A request refused before it reached the upstream.
-    Refused,
-    /// A connection turned away beyond the connection cap.
-    TurnedAway,
     End(Key),
     Shutdown,
+}
+
+/// What the proxy tasks count themselves: events that carry nothing to
+/// observe, so they take no room in the queue.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Bodies capture could not read (compressed).
+    unobserved: AtomicU64,
+    /// Messages longer than capture observes.
+    oversized: AtomicU64,
+    /// Messages the observation budget had no room for.
+    over_budget: AtomicU64,
+    /// Requests refused before they reached the upstream.
+    refused: AtomicU64,
+    /// Connections turned away beyond the connection cap.
+    turned_away: AtomicU64,
+}
+
+impl Counts {
+    fn add(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds the counts to `tally`. Called after the shutdown note was
+    /// taken: every count was made before that note was queued, and the
+    /// queue's lock orders the two.
+    fn settle(&self, tally: &mut Tally) {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        tally.unparsed += read(&self.unobserved);
+        tally.oversized += read(&self.oversized);
+        tally.over_budget += read(&self.over_budget);
+        tally.refused += read(&self.refused);
+        tally.turned_away += read(&self.turned_away);
+    }
 }
 
 /// The sending side, cloned into every proxy task.
 #[derive(Debug, Clone)]
 pub struct Observer {
     queue: Arc<Queue<Note>>,
+    counts: Arc<Counts>,
 }
 
 /// What the observer did, for the closing summary.
@@ -136,6 +165,7 @@ impl Observer {
         fallback: String,
     ) -> (Observer, JoinHandle<Tally>) {
         let queue = Arc::new(Queue::new());
+        let counts = Arc::new(Counts::default());
         let state = State {
             salt,
             writer,
@@ -148,9 +178,10 @@ impl Observer {
         };
         let handle = {
             let queue = queue.clone();
-            std::thread::spawn(move || state.run(&queue))
+            let counts = counts.clone();
+            std::thread::spawn(move || state.run(&queue, &counts))
         };
-        (Observer { queue }, handle)
+        (Observer { queue, counts }, handle)
     }
 
     /// One JSON-RPC message (or batch) seen in `key`'s session. A short
@@ -196,28 +227,28 @@ impl Observer {
 
     /// A body that was relayed but could not be observed.
     pub fn unobserved(&self) {
-        self.send(Note::Unobserved);
+        Counts::add(&self.counts.unobserved);
     }
 
     /// A message that was relayed but was too long to observe.
     pub fn oversized(&self) {
-        self.send(Note::Oversized);
+        Counts::add(&self.counts.oversized);
     }
 
     /// A message that was relayed unobserved: the observation budget was
     /// in use.
     pub fn over_budget(&self) {
-        self.send(Note::OverBudget);
+        Counts::add(&self.counts.over_budget);
     }
 
     /// A connection turned away with 503: too many were open.
     pub fn turned_away(&self) {
-        self.send(Note::TurnedAway);
+        Counts::add(&self.counts.turned_away);
     }
 
     /// A request that was refused, never relayed.
     pub fn refused(&self) {
-        self.send(Note::Refused);
+        Counts::add(&self.counts.refused);
     }
 
     /// Ends `key`'s session: its unanswered calls are recorded now.
@@ -244,7 +275,7 @@ struct State {
 }
 
 impl State {
-    fn run(mut self, queue: &Queue<Note>) -> Tally {
+    fn run(mut self, queue: &Queue<Note>, counts: &Counts) -> Tally {
         'notes: loop {
             for note in queue.take() {
                 match note {
@@ -281,11 +312,6 @@ impl State {
                             self.close(evicted);
                         }
                     }
-                    Note::Unobserved => self.tally.unparsed += 1,
-                    Note::Oversized => self.tally.oversized += 1,
-                    Note::OverBudget => self.tally.over_budget += 1,
-                    Note::Refused => self.tally.refused += 1,
-                    Note::TurnedAway => self.tally.turned_away += 1,
                     Note::End(key) => {
                         if let Some(session) = self.sessions.remove(&key) {
                             self.close(session);
@@ -295,6 +321,7 @@ impl State {
                 }
             }
         }
+        counts.settle(&mut self.tally);
         for session in self.sessions.drain() {
             self.close(session);
         }
@@ -362,5 +389,44 @@ impl State {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counted_events_take_no_room_in_the_queue() {
+        let observer = Observer {
+            queue: Arc::new(Queue::new()),
+            counts: Arc::new(Counts::default()),
+        };
+        for _ in 0..100_000 {
+            observer.refused();
+            observer.turned_away();
+            observer.over_budget();
+        }
+        observer.oversized();
+        observer.unobserved();
+        observer.shutdown();
+        let queued = observer.queue.take();
+        assert!(
+            matches!(queued.iter().collect::<Vec<_>>()[..], [Note::Shutdown]),
+            "only the shutdown was queued, not {} notes",
+            queued.len()
+        );
+        let mut tally = Tally::default();
+        observer.counts.settle(&mut tally);
+        assert_eq!(
+            (
+                tally.refused,
+                tally.turned_away,
+                tally.over_budget,
+                tally.oversized,
+                tally.unparsed
+            ),
+            (100_000, 100_000, 100_000, 1, 1)
+        );
     }
 }
