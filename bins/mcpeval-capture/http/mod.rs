@@ -68,8 +68,9 @@ pub fn run(home: &Home, server: Option<String>, http: Http) -> Result<()> {
         .build()
         .map_err(|err| Error::io("cannot start the HTTP runtime", err))?;
     let fallback = http.upstream.host_port();
-    let (observer, journal) = Observer::start(salt, writer, server, fallback);
-    let served = runtime.block_on(serve(http, observer.clone()));
+    let budget = Budget::new(OBSERVE_BUDGET);
+    let (observer, journal) = Observer::start(salt, writer, server, fallback, budget.clone());
+    let served = runtime.block_on(serve(http, observer.clone(), budget));
     // Connections still open are cut; their sessions end below.
     runtime.shutdown_background();
     observer.shutdown();
@@ -84,7 +85,7 @@ pub fn run(home: &Home, server: Option<String>, http: Http) -> Result<()> {
     Ok(())
 }
 
-async fn serve(http: Http, observer: Observer) -> Result<()> {
+async fn serve(http: Http, observer: Observer, budget: Budget) -> Result<()> {
     let upstream = http.upstream.to_string();
     let listener = TcpListener::bind(http.listen).await.map_err(|err| {
         Error::io(format_args!("cannot listen on {}", http.listen), err)
@@ -98,7 +99,7 @@ async fn serve(http: Http, observer: Observer) -> Result<()> {
         http.upstream,
         http.session_header,
         observer.clone(),
-        Budget::new(OBSERVE_BUDGET),
+        budget,
         loopback,
     )?);
     if !loopback {
@@ -243,6 +244,14 @@ fn summary(tally: &Tally) {
             "{} session(s) were ended early to keep at most {MAX_SESSIONS} at once ({} MiB), least recently active first; their unanswered calls were recorded as unknown",
             tally.evicted,
             SESSIONS_BYTES >> 20
+        ),
+    );
+    say(
+        tally.unnoted,
+        format_args!(
+            "{} session end(s) or new session id(s) came while connections held the {} MiB capture observes at once; those sessions were ended when evicted or at exit",
+            tally.unnoted,
+            OBSERVE_BUDGET >> 20
         ),
     );
     say(

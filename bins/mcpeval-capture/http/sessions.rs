@@ -17,10 +17,14 @@
 //! one beyond the count, or one that grows past the bytes, ends the least
 //! recently active, exactly as its end would: its unanswered calls are
 //! recorded with outcome unknown. The copies queued for this thread are
-//! bounded by the observation budget they carry ([`crate::http::budget`]);
-//! what was relayed unobserved, refused or turned away is counted where it
-//! happens ([`Counts`]), never queued, so a flood of such requests costs no
-//! memory however long the thread is held up.
+//! bounded by the observation budget they carry ([`crate::http::budget`]),
+//! and so are the notes that end or rename a session, which carry what a
+//! message's note costs; when the budget has no room such a note is not
+//! queued but counted, and its session ends when evicted or at exit. What
+//! was relayed unobserved, refused or turned away is counted where it
+//! happens ([`Counts`]), never queued. So the queue is bounded however long
+//! the thread is held up (a stalled journal write) and whatever clients
+//! send meanwhile.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +39,7 @@ use shared::record::Transport;
 use store::journal::Writer;
 use store::salt::Salt;
 
+use crate::http::budget::{Budget, Charge, MESSAGE_OVERHEAD};
 use crate::http::queue::Queue;
 use crate::limits::{MAX_SESSIONS, SESSIONS_BYTES};
 use crate::recent::Recent;
@@ -88,8 +93,12 @@ enum Note {
     Adopt {
         from: Key,
         to: Key,
+        _charge: Charge,
     },
-    End(Key),
+    End {
+        key: Key,
+        _charge: Charge,
+    },
     Shutdown,
 }
 
@@ -107,6 +116,8 @@ struct Counts {
     refused: AtomicU64,
     /// Connections turned away beyond the connection cap.
     turned_away: AtomicU64,
+    /// Session ends and new session ids not queued: no budget.
+    unnoted: AtomicU64,
 }
 
 impl Counts {
@@ -124,6 +135,7 @@ impl Counts {
         tally.over_budget += read(&self.over_budget);
         tally.refused += read(&self.refused);
         tally.turned_away += read(&self.turned_away);
+        tally.unnoted += read(&self.unnoted);
     }
 }
 
@@ -132,6 +144,7 @@ impl Counts {
 pub struct Observer {
     queue: Arc<Queue<Note>>,
     counts: Arc<Counts>,
+    budget: Budget,
 }
 
 /// What the observer did, for the closing summary.
@@ -150,6 +163,9 @@ pub struct Tally {
     pub refused: u64,
     /// Connections turned away with 503 beyond the connection cap.
     pub turned_away: u64,
+    /// Session ends and new session ids that found no room in the
+    /// observation budget: those sessions ended when evicted or at exit.
+    pub unnoted: u64,
     /// What the sessions gave up to stay within their bounds.
     pub bounded: Bounded,
     pub journal: Option<PathBuf>,
@@ -157,12 +173,14 @@ pub struct Tally {
 
 impl Observer {
     /// Starts the observer thread. `fixed` is `--server`; `fallback` names
-    /// the server when neither the flag nor the server does.
+    /// the server when neither the flag nor the server does. `budget` is
+    /// the one the proxy charges its copies to.
     pub fn start(
         salt: Salt,
         writer: Writer,
         fixed: Option<String>,
         fallback: String,
+        budget: Budget,
     ) -> (Observer, JoinHandle<Tally>) {
         let queue = Arc::new(Queue::new());
         let counts = Arc::new(Counts::default());
@@ -181,7 +199,12 @@ impl Observer {
             let counts = counts.clone();
             std::thread::spawn(move || state.run(&queue, &counts))
         };
-        (Observer { queue, counts }, handle)
+        let observer = Observer {
+            queue,
+            counts,
+            budget,
+        };
+        (observer, handle)
     }
 
     /// One JSON-RPC message (or batch) seen in `key`'s session. A short
@@ -210,6 +233,17 @@ impl Observer {
         self.queue.push(note, true);
     }
 
+    /// What a note that holds no message pays while it waits, as a
+    /// message's does; none, and the note is counted instead of queued,
+    /// when the budget has no room.
+    fn charge(&self) -> Option<Charge> {
+        let charge = self.budget.take(MESSAGE_OVERHEAD);
+        if charge.is_none() {
+            Counts::add(&self.counts.unnoted);
+        }
+        charge
+    }
+
     /// Takes back a request observed in `key`'s session that the upstream
     /// never received: its calls are forgotten, never recorded.
     pub fn retract(&self, key: &Key, bytes: Bytes) {
@@ -222,7 +256,13 @@ impl Observer {
     /// Moves the session observed as `from` to `to` (a session id the
     /// server issued), unless `to` already has one.
     pub fn adopt(&self, from: Key, to: Key) {
-        self.send(Note::Adopt { from, to });
+        if let Some(charge) = self.charge() {
+            self.send(Note::Adopt {
+                from,
+                to,
+                _charge: charge,
+            });
+        }
     }
 
     /// A body that was relayed but could not be observed.
@@ -253,7 +293,12 @@ impl Observer {
 
     /// Ends `key`'s session: its unanswered calls are recorded now.
     pub fn end(&self, key: Key) {
-        self.send(Note::End(key));
+        if let Some(charge) = self.charge() {
+            self.send(Note::End {
+                key,
+                _charge: charge,
+            });
+        }
     }
 
     /// Ends every session; the thread then returns its tally.
@@ -303,7 +348,7 @@ impl State {
                             self.bytes = self.bytes + session.bytes() - before;
                         }
                     }
-                    Note::Adopt { from, to } => {
+                    Note::Adopt { from, to, .. } => {
                         if !self.sessions.contains_key(&to)
                             && let Some(session) = self.sessions.remove(&from)
                             && let Some((_, evicted)) = self.sessions.insert(to, session)
@@ -312,7 +357,7 @@ impl State {
                             self.close(evicted);
                         }
                     }
-                    Note::End(key) => {
+                    Note::End { key, .. } => {
                         if let Some(session) = self.sessions.remove(&key) {
                             self.close(session);
                         }
@@ -396,12 +441,17 @@ impl State {
 mod tests {
     use super::*;
 
-    #[test]
-    fn counted_events_take_no_room_in_the_queue() {
-        let observer = Observer {
+    fn observer(budget: usize) -> Observer {
+        Observer {
             queue: Arc::new(Queue::new()),
             counts: Arc::new(Counts::default()),
-        };
+            budget: Budget::new(budget),
+        }
+    }
+
+    #[test]
+    fn counted_events_take_no_room_in_the_queue() {
+        let observer = observer(0);
         for _ in 0..100_000 {
             observer.refused();
             observer.turned_away();
@@ -427,6 +477,29 @@ mod tests {
                 tally.unparsed
             ),
             (100_000, 100_000, 100_000, 1, 1)
+        );
+    }
+
+    #[test]
+    fn session_notes_wait_only_while_the_budget_has_room() {
+        let observer = observer(2 * MESSAGE_OVERHEAD);
+        for id in 0..10 {
+            observer.end(Key::Connection(id));
+        }
+        observer.adopt(Key::Connection(10), Key::Connection(11));
+        let queued = observer.queue.take();
+        assert_eq!(queued.len(), 2, "two notes' worth of budget");
+        let mut tally = Tally::default();
+        observer.counts.settle(&mut tally);
+        assert_eq!(tally.unnoted, 9);
+        drop(queued);
+        observer.adopt(Key::Connection(10), Key::Connection(11));
+        assert!(
+            matches!(
+                observer.queue.take().iter().collect::<Vec<_>>()[..],
+                [Note::Adopt { .. }]
+            ),
+            "the budget came back with the notes taken"
         );
     }
 }
