@@ -24,9 +24,11 @@
 //! The observer runs at a lower priority and may fall behind a fast peer,
 //! so the copies waiting for it are bounded ([`Backlog`]): past
 //! [`OBSERVE_BUDGET`] a chunk is not copied, the observer is told only how
-//! many bytes it missed, and the relay goes on at full speed. Lines are
-//! observed up to [`OBSERVE_LIMIT`]; a longer one is measured and dropped
-//! as it streams.
+//! many bytes it missed, and the relay goes on at full speed. Losses in a
+//! row add to the one word still waiting ([`Losses`]), so however long the
+//! observer is held up (a stalled journal write) and however the peer
+//! writes, what waits for it stays bounded. Lines are observed up to
+//! [`OBSERVE_LIMIT`]; a longer one is measured and dropped as it streams.
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
@@ -93,11 +95,68 @@ pub enum Event {
         /// Its place in the backlog, until the event is dropped.
         held: Held,
     },
-    /// `len` bytes of the side were relayed but not copied: the observer
-    /// was too far behind.
-    Lost { side: Side, len: usize },
+    /// Bytes of the side were relayed but not copied: the observer was
+    /// too far behind.
+    Lost { side: Side, missed: Missed },
     /// The side's stream ended.
     Closed(Side),
+}
+
+/// How many bytes of one side the observer missed in a row. Losses that
+/// come while the word of the first still waits add to it.
+#[derive(Debug)]
+pub struct Missed(Arc<AtomicUsize>);
+
+/// A count the observer took: later losses need a word of their own.
+const TAKEN: usize = usize::MAX;
+
+impl Missed {
+    /// The bytes missed; later losses no longer add to this count.
+    pub fn take(&self) -> usize {
+        self.0.swap(TAKEN, Ordering::AcqRel)
+    }
+}
+
+/// The last word each side's losses were told in, kept by whoever tells
+/// the observer of them (one relay, or the tap thread) while no copied
+/// bytes of that side came after it.
+#[derive(Debug, Default)]
+struct Losses([Option<Arc<AtomicUsize>>; 2]);
+
+impl Losses {
+    /// `len` more bytes of `side` missed: the event to send, or none when
+    /// they were added to the side's word still waiting.
+    fn lost(&mut self, side: Side, len: usize) -> Option<Event> {
+        let last = &mut self.0[index(side)];
+        if let Some(count) = last
+            && count
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n != TAKEN).then(|| n.saturating_add(len).min(TAKEN - 1))
+                })
+                .is_ok()
+        {
+            return None;
+        }
+        let count = Arc::new(AtomicUsize::new(len));
+        *last = Some(count.clone());
+        Some(Event::Lost {
+            side,
+            missed: Missed(count),
+        })
+    }
+
+    /// Bytes of `side` were copied for the observer: a later loss comes
+    /// after them, in a word of its own.
+    fn copied(&mut self, side: Side) {
+        self.0[index(side)] = None;
+    }
+}
+
+fn index(side: Side) -> usize {
+    match side {
+        Side::Client => 0,
+        Side::Server => 1,
+    }
 }
 
 /// Starts relaying both directions; returns what the observer is told, in
@@ -159,18 +218,21 @@ impl Observer {
 
     /// A copy of `chunk` for the observer, or word of its length when the
     /// backlog is full.
-    fn chunk(&self, side: Side, chunk: &[u8]) {
+    fn chunk(&self, side: Side, chunk: &[u8], losses: &mut Losses) {
         let event = match self.backlog.admit(chunk.len()) {
-            Some(held) => Event::Chunk {
-                side,
-                bytes: chunk.to_vec(),
-                at: Timestamp::now(),
-                now: Instant::now(),
-                held,
-            },
-            None => Event::Lost {
-                side,
-                len: chunk.len(),
+            Some(held) => {
+                losses.copied(side);
+                Event::Chunk {
+                    side,
+                    bytes: chunk.to_vec(),
+                    at: Timestamp::now(),
+                    now: Instant::now(),
+                    held,
+                }
+            }
+            None => match losses.lost(side, chunk.len()) {
+                Some(event) => event,
+                None => return,
             },
         };
         self.send(event);
@@ -190,6 +252,7 @@ impl Observer {
 /// so the writer on the other end is never blocked by a dead reader.
 fn pump(side: Side, mut from: impl Read, mut to: impl Write, observer: &Observer) {
     let mut buf = vec![0u8; BUFFER];
+    let mut losses = Losses::default();
     let mut sink = true;
     loop {
         let n = match from.read(&mut buf) {
@@ -199,7 +262,7 @@ fn pump(side: Side, mut from: impl Read, mut to: impl Write, observer: &Observer
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        observer.chunk(side, chunk);
+        observer.chunk(side, chunk, &mut losses);
         if sink {
             sink = forward(&mut to, chunk);
             if !sink && side == Side::Client {
@@ -229,7 +292,7 @@ mod spliced {
 
     use jiff::Timestamp;
 
-    use super::{BUFFER, Backlog, Event, Observer, To};
+    use super::{BUFFER, Backlog, Event, Losses, Observer, To, index};
     use crate::session::Side;
 
     /// The most one `tee` or `splice` is asked to move (it moves what the
@@ -323,6 +386,7 @@ mod spliced {
         backlog: &Backlog,
     ) {
         let mut idle = 0;
+        let mut losses = Losses::default();
         loop {
             let message = match queue.try_recv() {
                 Ok(message) => {
@@ -350,9 +414,12 @@ mod spliced {
                         if discard(&*reader, len).is_err() {
                             continue;
                         }
-                        let _ = events.send(Event::Lost { side, len });
+                        if let Some(event) = losses.lost(side, len) {
+                            let _ = events.send(event);
+                        }
                         continue;
                     };
+                    losses.copied(side);
                     let mut bytes = vec![0; len];
                     // The bytes are in the tap already: this never waits.
                     if reader.read_exact(&mut bytes).is_err() {
@@ -370,13 +437,6 @@ mod spliced {
                 Teed::Copied(event) => event,
             };
             let _ = events.send(event);
-        }
-    }
-
-    fn index(side: Side) -> usize {
-        match side {
-            Side::Client => 0,
-            Side::Server => 1,
         }
     }
 
@@ -604,6 +664,67 @@ mod tests {
         let mut got = 0;
         splitter.feed(&under, |l| got = l.len());
         assert_eq!((got, splitter.oversized), (OBSERVE_LIMIT, 1));
+    }
+
+    /// An observer whose backlog is full, or empty, as `full` says.
+    fn behind(full: bool) -> (Observer, Receiver<Event>) {
+        let (events, observed) = mpsc::channel();
+        let observer = Observer {
+            to: To::Direct(events),
+            backlog: Backlog::default(),
+        };
+        fill(&observer, full);
+        (observer, observed)
+    }
+
+    fn fill(observer: &Observer, full: bool) {
+        let used = if full { OBSERVE_BUDGET } else { 0 };
+        observer.backlog.0.store(used, Ordering::Relaxed);
+    }
+
+    /// What waits for the observer: each loss's side and bytes, `None`
+    /// for a copied chunk.
+    fn waiting(observed: &Receiver<Event>) -> Vec<Option<(Side, usize)>> {
+        observed
+            .try_iter()
+            .map(|event| match event {
+                Event::Lost { side, missed } => Some((side, missed.take())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn losses_in_a_row_wait_as_one_word_whatever_the_peer_writes() {
+        let (observer, observed) = behind(true);
+        let mut losses = Losses::default();
+        for _ in 0..100_000 {
+            observer.chunk(Side::Server, b"x", &mut losses);
+        }
+        observer.chunk(Side::Client, b"yy", &mut losses);
+        observer.chunk(Side::Server, b"x", &mut losses);
+        assert_eq!(
+            waiting(&observed),
+            [Some((Side::Server, 100_001)), Some((Side::Client, 2))]
+        );
+        // Once the observer took the count, a loss is a word of its own.
+        observer.chunk(Side::Server, b"zzz", &mut losses);
+        assert_eq!(waiting(&observed), [Some((Side::Server, 3))]);
+    }
+
+    #[test]
+    fn a_copied_chunk_between_two_losses_keeps_them_apart() {
+        let (observer, observed) = behind(true);
+        let mut losses = Losses::default();
+        observer.chunk(Side::Server, b"x", &mut losses);
+        fill(&observer, false);
+        observer.chunk(Side::Server, b"a\n", &mut losses);
+        fill(&observer, true);
+        observer.chunk(Side::Server, b"yy", &mut losses);
+        assert_eq!(
+            waiting(&observed),
+            [Some((Side::Server, 1)), None, Some((Side::Server, 2))]
+        );
     }
 
     #[test]

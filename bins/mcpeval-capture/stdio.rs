@@ -132,9 +132,9 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                     append(&mut writer, &mut completed);
                 }
             }
-            Event::Lost { side, len } => match side {
-                Side::Client => client.lose(len),
-                Side::Server => server.lose(len),
+            Event::Lost { side, missed } => match side {
+                Side::Client => client.lose(missed.take()),
+                Side::Server => server.lose(missed.take()),
             },
             Event::Closed(side) => {
                 let lines = match side {
