@@ -11,7 +11,7 @@ use shared::home::Home;
 use shared::probe_result::ProbeResult;
 use store::salt::Salt;
 
-use crate::support::{Deps, Store, contains, fixture, text};
+use crate::support::{Deps, Store, contains, fixture, measure, text};
 
 const F: &str = "finding-0123456789abcdef";
 const MARK: &str = "SECRET-7f3a";
@@ -723,6 +723,44 @@ fn a_server_ignoring_stdin_and_sigterm_is_killed() {
     assert!(
         !Path::new(&format!("/proc/{pid}")).exists(),
         "the server outlived the probe"
+    );
+}
+
+#[test]
+fn a_server_writing_on_after_its_answer_never_piles_up_in_the_probe() {
+    let b = Bench::new();
+    b.cases(json!([case("chatter", "instruction-fidelity", "chatter")]));
+    // 128 MiB of notifications written after the answer, while the probe
+    // judges it and closes the server's stdin: held, they would be several
+    // times this test's limit.
+    let argv = b.server_argv(&["--chatter", "128"]);
+    let mut cmd = b.store.cmd("mcpeval-probe");
+    cmd.arg("--manifest")
+        .arg(&b.manifest)
+        .args(["--case", "chatter", "--"])
+        .args(&argv)
+        .env("PROBE_FIXTURE_LOG", &b.log);
+    let ran = measure(cmd, None, std::time::Duration::from_secs(60));
+    let run = Run {
+        status: ran.status,
+        stdout: text(&ran.stdout),
+        stderr: text(&ran.stderr),
+    };
+    green(&run, 1);
+    eprintln!("mcpeval-probe: peak {} MiB", ran.peak >> 20);
+    assert!(
+        ran.peak <= 64 << 20,
+        "the probe peaked at {} MiB",
+        ran.peak >> 20
+    );
+    // What the server wrote on its way out was read and dropped, so it
+    // finished and exited by itself instead of waiting on a full pipe
+    // until SIGTERM.
+    assert_eq!(
+        b.log_lines().last().unwrap()["fixture"],
+        json!("chatter-done"),
+        "{:?}",
+        b.log_lines().last()
     );
 }
 

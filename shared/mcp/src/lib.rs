@@ -48,7 +48,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -305,7 +305,10 @@ enum Link {
 
 /// A started server process and its pipes. Lines for its stdin go
 /// through a writer thread, so a server that stops reading can never block
-/// the probe past its deadlines.
+/// the probe past its deadlines. Its stdout is read by a thread that hands
+/// over one message at a time: while the probe is not waiting for an
+/// answer the server waits on its pipe, so what it writes then never
+/// piles up in the probe's memory.
 struct Process {
     child: Child,
     stdin: Option<mpsc::Sender<Vec<u8>>>,
@@ -433,7 +436,7 @@ impl Client {
             std::thread::spawn(move || read_tail(stderr, &shared, alive));
             Tail { kept, ended }
         });
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(1);
         std::thread::spawn(move || read_lines(stdout, &tx));
         let (to_server, lines) = mpsc::channel();
         std::thread::spawn(move || write_lines(stdin, &lines));
@@ -820,6 +823,10 @@ impl Process {
         }
         self.done = true;
         drop(self.stdin.take());
+        // Nothing the server says now is read: with the receiver gone the
+        // reading thread drops the rest unparsed, so a server still writing
+        // on its way out is never blocked on a full pipe.
+        self.rx = mpsc::sync_channel(0).1;
         if let Some(status) = self.wait_until(Instant::now() + EXIT_GRACE) {
             return Some(status);
         }
@@ -935,8 +942,9 @@ fn read_tail(stderr: ChildStderr, kept: &Mutex<(VecDeque<Vec<u8>>, u64)>, alive:
 }
 
 /// Reads stdout line by line until it closes. Raw lines never leave this
-/// function: a line that is not JSON becomes its line number.
-fn read_lines(stdout: ChildStdout, tx: &mpsc::Sender<Incoming>) {
+/// function: a line that is not JSON becomes its line number. Once the
+/// client stops listening, the rest is read and dropped.
+fn read_lines(stdout: ChildStdout, tx: &SyncSender<Incoming>) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
     let mut number = 0u64;
@@ -962,6 +970,7 @@ fn read_lines(stdout: ChildStdout, tx: &mpsc::Sender<Incoming>) {
             Err(_) => Incoming::NotJson(number),
         };
         if tx.send(incoming).is_err() {
+            let _ = std::io::copy(&mut reader, &mut std::io::sink());
             return;
         }
     }
