@@ -168,6 +168,50 @@ pub struct Loader<'a> {
     sessions: Numbers<'a>,
     /// Every row inserted, for deriving windows off the database.
     feed: Option<Feed>,
+    /// The statements of rows replacing the calls under their ids, until
+    /// the rows are found to differ from them.
+    in_place: Option<InPlace<'a>>,
+}
+
+/// A row takes the id it would take in an empty table, and the call under
+/// that id is rewritten only where it differs (see [`Loader::new`]).
+struct InPlace<'a> {
+    next_id: i64,
+    one: Statement<'a>,
+    many: Many<'a>,
+}
+
+impl<'a> InPlace<'a> {
+    /// The upserts of one row and of ROWS_PER_INSERT rows, each row led by
+    /// its id, over the columns `filled`.
+    fn prepare(conn: &'a Connection, filled: &[&str]) -> rusqlite::Result<Self> {
+        let set: Vec<String> = filled
+            .iter()
+            .map(|c| format!("{c} = excluded.{c}"))
+            .collect();
+        let differs: Vec<String> = filled
+            .iter()
+            .map(|c| format!("calls.{c} IS NOT excluded.{c}"))
+            .collect();
+        let into = format!("INTO calls(id, {})", filled.join(", "));
+        let conflict = format!(
+            "ON CONFLICT(id) DO UPDATE SET {} WHERE {}",
+            set.join(", "),
+            differs.join(" OR ")
+        );
+        let values = format!("({})", ["?"; PER_ROW + 1].join(", "));
+        let sql = |rows: usize| {
+            format!(
+                "INSERT OR FAIL {into} VALUES {} {conflict}",
+                vec![values.as_str(); rows].join(", ")
+            )
+        };
+        Ok(InPlace {
+            next_id: 1,
+            one: conn.prepare(&sql(1))?,
+            many: Many::prepare(conn, &sql(ROWS_PER_INSERT), ROWS_PER_INSERT, true)?,
+        })
+    }
 }
 
 impl<'a> Loader<'a> {
@@ -175,18 +219,26 @@ impl<'a> Loader<'a> {
     /// `bulk.rs`), so repeated event ids are resolved after the load. A
     /// `feed` sees every row in insertion order (rebuilds only: then every
     /// session's windows are derived anew and none needs tracking).
+    /// `in_place` (a bulk rebuild that kept the calls it replaces): the
+    /// rows take the ids they would take in an empty table, from 1, and a
+    /// call already under a row's id is rewritten only where it differs, so
+    /// a rebuild that finds what the index holds writes none of it again.
     pub fn new(
         conn: &'a Connection,
         db: &'a Path,
         bulk: bool,
         feed: Option<Feed>,
+        in_place: bool,
     ) -> Result<Loader<'a>> {
         let fail = schema::fail(db);
+        assert!(bulk || !in_place, "rows replace calls in bulk only");
         // The columns of `calls` a row fills, in the order of `columns`.
-        let into = format!(
-            "INTO calls(journal_id, line, {}, session_no)",
-            COLUMN_NAMES.join(", ")
-        );
+        let filled: Vec<&str> = ["journal_id", "line"]
+            .into_iter()
+            .chain(COLUMN_NAMES)
+            .chain(["session_no"])
+            .collect();
+        let into = format!("INTO calls({})", filled.join(", "));
         let values = format!("({})", ["?"; PER_ROW].join(", "));
         let insert = conn
             .prepare(&format!(
@@ -223,9 +275,13 @@ impl<'a> Loader<'a> {
                 "INSERT OR FAIL {into} VALUES {}",
                 vec![values; ROWS_PER_INSERT].join(", ")
             );
-            Some(Many::prepare(conn, &sql, ROWS_PER_INSERT).map_err(&fail)?)
+            Some(Many::prepare(conn, &sql, ROWS_PER_INSERT, false).map_err(&fail)?)
         } else {
             None
+        };
+        let in_place = match in_place {
+            true => Some(InPlace::prepare(conn, &filled).map_err(&fail)?),
+            false => None,
         };
         Ok(Loader {
             conn,
@@ -239,6 +295,7 @@ impl<'a> Loader<'a> {
             touched: feed.is_none().then(HashSet::new),
             sessions: Numbers::new(conn, db)?,
             feed,
+            in_place,
         })
     }
 
@@ -388,9 +445,40 @@ impl<'a> Loader<'a> {
         for (n, (_, row)) in numbers.iter_mut().zip(chunk) {
             *n = self.sessions.number(row.session, row.server)?;
         }
-        if let Some(many) = &mut self.insert_many {
-            many.insert(journal_id, chunk, &numbers)
-                .map_err(schema::fail(self.db))?;
+        let fail = schema::fail(self.db);
+        if let Some(place) = &mut self.in_place {
+            place
+                .many
+                .insert(Some(place.next_id), journal_id, chunk, &numbers)
+                .map_err(&fail)?;
+            let first = place.next_id;
+            place.next_id += chunk.len() as i64;
+            // Rows that differ this much are shifted or derived anew, and
+            // comparing the rest would only add to rewriting them: the
+            // calls from here on are deleted and the rest inserted. At the
+            // first rows, all of them go at once (SQLite frees a whole
+            // table's pages without reading them), and these rows are
+            // inserted again.
+            if self.conn.changes() * 2 >= chunk.len() as u64 {
+                self.in_place = None;
+                if first == 1 {
+                    self.conn.execute("DELETE FROM calls", []).map_err(&fail)?;
+                    if let Some(many) = &mut self.insert_many {
+                        many.insert(None, journal_id, chunk, &numbers)
+                            .map_err(&fail)?;
+                    }
+                } else {
+                    self.conn
+                        .execute(
+                            "DELETE FROM calls WHERE id >= ?1",
+                            [first + chunk.len() as i64],
+                        )
+                        .map_err(&fail)?;
+                }
+            }
+        } else if let Some(many) = &mut self.insert_many {
+            many.insert(None, journal_id, chunk, &numbers)
+                .map_err(&fail)?;
         }
         self.inserted += chunk.len() as u64;
         for ((_, row), session_no) in chunk.iter().zip(numbers) {
@@ -403,6 +491,16 @@ impl<'a> Loader<'a> {
         let fail = schema::fail(self.db);
         let session_no = self.sessions.number(row.session, row.server)?;
         let values = columns(&journal_id, &number, row, &session_no);
+        if let Some(place) = &mut self.in_place {
+            // No repeat is found here: the event-id index is dropped.
+            let id = place.next_id;
+            let numbered: Vec<&dyn ToSql> = [&id as &dyn ToSql].into_iter().chain(values).collect();
+            place.one.execute(&numbered[..]).map_err(&fail)?;
+            place.next_id += 1;
+            self.inserted += 1;
+            self.touch(row, session_no);
+            return Ok(());
+        }
         if self.insert.execute(&values[..]).map_err(&fail)? == 0 {
             let (file, at, same): (String, i64, bool) = self
                 .existing
@@ -437,6 +535,12 @@ impl<'a> Loader<'a> {
         if touched.len() > MAX_TOUCHED {
             self.touched = None;
         }
+    }
+
+    /// The id the next row would take, when rows replace calls under
+    /// their ids: every call from it on was not replaced.
+    pub fn next_id(&self) -> Option<i64> {
+        self.in_place.as_ref().map(|place| place.next_id)
     }
 
     /// The feed of every row inserted, when there is one.

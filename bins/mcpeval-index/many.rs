@@ -17,7 +17,8 @@ use rusqlite::{Connection, ffi};
 use shared::record::{COLUMN_NAMES, Columns};
 
 /// The parameters [`Many::insert`] binds per row: where it was read
-/// (`journal_id`, `line`), its columns, and the number of its session.
+/// (`journal_id`, `line`), its columns, and the number of its session;
+/// a numbered statement binds the row's id before them.
 pub const PER_ROW: usize = 2 + COLUMN_NAMES.len() + 1;
 
 /// A prepared multi-row INSERT of `calls`, alive no longer than its
@@ -26,13 +27,19 @@ pub struct Many<'c> {
     stmt: *mut ffi::sqlite3_stmt,
     db: *mut ffi::sqlite3,
     rows: usize,
+    numbered: bool,
     _conn: PhantomData<&'c Connection>,
 }
 
 impl<'c> Many<'c> {
     /// Prepares `sql`, which must take `rows` rows of the columns
-    /// [`insert`](Many::insert) binds.
-    pub fn prepare(conn: &'c Connection, sql: &str, rows: usize) -> rusqlite::Result<Many<'c>> {
+    /// [`insert`](Many::insert) binds, each led by its id when `numbered`.
+    pub fn prepare(
+        conn: &'c Connection,
+        sql: &str,
+        rows: usize,
+        numbered: bool,
+    ) -> rusqlite::Result<Many<'c>> {
         let sql = CString::new(sql).map_err(|_| rusqlite::Error::InvalidQuery)?;
         // SAFETY: the handle is valid while `conn` is borrowed, which the
         // lifetime ties this statement to; the statement is used on the
@@ -48,9 +55,10 @@ impl<'c> Many<'c> {
                 stmt,
                 db,
                 rows,
+                numbered,
                 _conn: PhantomData,
             };
-            let wanted = rows * PER_ROW;
+            let wanted = rows * (PER_ROW + usize::from(numbered));
             let found = ffi::sqlite3_bind_parameter_count(stmt) as usize;
             if found != wanted {
                 return Err(rusqlite::Error::InvalidParameterCount(found, wanted));
@@ -60,17 +68,25 @@ impl<'c> Many<'c> {
     }
 
     /// Inserts `chunk`, exactly as many rows as prepared, from journal
-    /// `journal_id`, each row with the number of its session.
+    /// `journal_id`, each row with the number of its session; a numbered
+    /// statement's rows get the ids from `first_id` on.
     pub fn insert(
         &mut self,
+        first_id: Option<i64>,
         journal_id: i64,
         chunk: &[(u64, Columns<'_>)],
         sessions: &[i64],
     ) -> rusqlite::Result<()> {
         assert_eq!(chunk.len(), self.rows, "a chunk of the prepared size");
         assert_eq!(sessions.len(), self.rows, "a session number per row");
+        assert_eq!(
+            first_id.is_some(),
+            self.numbered,
+            "ids for a numbered statement"
+        );
         // SAFETY: `stmt` is a live prepared statement with PER_ROW
-        // parameters per row, checked when it was prepared. The text bound
+        // parameters per row (one more when numbered), checked when it was
+        // prepared. The text bound
         // SQLITE_STATIC is borrowed from `chunk`, which outlives this call,
         // and the bindings are cleared before it returns.
         unsafe {
@@ -80,7 +96,7 @@ impl<'c> Many<'c> {
                 at += 1;
                 at
             };
-            for ((line, row), session_no) in chunk.iter().zip(sessions) {
+            for (((line, row), session_no), n) in chunk.iter().zip(sessions).zip(0..) {
                 let s = self.stmt;
                 let ints = |rc: &mut c_int, i: c_int, v: Option<i64>| {
                     if *rc == ffi::SQLITE_OK {
@@ -106,6 +122,9 @@ impl<'c> Many<'c> {
                     }
                 };
                 let flag = |b: Option<bool>| b.map(i64::from);
+                if let Some(first) = first_id {
+                    ints(&mut rc, next(), Some(first + n));
+                }
                 ints(&mut rc, next(), Some(journal_id));
                 ints(&mut rc, next(), Some(*line as i64));
                 ints(&mut rc, next(), Some(row.schema));

@@ -173,15 +173,6 @@ fn sound(check: &mut Option<Health>) -> bool {
     check.take().is_none_or(Health::healthy)
 }
 
-/// The id the next row inserted into `calls` gets: one more than the
-/// largest, as SQLite assigns them.
-fn next_call_id(conn: &Connection, db: &Path) -> Result<i64> {
-    conn.query_row("SELECT coalesce(max(id), 0) + 1 FROM calls", [], |row| {
-        row.get(0)
-    })
-    .map_err(schema::fail(db))
-}
-
 /// Runs attempts until one is not overtaken by a changing journal. A
 /// file the `check` finds damaged is recreated, and the run starts over.
 fn attempts(
@@ -634,8 +625,15 @@ impl Run<'_> {
             true => Some(prior::remember(tx, db)?),
             false => None,
         };
+        // A rebuild over calls keeps them until each is compared with the
+        // row that takes its id, and writes again only what differs.
+        let in_place = remember;
         if rebuild.is_some() {
             schema::clear(tx, db)?;
+            if !in_place {
+                tx.execute_batch("DELETE FROM calls")
+                    .map_err(schema::fail(db))?;
+            }
         }
 
         // Loading at least as much as is indexed: sort the indexes afterwards.
@@ -647,17 +645,18 @@ impl Run<'_> {
         } else {
             None
         };
-        // A rebuild sets its calls aside in session order as it reads them.
-        let feed = match rebuild {
-            Some(_) => Some(Feed::new(
-                db.parent().unwrap_or(Path::new(".")),
-                next_call_id(tx, db)?,
-            )),
-            None => None,
-        };
-        let mut loader = Loader::new(tx, db, bulk, feed)?;
+        // A rebuild sets its calls aside in session order as it reads them;
+        // their ids start at 1, in place or in an emptied table.
+        let feed = rebuild
+            .as_ref()
+            .map(|_| Feed::new(db.parent().unwrap_or(Path::new(".")), 1));
+        let mut loader = Loader::new(tx, db, bulk, feed, in_place)?;
         for source in sources {
             observed.push(loader.load(source, lines)?);
+        }
+        if let Some(end) = loader.next_id() {
+            tx.execute("DELETE FROM calls WHERE id >= ?1", [end])
+                .map_err(schema::fail(db))?;
         }
         lines.progress.phase("building indexes");
         let feed = loader.take_feed();

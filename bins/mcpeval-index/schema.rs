@@ -143,11 +143,12 @@ pub fn set_state(conn: &Connection, path: &Path, state: &State) -> Result<()> {
     Ok(())
 }
 
-/// Empties every derived table, for a rebuild inside the transaction.
+/// Empties every derived table but `calls`, for a rebuild inside the
+/// transaction: the rebuild replaces the calls one id at a time.
 pub fn clear(conn: &Connection, path: &Path) -> Result<()> {
     conn.execute_batch(
         "DELETE FROM windows; DELETE FROM annotation_links;
-         DELETE FROM calls; DELETE FROM sessions; DELETE FROM journals; DELETE FROM state;",
+         DELETE FROM sessions; DELETE FROM journals; DELETE FROM state;",
     )
     .map_err(fail(path))
 }
