@@ -1521,27 +1521,32 @@ fn a_rebuild_over_calls_rewrites_what_differs_and_removes_what_is_extra() {
 
 #[test]
 fn a_rebuild_after_a_line_is_removed_equals_a_fresh_index() {
-    let mut recs = many_records();
-    let store = Store::new();
-    records::write(&store, 1, &records::lines(&recs));
-    indexed(&store);
-    // The first 100 rows stay as they are, the rest move up by one.
-    recs.remove(100);
-    let shifted = records::lines(&recs);
-    records::write(&store, 1, &shifted);
-    let fresh = Store::new();
-    records::write(&fresh, 1, &shifted);
-    indexed(&fresh);
-    let summary = indexed(&store);
-    assert!(summary.contains("; full rebuild: "), "{summary}");
-    for (name, order) in [("calls", "id"), ("windows", "id"), ("sessions", "1")] {
-        assert!(
-            table(&store, name, order) == table(&fresh, name, order),
-            "{name} differ from a fresh index's"
-        );
+    // Line 1 removed: the first statement's rows all differ, and the table
+    // is emptied. Line 101: the first 100 rows stay, the rest move up by
+    // one, and the table is cut where they start to differ.
+    for removed in [0, 100] {
+        let mut recs = many_records();
+        let store = Store::new();
+        records::write(&store, 1, &records::lines(&recs));
+        indexed(&store);
+        recs.remove(removed);
+        let shifted = records::lines(&recs);
+        records::write(&store, 1, &shifted);
+        let fresh = Store::new();
+        records::write(&fresh, 1, &shifted);
+        indexed(&fresh);
+        let summary = indexed(&store);
+        assert!(summary.contains("; full rebuild: "), "{summary}");
+        for (name, order) in [("calls", "id"), ("windows", "id"), ("sessions", "1")] {
+            assert!(
+                table(&store, name, order) == table(&fresh, name, order),
+                "line {} removed: {name} differ from a fresh index's",
+                removed + 1
+            );
+        }
+        let integrity: String = db(&store)
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(integrity, "ok");
     }
-    let integrity: String = db(&store)
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(integrity, "ok");
 }
