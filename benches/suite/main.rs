@@ -98,6 +98,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("--echo-server") => return relay::serve(),
         Some("--floor") => return floor::main(&args[1..]),
+        Some("--measure") => return measure::runner_main(&args[1..]),
         Some("--http-echo-server") => return http::serve(),
         Some("--splice-relay") => return splice_relay::main(&args[1..]),
         Some("--bare-proxy") => return bare_proxy::main(&args[1..]),
@@ -184,10 +185,6 @@ fn main() {
     if wants("otel") {
         otel::bench(&sizes, scratch, &mut table);
     }
-    table.note(format!(
-        "peak memory figures may include up to {} inherited from the bench process at spawn",
-        report::bytes(measure::own_peak())
-    ));
     table.print();
 }
 

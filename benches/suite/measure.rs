@@ -1,11 +1,18 @@
 //! Timing child processes, with their peak memory, and summarising repeats.
 //!
-//! Each measured program runs as its own child and is reaped with `wait4`,
-//! whose resource usage is that child's alone (and its own reaped
-//! children's, so a shell pipeline reports its largest stage). Output goes
-//! to files, never pipes, so a chatty program cannot stall on a full pipe
-//! while the clock runs.
+//! Each measured program is started by a small runner (this binary with
+//! `--measure`), which times it and reaps it with `wait4`, whose resource
+//! usage is that program's alone (and its own reaped children's, so a shell
+//! pipeline reports its largest stage). Started by the bench itself, a
+//! program's peak would start at the bench's: a child spawned with
+//! `posix_spawn` is a view of its parent's memory until `exec`, and Linux
+//! keeps that high-water mark in the child's `ru_maxrss`, so late in a full
+//! run (the bench holds over a GB by then) every peak read high. The
+//! runner is a fresh process of a few MB. Output goes to files, never
+//! pipes, so a chatty program cannot stall on a full pipe while the clock
+//! runs.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -27,22 +34,82 @@ pub fn run(cmd: &mut Command, scratch: &Path) -> Run {
     let err_path = scratch.join("stderr");
     let out = File::create(&out_path).expect("stdout file");
     let err = File::create(&err_path).expect("stderr file");
-    cmd.stdin(Stdio::null())
+    let report_path = scratch.join("measured");
+    let _ = std::fs::remove_file(&report_path);
+    let mut runner = through_runner(cmd, &report_path);
+    runner
+        .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
-    let started = Instant::now();
-    let child = cmd
+    let child = runner
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let (status, peak) = reap(child);
-    let time = started.elapsed();
+    let (status, _) = reap(child);
     let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
     assert!(
         status == 0,
         "{cmd:?} failed (wait status {status}):\n{stderr}"
     );
+    let report = std::fs::read_to_string(&report_path).unwrap_or_default();
+    let (time, peak) = parse_report(&report)
+        .unwrap_or_else(|| panic!("the runner of {cmd:?} reported {report:?}"));
     Run { time, peak, stdout }
+}
+
+/// `cmd` started by the runner, which writes its time and peak to
+/// `report`: the same program, arguments, environment and directory.
+fn through_runner(cmd: &Command, report: &Path) -> Command {
+    let me = std::env::current_exe().expect("the bench's own path");
+    let mut runner = Command::new(me);
+    runner
+        .arg("--measure")
+        .arg(report)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => runner.env(key, value),
+            None => runner.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        runner.current_dir(dir);
+    }
+    runner
+}
+
+/// `--measure REPORT PROGRAM ARGS…`: runs the program with this process's
+/// standard streams, writes to REPORT its wall time in nanoseconds and its
+/// peak resident bytes, and exits with its status (128 + N when signal N
+/// ended it).
+pub fn runner_main(args: &[String]) {
+    let [report, program, rest @ ..] = args else {
+        panic!("--measure REPORT PROGRAM ARGS…, not {args:?}");
+    };
+    let started = Instant::now();
+    let child = Command::new(program)
+        .args(rest.iter().map(OsString::from))
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    let (status, peak) = reap(child);
+    let time = started.elapsed();
+    std::fs::write(report, format!("{} {peak}\n", time.as_nanos()))
+        .unwrap_or_else(|e| panic!("cannot write {report}: {e}"));
+    let code = if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        libc::WEXITSTATUS(status)
+    };
+    std::process::exit(code);
+}
+
+/// The time and peak a runner wrote.
+fn parse_report(report: &str) -> Option<(Duration, u64)> {
+    let mut fields = report.split_whitespace();
+    let nanos: u64 = fields.next()?.parse().ok()?;
+    let peak = fields.next()?.parse().ok()?;
+    Some((Duration::from_nanos(nanos), peak))
 }
 
 /// Waits for `child` with `wait4`, since `Child::wait` cannot tell its
@@ -78,20 +145,6 @@ fn wait(child: Child) -> (i32, libc::rusage) {
         );
     }
     (status, usage)
-}
-
-/// The peak resident bytes of this process's own memory so far: what a
-/// child started with `posix_spawn` (which shares it until `exec`) can
-/// carry into its `ru_maxrss`. Read from `VmHWM`, since `ru_maxrss` of
-/// this process would in turn include whatever started it (cargo).
-pub fn own_peak() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-            line.split_whitespace().nth(1)?.parse::<u64>().ok()
-        })
-        .map_or(0, |kib| kib * 1024)
 }
 
 /// The median of `values` (the lower middle for an even count).
