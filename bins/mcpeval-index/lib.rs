@@ -14,6 +14,7 @@ mod lines;
 mod links;
 mod load;
 mod many;
+mod plain;
 mod pool;
 mod prior;
 mod progress;

@@ -4,17 +4,21 @@
 //! (unknown fields are errors) and their `validate()`. The reason a line is
 //! refused names the field at fault; it never echoes the whole line.
 //!
-//! Almost every line is a current record exactly as capture writes it, so
-//! the contract's `Call` is read borrowing the line (`Call<'_, &RawValue>`):
-//! no string is copied, and a field already in the form stored (an event
-//! id, a time stamp, an arguments shape in canonical form) is kept as
-//! written; only a field in another form is rewritten. One type, one
-//! `validate()`: the speed comes from borrowing, not from a second reader.
+//! Almost every line is a current record exactly as capture writes it:
+//! such a line is read by [`crate::plain`], which matches capture's layout
+//! and takes each field as written. Every other line is read with the
+//! contract's `Call`, borrowing the line (`Call<'_, &RawValue>`): no
+//! string is copied, and a field already in the form stored (an event id,
+//! a time stamp, an arguments shape in canonical form) is kept as written;
+//! only a field in another form is rewritten. The contract's type and its
+//! `validate()` stay the rule: the plain reader leaves to them every line
+//! it is not sure of, and its tests hold the two readers to the same rows.
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
+use crate::plain;
 use shared::Error;
 use shared::Result;
 use shared::id::EventId;
@@ -78,11 +82,10 @@ impl Batch {
         self.rows.is_empty()
     }
 
-    /// Parses and checks line `number`; the error is the reason it is
-    /// refused. Returns the row as stored.
-    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<Columns<'_>> {
-        with_row(line, |row| self.store(number, row))?;
-        Ok(self.row(self.rows.len() - 1).1)
+    /// Parses and checks line `number` and keeps its row; the error is the
+    /// reason it is refused.
+    pub fn push(&mut self, number: u64, line: &[u8]) -> Result<()> {
+        with_row(line, |row| self.store(number, row))
     }
 
     fn store(&mut self, number: u64, row: &Columns<'_>) {
@@ -165,8 +168,20 @@ type Line<'a> = Call<'a, &'a RawValue>;
 
 /// Reads `line` into a row and hands it to `keep`; the error is the
 /// reason the line is refused. A field already in the form stored is
-/// borrowed from the line; only one in another form is rewritten.
+/// borrowed from the line; only one in another form is rewritten. A line
+/// in capture's own layout is read by [`plain`], any other by serde.
 fn with_row<R>(line: &[u8], keep: impl FnOnce(&Columns<'_>) -> R) -> Result<R> {
+    if let Ok(text) = std::str::from_utf8(line)
+        && let Some(row) = plain::columns(text)
+    {
+        return Ok(keep(&row));
+    }
+    read_fully(line, keep)
+}
+
+/// [`with_row`] for any line, through serde and the contract's
+/// `validate()`.
+pub(crate) fn read_fully<R>(line: &[u8], keep: impl FnOnce(&Columns<'_>) -> R) -> Result<R> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Err(Error::rejected("blank line: every line must be one record"));
     }
