@@ -5,9 +5,15 @@
 //! into memory of its own and frees it at the next bind: nine allocations,
 //! copies and frees per row, a tenth of the inserting thread's time on a
 //! large load. Here the text is bound `SQLITE_STATIC`, pointing into the
-//! batch the rows live in, which outlives the call: every parameter is
-//! bound, the statement run and reset, and the bindings cleared before
-//! `insert` returns, so SQLite never holds a pointer past it.
+//! batch the rows live in, which outlives the call.
+//!
+//! Bindings outlast a reset, and the inserting thread is the one a large
+//! load waits on: a parameter that is NULL and was NULL at the last run
+//! (most of an `ok` call's error columns) is not bound again, and the
+//! bindings are not cleared after each run. A pointer into an earlier
+//! batch may then stay bound between calls, but it is never read: SQLite
+//! reads bound values only when the statement runs, and before each run
+//! every parameter holds this call's value, text or NULL.
 
 use std::ffi::{CStr, CString, c_int};
 use std::marker::PhantomData;
@@ -28,6 +34,8 @@ pub struct Many<'c> {
     db: *mut ffi::sqlite3,
     rows: usize,
     numbered: bool,
+    /// Whether each parameter is bound NULL now (all are, when prepared).
+    null: Vec<bool>,
     _conn: PhantomData<&'c Connection>,
 }
 
@@ -51,14 +59,15 @@ impl<'c> Many<'c> {
             if rc != ffi::SQLITE_OK {
                 return Err(error(db, rc));
             }
+            let wanted = rows * (PER_ROW + usize::from(numbered));
             let many = Many {
                 stmt,
                 db,
                 rows,
                 numbered,
+                null: vec![true; wanted + 1],
                 _conn: PhantomData,
             };
-            let wanted = rows * (PER_ROW + usize::from(numbered));
             let found = ffi::sqlite3_bind_parameter_count(stmt) as usize;
             if found != wanted {
                 return Err(rusqlite::Error::InvalidParameterCount(found, wanted));
@@ -86,70 +95,48 @@ impl<'c> Many<'c> {
         );
         // SAFETY: `stmt` is a live prepared statement with PER_ROW
         // parameters per row (one more when numbered), checked when it was
-        // prepared. The text bound
-        // SQLITE_STATIC is borrowed from `chunk`, which outlives this call,
-        // and the bindings are cleared before it returns.
+        // prepared, and `null` has an entry for each. The text bound
+        // SQLITE_STATIC is borrowed from `chunk`, which outlives this call;
+        // every parameter not NULL now is bound before the statement runs,
+        // so it never reads text bound by an earlier call.
         unsafe {
-            let mut rc = ffi::SQLITE_OK;
-            let mut at: c_int = 0;
-            let mut next = || {
-                at += 1;
-                at
+            let mut bind = Binder {
+                stmt: self.stmt,
+                null: &mut self.null,
+                rc: ffi::SQLITE_OK,
+                at: 0,
             };
             for (((line, row), session_no), n) in chunk.iter().zip(sessions).zip(0..) {
-                let s = self.stmt;
-                let ints = |rc: &mut c_int, i: c_int, v: Option<i64>| {
-                    if *rc == ffi::SQLITE_OK {
-                        *rc = match v {
-                            Some(v) => ffi::sqlite3_bind_int64(s, i, v),
-                            None => ffi::sqlite3_bind_null(s, i),
-                        };
-                    }
-                };
-                let text = |rc: &mut c_int, i: c_int, v: Option<&str>| {
-                    if *rc == ffi::SQLITE_OK {
-                        *rc = match v {
-                            // A line is at most MAX_LINE bytes, far below c_int's range.
-                            Some(v) => ffi::sqlite3_bind_text(
-                                s,
-                                i,
-                                v.as_ptr().cast(),
-                                v.len() as c_int,
-                                ffi::SQLITE_STATIC(),
-                            ),
-                            None => ffi::sqlite3_bind_null(s, i),
-                        };
-                    }
-                };
                 let flag = |b: Option<bool>| b.map(i64::from);
                 if let Some(first) = first_id {
-                    ints(&mut rc, next(), Some(first + n));
+                    bind.int(Some(first + n));
                 }
-                ints(&mut rc, next(), Some(journal_id));
-                ints(&mut rc, next(), Some(*line as i64));
-                ints(&mut rc, next(), Some(row.schema));
-                text(&mut rc, next(), row.event_id);
-                text(&mut rc, next(), Some(row.session));
-                ints(&mut rc, next(), Some(row.seq));
-                text(&mut rc, next(), Some(row.origin));
-                text(&mut rc, next(), row.transport);
-                text(&mut rc, next(), Some(row.server));
-                text(&mut rc, next(), Some(row.tool));
-                text(&mut rc, next(), Some(row.started_at));
-                ints(&mut rc, next(), row.duration_ms);
-                ints(&mut rc, next(), flag(row.advertised));
-                text(&mut rc, next(), Some(row.args_shape));
-                text(&mut rc, next(), Some(row.outcome));
-                text(&mut rc, next(), row.unknown);
-                text(&mut rc, next(), row.channel);
-                ints(&mut rc, next(), row.code);
-                text(&mut rc, next(), row.template_id);
-                ints(&mut rc, next(), flag(row.retryable));
-                ints(&mut rc, next(), flag(row.contract_kept));
-                text(&mut rc, next(), row.contract_at);
-                text(&mut rc, next(), row.contract_keyword);
-                ints(&mut rc, next(), Some(*session_no));
+                bind.int(Some(journal_id));
+                bind.int(Some(*line as i64));
+                bind.int(Some(row.schema));
+                bind.text(row.event_id);
+                bind.text(Some(row.session));
+                bind.int(Some(row.seq));
+                bind.text(Some(row.origin));
+                bind.text(row.transport);
+                bind.text(Some(row.server));
+                bind.text(Some(row.tool));
+                bind.text(Some(row.started_at));
+                bind.int(row.duration_ms);
+                bind.int(flag(row.advertised));
+                bind.text(Some(row.args_shape));
+                bind.text(Some(row.outcome));
+                bind.text(row.unknown);
+                bind.text(row.channel);
+                bind.int(row.code);
+                bind.text(row.template_id);
+                bind.int(flag(row.retryable));
+                bind.int(flag(row.contract_kept));
+                bind.text(row.contract_at);
+                bind.text(row.contract_keyword);
+                bind.int(Some(*session_no));
             }
+            let mut rc = bind.rc;
             if rc == ffi::SQLITE_OK {
                 rc = match ffi::sqlite3_step(self.stmt) {
                     ffi::SQLITE_DONE => ffi::SQLITE_OK,
@@ -161,8 +148,70 @@ impl<'c> Many<'c> {
                 rc => Err(error(self.db, rc)),
             };
             ffi::sqlite3_reset(self.stmt);
-            ffi::sqlite3_clear_bindings(self.stmt);
             result
+        }
+    }
+}
+
+/// Binds the parameters of one run in order, stopping at the first
+/// failure (`rc`).
+struct Binder<'b> {
+    stmt: *mut ffi::sqlite3_stmt,
+    null: &'b mut [bool],
+    rc: c_int,
+    /// The last parameter bound (they count from 1).
+    at: c_int,
+}
+
+impl Binder<'_> {
+    /// # Safety
+    /// `stmt` is live and has a parameter `at + 1`.
+    unsafe fn int(&mut self, value: Option<i64>) {
+        self.at += 1;
+        match value {
+            // SAFETY: as the caller promises.
+            Some(v) => self.set(|s, i| unsafe { ffi::sqlite3_bind_int64(s, i, v) }),
+            None => self.no_value(),
+        }
+    }
+
+    /// # Safety
+    /// `stmt` is live and has a parameter `at + 1`; `value` outlives the
+    /// statement's next run.
+    unsafe fn text(&mut self, value: Option<&str>) {
+        self.at += 1;
+        match value {
+            // SAFETY: as the caller promises. A line is at most MAX_LINE
+            // bytes, far below c_int's range.
+            Some(v) => self.set(|s, i| unsafe {
+                ffi::sqlite3_bind_text(
+                    s,
+                    i,
+                    v.as_ptr().cast(),
+                    v.len() as c_int,
+                    ffi::SQLITE_STATIC(),
+                )
+            }),
+            None => self.no_value(),
+        }
+    }
+
+    /// Binds a value with `bind` unless an earlier one failed.
+    fn set(&mut self, bind: impl FnOnce(*mut ffi::sqlite3_stmt, c_int) -> c_int) {
+        if self.rc == ffi::SQLITE_OK {
+            self.rc = bind(self.stmt, self.at);
+            self.null[self.at as usize] = false;
+        }
+    }
+
+    /// NULL, unless the parameter is NULL already.
+    fn no_value(&mut self) {
+        let i = self.at as usize;
+        if self.rc == ffi::SQLITE_OK && !self.null[i] {
+            // SAFETY: `stmt` is live with parameter `at`, as the callers
+            // of `int` and `text` promise.
+            self.rc = unsafe { ffi::sqlite3_bind_null(self.stmt, self.at) };
+            self.null[i] = self.rc == ffi::SQLITE_OK;
         }
     }
 }
