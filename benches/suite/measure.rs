@@ -62,21 +62,8 @@ pub fn run(cmd: &mut Command, scratch: &Path) -> Run {
 fn through_runner(cmd: &Command, report: &Path) -> Command {
     let me = std::env::current_exe().expect("the bench's own path");
     let mut runner = Command::new(me);
-    runner
-        .arg("--measure")
-        .arg(report)
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    for (key, value) in cmd.get_envs() {
-        match value {
-            Some(value) => runner.env(key, value),
-            None => runner.env_remove(key),
-        };
-    }
-    if let Some(dir) = cmd.get_current_dir() {
-        runner.current_dir(dir);
-    }
-    runner
+    runner.arg("--measure").arg(report);
+    mcpeval_testkit::wrap::through(runner, cmd)
 }
 
 /// `--measure REPORT PROGRAM ARGS…`: runs the program with this process's

@@ -491,22 +491,12 @@ pub fn measure(
     limit: std::time::Duration,
 ) -> Measured {
     let report = tempfile::NamedTempFile::new().unwrap();
-    let mut wrapped = Command::new("python3");
-    wrapped
+    let mut runner = Command::new("python3");
+    runner
         .env_clear()
         .arg(fixture("peak_rss.py"))
-        .arg(report.path())
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    for (name, value) in cmd.get_envs() {
-        match value {
-            Some(value) => wrapped.env(name, value),
-            None => wrapped.env_remove(name),
-        };
-    }
-    if let Some(dir) = cmd.get_current_dir() {
-        wrapped.current_dir(dir);
-    }
+        .arg(report.path());
+    let mut wrapped = mcpeval_testkit::wrap::through(runner, &cmd);
     wrapped
         .stdin(if feed.is_some() {
             Stdio::piped()
