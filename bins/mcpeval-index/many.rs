@@ -34,7 +34,8 @@ pub struct Many<'c> {
     db: *mut ffi::sqlite3,
     rows: usize,
     numbered: bool,
-    /// Whether each parameter is bound NULL now (all are, when prepared).
+    /// Whether each parameter is bound NULL now (all are, when prepared);
+    /// by the parameter's number, which counts from 1.
     null: Vec<bool>,
     _conn: PhantomData<&'c Connection>,
 }
@@ -154,7 +155,9 @@ impl<'c> Many<'c> {
 }
 
 /// Binds the parameters of one run in order, stopping at the first
-/// failure (`rc`).
+/// failure (`rc`). Made only by [`Many::insert`], from its own statement,
+/// which is live while the binder is; a parameter number out of range is
+/// SQLite's `SQLITE_RANGE`, never a read out of bounds.
 struct Binder<'b> {
     stmt: *mut ffi::sqlite3_stmt,
     null: &'b mut [bool],
@@ -164,25 +167,26 @@ struct Binder<'b> {
 }
 
 impl Binder<'_> {
-    /// # Safety
-    /// `stmt` is live and has a parameter `at + 1`.
-    unsafe fn int(&mut self, value: Option<i64>) {
+    /// The next parameter: `value`, or NULL.
+    fn int(&mut self, value: Option<i64>) {
         self.at += 1;
         match value {
-            // SAFETY: as the caller promises.
+            // SAFETY: the statement is live (see the type).
             Some(v) => self.set(|s, i| unsafe { ffi::sqlite3_bind_int64(s, i, v) }),
             None => self.no_value(),
         }
     }
 
+    /// The next parameter: `value`, bound without a copy, or NULL.
+    ///
     /// # Safety
-    /// `stmt` is live and has a parameter `at + 1`; `value` outlives the
-    /// statement's next run.
+    /// `value` stays valid until the statement's next run is over.
     unsafe fn text(&mut self, value: Option<&str>) {
         self.at += 1;
         match value {
-            // SAFETY: as the caller promises. A line is at most MAX_LINE
-            // bytes, far below c_int's range.
+            // SAFETY: the statement is live (see the type) and `value`
+            // outlives its run, as the caller promises. A line is at most
+            // MAX_LINE bytes, far below c_int's range.
             Some(v) => self.set(|s, i| unsafe {
                 ffi::sqlite3_bind_text(
                     s,
@@ -208,8 +212,7 @@ impl Binder<'_> {
     fn no_value(&mut self) {
         let i = self.at as usize;
         if self.rc == ffi::SQLITE_OK && !self.null[i] {
-            // SAFETY: `stmt` is live with parameter `at`, as the callers
-            // of `int` and `text` promise.
+            // SAFETY: the statement is live (see the type).
             self.rc = unsafe { ffi::sqlite3_bind_null(self.stmt, self.at) };
             self.null[i] = self.rc == ffi::SQLITE_OK;
         }
