@@ -317,9 +317,7 @@ enum Started {
 impl Started {
     fn as_str(&self) -> &str {
         match self {
-            Started::Fixed(stamp) => {
-                std::str::from_utf8(stamp).expect("ASCII digits and separators")
-            }
+            Started::Fixed(stamp) => raw::utf8(stamp).expect("ASCII digits and separators"),
             Started::Text(text) => text,
         }
     }
@@ -530,7 +528,7 @@ impl Session {
             return;
         }
         // Text that is not UTF-8 is no JSON.
-        let Ok(text) = std::str::from_utf8(bytes) else {
+        let Some(text) = raw::utf8(bytes) else {
             self.unparsed += 1;
             return;
         };

@@ -126,7 +126,7 @@ pub struct EventIdText([u8; uuid::fmt::Hyphenated::LENGTH]);
 impl EventIdText {
     /// The id's text, as a record writes it.
     pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0).expect("hyphenated hex digits")
+        crate::raw::utf8(&self.0).expect("hyphenated hex digits")
     }
 }
 
