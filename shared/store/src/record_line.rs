@@ -195,21 +195,24 @@ fn any_escape(word: u64) -> bool {
     control | quote | backslash != 0
 }
 
-/// Whether any byte of `bytes` [`needs_escape`]: eight at a time, the
-/// last few padded with spaces, and no stop at the first found. A
-/// record's texts are short and almost never need an escape, so this is
-/// all most of them cost before they are copied whole.
+/// Whether any byte of `bytes` [`needs_escape`]: eight at a time, and no
+/// stop at the first found. The last few are looked at in the last eight
+/// bytes (again, for those already looked at), or padded with spaces
+/// when there are fewer than eight in all. A record's texts are short and
+/// almost never need an escape, so this is all most of them cost before
+/// they are copied whole.
 fn any_escape_in(bytes: &[u8]) -> bool {
-    let mut chunks = bytes.chunks_exact(8);
-    let mut found = false;
-    for chunk in &mut chunks {
-        found |= any_escape(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    if bytes.len() < 8 {
         let mut last = [b' '; 8];
-        last[..rest.len()].copy_from_slice(rest);
-        found |= any_escape(u64::from_le_bytes(last));
+        last[..bytes.len()].copy_from_slice(bytes);
+        return any_escape(u64::from_le_bytes(last));
+    }
+    let mut found = any_escape(word(bytes.len() - 8));
+    let mut at = 0;
+    while at + 8 <= bytes.len() {
+        found |= any_escape(word(at));
+        at += 8;
     }
     found
 }
