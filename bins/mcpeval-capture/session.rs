@@ -42,7 +42,7 @@ use store::outcome::{self, Classified};
 use store::output_schema::OutputSchema;
 use store::raw;
 use store::salt::Salt;
-use store::sanitize::{self, Declared, ShapeText, Templates};
+use store::sanitize::{Declared, ShapeText, Shapes, Templates};
 
 // `super`, not `crate`: the fuzz targets compile this file, `limits` and
 // `recent` from their sources as siblings in a module of their own.
@@ -339,6 +339,10 @@ const MESSAGE: [&str; 5] = ["id", "method", "params", "result", "error"];
 const PARAMS: usize = 2;
 const RESULT: usize = 3;
 
+/// Where `arguments` is in [`WITHIN`]: its members are listed as a
+/// request is read.
+const ARGUMENTS: usize = 1;
+
 /// The members of a message's `params` (the first three) and `result` (the
 /// rest) the observer reads, found as the message is read.
 const WITHIN: [&str; 8] = [
@@ -394,6 +398,9 @@ pub struct Session {
     /// The name of the tool last called (when short) and its clean name,
     /// shared by its calls.
     last_clean: (String, Arc<str>),
+    /// The shapes of arguments lately sent, by the keys their tools
+    /// declared: forgotten when a list changes what tools declare.
+    shapes: Shapes,
 }
 
 /// What a session costs before it holds anything: itself, its buffer of
@@ -459,6 +466,7 @@ impl Session {
             templates: Templates::default(),
             last_tool: (String::new(), tool_key("")),
             last_clean: (String::new(), Arc::from("")),
+            shapes: Shapes::default(),
         };
         session.server = Arc::from(session.server_name());
         session
@@ -500,6 +508,7 @@ impl Session {
             + self.pending_bytes
             + self.advertised.as_ref().map_or(0, Advertised::bytes)
             + (self.lists.len() + self.handshakes.len()) * REQUEST_BYTES
+            + self.shapes.bytes()
     }
 
     /// Observes one message (a line on stdio, a body or SSE event on HTTP)
@@ -592,6 +601,7 @@ impl Session {
             self.pending_bytes -= pending.bytes;
             done.push(self.record(pending, None, Classified::unanswered()));
         }
+        self.shapes.clear();
         done
     }
 
@@ -635,12 +645,13 @@ impl Session {
         now: Instant,
         done: &mut Vec<Done>,
     ) {
-        let within = match side {
-            Side::Client => PARAMS,
-            Side::Server => RESULT,
+        // A request's arguments are listed as it is read, to be shaped.
+        let (within, listed) = match side {
+            Side::Client => (PARAMS, Some(ARGUMENTS)),
+            Side::Server => (RESULT, None),
         };
-        let Some(([id, method, _, result, error], inner)) =
-            raw::object_within(text, MESSAGE, within, WITHIN)
+        let Some(([id, method, _, result, error], inner, arguments)) =
+            raw::object_within(text, MESSAGE, within, WITHIN, listed)
         else {
             self.unparsed += 1;
             return;
@@ -648,7 +659,8 @@ impl Session {
         let id = id.filter(|id| !raw::is_null(id)).map(id_key);
         match (side, method.and_then(raw::string), id) {
             (Side::Client, Some(method), Some(id)) => {
-                self.request(&method, Id::from(id.as_ref()), inner, at, now, done)
+                let params = (inner, arguments);
+                self.request(&method, Id::from(id.as_ref()), params, at, now, done)
             }
             // A response's id is only looked up: it is not copied.
             (Side::Server, None, Some(id)) => self.response(&id, (result, inner), error, now, done),
@@ -662,7 +674,7 @@ impl Session {
         &mut self,
         method: &str,
         id: Id,
-        params: raw::Found<'_, 8>,
+        (params, members): (raw::Found<'_, 8>, raw::Entries<'_>),
         at: Timestamp,
         now: Instant,
         done: &mut Vec<Done>,
@@ -684,10 +696,9 @@ impl Session {
                 };
                 let declared = listed.and_then(|l| l.declared.as_ref());
                 let output = listed.and_then(|l| l.output.as_ref()).map(Arc::downgrade);
-                let args_shape = shape_text(sanitize::args_shape_raw(
-                    arguments.unwrap_or("{}"),
-                    declared,
-                ));
+                let arguments = arguments.unwrap_or("{}");
+                let args_shape =
+                    shape_text(self.shapes.shape(arguments, members, declared.zip(key)));
                 let tool = self.clean_tool(&tool);
                 let bytes = PENDING_BYTES + id.len() + ID_BYTES + tool.len() + args_shape.bytes();
                 let pending = Pending {
@@ -740,6 +751,7 @@ impl Session {
         if let Some(continued) = self.lists.remove(id)
             && let Some(tools) = tools.and_then(|t| serde_json::from_str::<Vec<Value>>(t).ok())
         {
+            self.shapes.clear();
             let known = match (&mut self.advertised, continued) {
                 (Some(known), true) => known,
                 (slot, _) => {
@@ -1245,6 +1257,29 @@ mod tests {
         );
         let gone = call(&mut s, 7, "a");
         assert_eq!((shape(&gone), gone.advertised), (open, Some(false)));
+        // Listed again, with one schema and then another: each call is
+        // shaped by the schema of the last list, not by a shape remembered
+        // from the one before.
+        let list = |s: &mut Session, id: u64, key: &str| {
+            let ask = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+            feed(s, Side::Client, &ask);
+            let tools = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"a","inputSchema":{{"type":"object","properties":{{"{key}":{{}}}}}}}}]}}}}"#
+            );
+            feed(s, Side::Server, &tools);
+        };
+        list(&mut s, 8, "Odd Key");
+        for id in [9, 10] {
+            let a = call(&mut s, id, "a");
+            let kept = serde_json::json!({"Odd Key": "integer", "*": "boolean"});
+            assert_eq!(shape(&a), kept);
+        }
+        list(&mut s, 11, "x@corp.example");
+        let a = call(&mut s, 12, "a");
+        assert_eq!(
+            shape(&a),
+            serde_json::json!({"x@corp.example": "string", "*": "integer"})
+        );
     }
 
     #[test]

@@ -23,32 +23,39 @@ use std::borrow::Cow;
 /// `null` included. `raw` is part of a text [`object`] or [`elements`]
 /// accepted, so it is not checked again.
 pub fn members<'a, const N: usize>(raw: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
-    find(raw, names, N, []).map(|(found, _, _)| found)
+    find(raw, names, N, [], None).map(|(found, ..)| found)
 }
 
 /// [`members`] of the JSON text `text`: `None` when it is not one object
 /// that parses into a `Value`.
 pub fn object<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
-    let (found, _, suspect) = find(text, names, N, [])?;
+    let (found, _, _, suspect) = find(text, names, N, [], None)?;
     (!suspect || parses(text)).then_some(found)
 }
 
 /// [`object`], and in the same pass the members named `inner` of its
 /// member `names[within]` when that is an object (all `None` when it is
 /// not): a message's `params` or `result` read with the message, not read
-/// again after it.
+/// again after it. When `inner[listed]` is an object, its members are
+/// listed too ([`Entries`], empty when it is not): a request's arguments,
+/// read once to be found and shaped.
 pub fn object_within<'a, const N: usize, const M: usize>(
     text: &'a str,
     names: [&str; N],
     within: usize,
     inner: [&str; M],
-) -> Option<(Found<'a, N>, Found<'a, M>)> {
-    let (found, members, suspect) = find(text, names, within, inner)?;
-    (!suspect || parses(text)).then_some((found, members))
+    listed: Option<usize>,
+) -> Option<(Found<'a, N>, Found<'a, M>, Entries<'a>)> {
+    let (found, members, entries, suspect) = find(text, names, within, inner, listed)?;
+    (!suspect || parses(text)).then_some((found, members, entries))
 }
 
 /// The members found of the names asked for, in their order.
 pub type Found<'a, const N: usize> = [Option<&'a str>; N];
+
+/// The members of an object in the order written, each its key
+/// (unescaped) and its value's text.
+pub type Entries<'a> = Vec<(Cow<'a, str>, &'a str)>;
 
 /// The members of [`object_within`], and whether the text is suspect
 /// ([`whole`]).
@@ -57,9 +64,11 @@ fn find<'a, const N: usize, const M: usize>(
     names: [&str; N],
     within: usize,
     inner: [&str; M],
-) -> Option<(Found<'a, N>, Found<'a, M>, bool)> {
+    listed: Option<usize>,
+) -> Option<(Found<'a, N>, Found<'a, M>, Entries<'a>, bool)> {
     let mut found = [None; N];
     let mut members = [None; M];
+    let mut entries = Vec::new();
     let suspect = whole(text, |scan| {
         scan.members(|scan, key| {
             let key = key.text()?;
@@ -72,6 +81,7 @@ fn find<'a, const N: usize, const M: usize>(
             }
             // A repeated key's last member counts, and so do its members.
             members = [None; M];
+            entries.clear();
             if M == 0 || scan.peek() != Some(b'{') {
                 found[i] = Some(scan.value_text()?);
                 return Some(());
@@ -79,23 +89,38 @@ fn find<'a, const N: usize, const M: usize>(
             let start = scan.at;
             scan.members(|scan, key| {
                 let key = key.text()?;
-                let value = scan.value_text()?;
-                if let Some(j) = inner.iter().position(|name| *name == key) {
-                    members[j] = Some(value);
+                let Some(j) = inner.iter().position(|name| *name == key) else {
+                    return scan.value_text().map(drop);
+                };
+                if Some(j) != listed {
+                    members[j] = Some(scan.value_text()?);
+                    return Some(());
                 }
+                // Again, the last member listed counts.
+                entries.clear();
+                if scan.peek() != Some(b'{') {
+                    members[j] = Some(scan.value_text()?);
+                    return Some(());
+                }
+                let start = scan.at;
+                scan.members(|scan, key| {
+                    entries.push((key.text()?, scan.value_text()?));
+                    Some(())
+                })?;
+                members[j] = Some(&scan.text[start..scan.at]);
                 Some(())
             })?;
             found[i] = Some(&scan.text[start..scan.at]);
             Some(())
         })
     })?;
-    Some((found, members, suspect))
+    Some((found, members, entries, suspect))
 }
 
 /// Each member of the object `raw` in the order written, its key
 /// unescaped; `None` when `raw` is not one object. `raw` is part of a text
 /// [`object`] or [`elements`] accepted.
-pub fn entries(raw: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
+pub fn entries(raw: &str) -> Option<Entries<'_>> {
     let mut all = Vec::new();
     whole(raw, |scan| {
         scan.members(|scan, key| {
@@ -795,6 +820,8 @@ mod tests {
             r#" { "id" : -0.5e+3 , "m\u0065thod" : [ null , true , false , { } , [ ] , "" ] , "id" : 10 } "#,
             r#"{"error":{"code":-32602,"message":"bad\/\b\f\n\r\t","data":[1.0E-2,0,-1]},"id":null}"#,
             r#"{"params":{"name":"a","x":{"name":1}},"result":[{"type":2}],"params":{"arguments":{},"name":"b"}}"#,
+            r#"{"params":{"arguments":{"a":1,"a":[2]},"name":"t","arguments":{"b\u0061":"x","c":{"d":1}}}}"#,
+            r#"{"params":{"arguments":{"a":1},"x":2,"arguments":"s"},"id":1}"#,
         ];
         let mut checked = 0;
         for message in messages {
@@ -812,10 +839,25 @@ mod tests {
                             .unwrap_or_default()
                     });
                     assert_eq!(
-                        find(&text, names, at, inner).map(|(_, within, _)| within),
+                        find(&text, names, at, inner, None).map(|(_, within, ..)| within),
                         within,
                         "{text:?}"
                     );
+                    // So are the members of one of those, listed.
+                    for listed in 0..inner.len() {
+                        let entries = within.map(|within| {
+                            within[listed]
+                                .filter(|m| is_object(m))
+                                .and_then(entries)
+                                .unwrap_or_default()
+                        });
+                        assert_eq!(
+                            find(&text, names, at, inner, Some(listed))
+                                .map(|(_, _, listed, _)| listed),
+                            entries,
+                            "{text:?}"
+                        );
+                    }
                 }
                 let value = serde_json::from_str::<Value>(&text).is_ok();
                 assert_eq!(object(&text, names).is_some(), value, "{text:?}");

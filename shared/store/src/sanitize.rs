@@ -9,13 +9,14 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use regex::Regex;
 use serde::ser::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::raw::Entries;
 use crate::salt::Salt;
 use shared::escape::clean_name;
 
@@ -189,7 +190,126 @@ fn shape(value: &Value, place: Option<&Declared>, depth: usize) -> Value {
 pub fn args_shape_raw(args: &str, declared: Option<&Declared>) -> ShapeText {
     let mut out = String::with_capacity(64);
     write_shape(args, declared, 1, &mut out);
-    ShapeText(out)
+    ShapeText(Arc::from(out))
+}
+
+/// The shapes of the arguments a session sent lately, each by what it
+/// follows from: the keys its tool declared, and the arguments' skeleton
+/// (each member's key and its value's type, in the order written). A
+/// session calls its tools with arguments of a few layouts over and over,
+/// and shaping them anew (sorting the keys, judging each as a field name,
+/// writing the text) cost capture more than reading them; a skeleton seen
+/// before gives back the shape it gave, shared. Only flat arguments (no
+/// object or array in them) whose every key their shape shows are
+/// remembered: a key folded away as data is held no longer than a message
+/// is read. At most [`MAX_REMEMBERED_SHAPES`] are, each small, so what a
+/// session holds stays bounded whatever its client sends.
+#[derive(Debug, Default)]
+pub struct Shapes {
+    known: Vec<KnownShape>,
+    /// Where the next shape goes once `known` is full.
+    next: usize,
+    /// The skeleton of the arguments being shaped.
+    skeleton: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct KnownShape {
+    /// The key of the tool whose declared keys shaped it; `None` when no
+    /// keys were declared.
+    declared_by: Option<[u8; 16]>,
+    skeleton: Box<[u8]>,
+    shape: ShapeText,
+}
+
+/// How many shapes a session remembers.
+pub const MAX_REMEMBERED_SHAPES: usize = 8;
+
+/// The longest skeleton, and the longest shape, remembered (bytes).
+const MAX_REMEMBERED_SKELETON: usize = 512;
+const MAX_REMEMBERED_SHAPE: usize = 1024;
+
+impl Shapes {
+    /// [`args_shape_raw`] of `args`, whose members, when it is an object,
+    /// are `members` ([`crate::raw::entries`], or listed as the message was
+    /// read: [`crate::raw::object_within`]), given the keys its tool
+    /// declared (if any) with a key naming that tool. A tool's key must
+    /// name the same declared keys for as long as these shapes are kept:
+    /// when what tools declare changes, [`Shapes::clear`] them.
+    pub fn shape(
+        &mut self,
+        args: &str,
+        members: Entries<'_>,
+        declared: Option<(&Declared, [u8; 16])>,
+    ) -> ShapeText {
+        let place = declared.map(|(d, _)| d);
+        if !args.starts_with('{') {
+            return args_shape_raw(args, place);
+        }
+        let declared_by = declared.map(|(_, by)| by);
+        let flat = skeleton(&members, &mut self.skeleton);
+        if flat
+            && let Some(known) = self
+                .known
+                .iter()
+                .find(|k| k.declared_by == declared_by && *k.skeleton == *self.skeleton)
+        {
+            return known.shape.clone();
+        }
+        let mut out = String::with_capacity(64);
+        // A key the shape folds away is data: it is not remembered either.
+        let kept = write_object(members, place, 1, &mut out);
+        let shape = ShapeText(Arc::from(out));
+        if flat && kept == Kept::Every && shape.0.len() <= MAX_REMEMBERED_SHAPE {
+            let known = KnownShape {
+                declared_by,
+                skeleton: self.skeleton.as_slice().into(),
+                shape: shape.clone(),
+            };
+            if self.known.len() < MAX_REMEMBERED_SHAPES {
+                self.known.push(known);
+            } else {
+                self.known[self.next] = known;
+                self.next = (self.next + 1) % MAX_REMEMBERED_SHAPES;
+            }
+        }
+        shape
+    }
+
+    /// Forgets every shape, and gives back what they held.
+    pub fn clear(&mut self) {
+        *self = Shapes::default();
+    }
+
+    /// What the shapes hold, in bytes.
+    pub fn bytes(&self) -> usize {
+        let known: usize = self
+            .known
+            .iter()
+            .map(|k| k.skeleton.len() + k.shape.0.len())
+            .sum();
+        self.skeleton.capacity() + self.known.capacity() * std::mem::size_of::<KnownShape>() + known
+    }
+}
+
+/// Writes the skeleton of an object's `members` to `out`: each key, then
+/// its value's type ([`scalar_kind`], a byte below any a key written
+/// without escapes can hold). `false` when the object is not flat (a value
+/// is an object or an array), a key was written with escapes, or the
+/// skeleton would pass [`MAX_REMEMBERED_SKELETON`].
+fn skeleton(members: &Entries<'_>, out: &mut Vec<u8>) -> bool {
+    out.clear();
+    for (key, value) in members {
+        let (Cow::Borrowed(key), Some(kind)) = (key, scalar_kind(value)) else {
+            return false;
+        };
+        if out.len() + key.len() + 1 > MAX_REMEMBERED_SKELETON {
+            return false;
+        }
+        out.extend_from_slice(key.as_bytes());
+        out.push(kind);
+    }
+    true
 }
 
 /// A shape as its compact JSON text, written by [`args_shape_raw`]. A
@@ -197,13 +317,13 @@ pub fn args_shape_raw(args: &str, declared: Option<&Declared>) -> ShapeText {
 /// ([`crate::record_line::ShapeJson`]); serialized through serde, it is
 /// read back as a raw value first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShapeText(String);
+pub struct ShapeText(Arc<str>);
 
 impl ShapeText {
     /// The shape a journal line shows for arguments too large to show:
     /// `"object"`.
     pub fn object() -> ShapeText {
-        ShapeText(r#""object""#.to_owned())
+        ShapeText(Arc::from(r#""object""#))
     }
 
     /// The shape's JSON text.
@@ -211,9 +331,9 @@ impl ShapeText {
         &self.0
     }
 
-    /// What it holds, in bytes.
+    /// What it holds, in bytes (shared or not).
     pub fn bytes(&self) -> usize {
-        self.0.capacity()
+        self.0.len()
     }
 }
 
@@ -224,23 +344,31 @@ impl Serialize for ShapeText {
     }
 }
 
+/// The type names of scalars, as a shape shows them, by [`scalar_kind`].
+const SCALARS: [&str; 5] = ["null", "boolean", "string", "number", "integer"];
+
 /// The type name of a scalar's JSON text (its first byte tells), or
 /// `None` for a container.
 fn scalar_name(text: &str) -> Option<&'static str> {
+    scalar_kind(text).map(|kind| SCALARS[usize::from(kind)])
+}
+
+/// [`scalar_name`] as its place in [`SCALARS`].
+fn scalar_kind(text: &str) -> Option<u8> {
     Some(match text.as_bytes().first() {
-        Some(b'n') => "null",
-        Some(b't' | b'f') => "boolean",
-        Some(b'"') => "string",
+        Some(b'n') => 0,
+        Some(b't' | b'f') => 1,
+        Some(b'"') => 2,
         Some(b'{' | b'[') => return None,
         // A number: an integer when serde_json would hold it as one (no
         // fraction or exponent, within i64 or u64, and not `-0`, which it
         // holds as a float).
-        _ if text == "-0" || text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => "number",
+        _ if text == "-0" || text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => 3,
         // Up to 18 digits, signed or not, always fit an i64: most numbers
         // are told by their length, without parsing them.
-        _ if text.len() <= 18 => "integer",
-        _ if text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok() => "integer",
-        _ => "number",
+        _ if text.len() <= 18 => 4,
+        _ if text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok() => 4,
+        _ => 3,
     })
 }
 
@@ -265,8 +393,28 @@ fn write_shape(text: &str, place: Option<&Declared>, depth: usize, out: &mut Str
         out.push(']');
         return;
     }
-    let mut members = crate::raw::entries(text).unwrap_or_default();
+    write_object(
+        crate::raw::entries(text).unwrap_or_default(),
+        place,
+        depth,
+        out,
+    );
+}
+
+/// Appends the shape of an object, given as its members
+/// ([`crate::raw::entries`]), at `depth`, to `out`; whether the shape
+/// shows every key.
+fn write_object(
+    mut members: Entries<'_>,
+    place: Option<&Declared>,
+    depth: usize,
+    out: &mut String,
+) -> Kept {
     let mut folded = keep_members(&mut members, place);
+    let kept = match folded {
+        None => Kept::Every,
+        Some(_) => Kept::NotEvery,
+    };
     out.push('{');
     let mut first = true;
     let mut member = |key: &str, value: &str, below: Option<&Declared>, out: &mut String| {
@@ -291,6 +439,14 @@ fn write_shape(text: &str, place: Option<&Declared>, depth: usize, out: &mut Str
         member(FOLDED, value, None, out);
     }
     out.push('}');
+    kept
+}
+
+/// Whether an object's shape shows every key it has.
+#[derive(Debug, PartialEq, Eq)]
+enum Kept {
+    Every,
+    NotEvery,
 }
 
 /// A text known to need no escape, between quotes.
@@ -946,6 +1102,98 @@ mod text_tests {
             same(&args, None);
             same(&args, Some(&declared));
         }
+    }
+
+    #[test]
+    fn remembered_shapes_are_the_shapes_made_afresh() {
+        // A few arguments, flat and not, of keys some schemas keep and
+        // others fold, and of values whose types differ only in the number
+        // they are, so that skeletons repeat and some differ by a type.
+        let mut draw = Draw(0x5a9e);
+        let keys = [
+            r#""city""#,
+            r#""Odd Key""#,
+            r#""x@y.example""#,
+            r#""\u0061""#,
+            r#""*""#,
+        ];
+        let values = [
+            "1",
+            "-0",
+            "2.5",
+            "1e3",
+            "18446744073709551616",
+            r#""s""#,
+            "true",
+            "null",
+            "[1]",
+        ];
+        let pool: Vec<String> = (0..12)
+            .map(|_| {
+                let members: Vec<String> = (0..draw.below(4))
+                    .map(|_| format!("{}:{}", draw.pick(&keys), draw.pick(&values)))
+                    .collect();
+                format!("{{{}}}", members.join(","))
+            })
+            // Skeletons that differ by a type alone, and two that would be
+            // one if escaped keys were remembered: a key's control
+            // character read as a type.
+            .chain(
+                [
+                    r#"{"city":1,"days":2}"#,
+                    r#"{"city":"s","days":2}"#,
+                    r#"{"city":1.5,"days":2}"#,
+                    r#"{"city":1,"days":18446744073709551616}"#,
+                    r#"{"a":true,"":1}"#,
+                    r#"{"a\u0001":1}"#,
+                ]
+                .map(String::from),
+            )
+            .collect();
+        let schemas = [
+            json!({"type": "object", "properties": {"city": {}}}),
+            json!({"type": "object", "properties": {"Odd Key": {}, "*": {}}}),
+            json!({"properties": {"x@y.example": {}}, "additionalProperties": true}),
+            json!({"type": "object", "properties": {"a": {}, "": {}, "a\u{1}": {}}}),
+        ];
+        let declared: Vec<Declared> = schemas.iter().map(Declared::from_schema).collect();
+        let mut shapes = Shapes::default();
+        let mut remembered = 0;
+        for _ in 0..20_000 {
+            let args = draw.pick(&pool);
+            // Tools 0 to 3 declare a schema each, tool 4 none.
+            let tool = draw.below(5);
+            let place = declared.get(tool).map(|d| (d, [tool as u8; 16]));
+            let known: Vec<ShapeText> = shapes.known.iter().map(|k| k.shape.clone()).collect();
+            let members = crate::raw::entries(args).expect("an object");
+            let shape = shapes.shape(args, members, place);
+            assert_eq!(
+                shape,
+                args_shape_raw(args, place.map(|(d, _)| d)),
+                "{args} as tool {tool} declares it"
+            );
+            remembered += usize::from(known.iter().any(|k| Arc::ptr_eq(&k.0, &shape.0)));
+            assert!(shapes.known.len() <= MAX_REMEMBERED_SHAPES);
+            if draw.below(500) == 0 {
+                shapes.clear();
+            }
+        }
+        assert!(remembered > 2_000, "{remembered} shapes remembered");
+        // A key folded away as data is not remembered, nor is anything
+        // not flat; field names are.
+        let mut shapes = Shapes::default();
+        for args in [
+            r#"{"x@y.example":1}"#,
+            r#"{"city":"s","Odd Key":2}"#,
+            r#"{"a":[1]}"#,
+        ] {
+            let members = crate::raw::entries(args).expect("an object");
+            shapes.shape(args, members, None);
+        }
+        assert!(shapes.known.is_empty(), "{:?}", shapes.known);
+        let args = r#"{"city":"s","days":2}"#;
+        shapes.shape(args, crate::raw::entries(args).expect("an object"), None);
+        assert_eq!(shapes.known.len(), 1);
     }
 
     #[test]
