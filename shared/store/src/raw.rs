@@ -434,9 +434,16 @@ impl<'a> Scan<'a> {
     }
 
     /// Skips one value, the cursor at its first byte, and returns its text.
+    /// A string, most of a message's values, is skipped here, without
+    /// setting up to follow containers.
     fn value_text(&mut self) -> Option<&'a str> {
         let start = self.at;
-        self.value()?;
+        if self.peek() == Some(b'"') {
+            self.at += 1;
+            self.string()?;
+        } else {
+            self.value()?;
+        }
         Some(&self.text[start..self.at])
     }
 
