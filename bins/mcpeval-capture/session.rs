@@ -599,7 +599,7 @@ impl Session {
         let mut done = Vec::with_capacity(self.calls.len());
         while let Some((_, pending)) = self.calls.pop_oldest() {
             self.pending_bytes -= pending.bytes;
-            done.push(self.record(pending, None, Classified::unanswered()));
+            done.push(self.record(pending, None, Classified::unanswered(), None));
         }
         self.shapes.clear();
         done
@@ -621,13 +621,13 @@ impl Session {
         // A client reusing a pending id has abandoned the first call.
         if let Some(old) = replaced {
             self.pending_bytes -= old.bytes;
-            done.push(self.record(old, None, Classified::unanswered()));
+            done.push(self.record(old, None, Classified::unanswered(), None));
         }
         loop {
             if let Some((_, oldest)) = evicted {
                 self.pending_bytes -= oldest.bytes;
                 self.bounded.evicted_calls += 1;
-                done.push(self.record(oldest, None, Classified::unanswered()));
+                done.push(self.record(oldest, None, Classified::unanswered(), None));
             }
             if self.pending_bytes <= MAX_PENDING_BYTES || self.calls.len() <= 1 {
                 break;
@@ -785,9 +785,7 @@ impl Session {
                 outcome::classify_raw(error, result, &self.salt, &mut self.templates)
             };
             let millis = now.saturating_duration_since(pending.started).as_millis();
-            let mut record = self.record(pending, Some(millis as u64), classified);
-            record.contract = contract;
-            done.push(record);
+            done.push(self.record(pending, Some(millis as u64), classified, contract));
         }
     }
 
@@ -830,6 +828,7 @@ impl Session {
         pending: Pending,
         duration_ms: Option<u64>,
         classified: Classified,
+        contract: Option<Contract<'static>>,
     ) -> Done {
         Done {
             session: self.token.clone(),
@@ -846,7 +845,7 @@ impl Session {
             advertised: pending.advertised,
             args_shape: pending.args_shape,
             classified,
-            contract: None,
+            contract,
         }
     }
 }
