@@ -273,6 +273,8 @@ impl Shapes {
                 self.next = (self.next + 1) % MAX_REMEMBERED_SHAPES;
             }
         }
+        // Nor does the skeleton of a layout not remembered stay.
+        self.skeleton.clear();
         shape
     }
 
