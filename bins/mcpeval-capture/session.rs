@@ -1204,13 +1204,17 @@ mod tests {
     #[test]
     fn arguments_are_shaped_against_the_schemas_of_the_last_list() {
         let mut s = session();
-        let call = |s: &mut Session, id: u64, tool: &str| {
+        let call_with = |s: &mut Session, id: u64, tool: &str, arguments: &str| {
             let line = format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"Odd Key":1,"x@corp.example":"s","extra":true}}}}}}"#
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
             );
             feed(s, Side::Client, &line);
             let answer = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
             feed(s, Side::Server, &answer).remove(0)
+        };
+        let call = |s: &mut Session, id: u64, tool: &str| {
+            let arguments = r#"{"Odd Key":1,"x@corp.example":"s","extra":true}"#;
+            call_with(s, id, tool, arguments)
         };
         let open = serde_json::json!({"extra": "boolean", "*": "integer"});
         assert_eq!(shape(&call(&mut s, 1, "a")), open, "no list seen yet");
@@ -1258,7 +1262,10 @@ mod tests {
         assert_eq!((shape(&gone), gone.advertised), (open, Some(false)));
         // Listed again, with one schema and then another: each call is
         // shaped by the schema of the last list, not by a shape remembered
-        // from the one before.
+        // from the one before. Only a layout whose every key its shape
+        // shows is remembered, so the calls send one key the first schema
+        // declares and the second does not.
+        let odd = |s: &mut Session, id: u64| call_with(s, id, "a", r#"{"Odd Key":1}"#);
         let list = |s: &mut Session, id: u64, key: &str| {
             let ask = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
             feed(s, Side::Client, &ask);
@@ -1269,12 +1276,13 @@ mod tests {
         };
         list(&mut s, 8, "Odd Key");
         for id in [9, 10] {
-            let a = call(&mut s, id, "a");
-            let kept = serde_json::json!({"Odd Key": "integer", "*": "boolean"});
-            assert_eq!(shape(&a), kept);
+            let a = odd(&mut s, id);
+            assert_eq!(shape(&a), serde_json::json!({"Odd Key": "integer"}));
         }
         list(&mut s, 11, "x@corp.example");
-        let a = call(&mut s, 12, "a");
+        let a = odd(&mut s, 12);
+        assert_eq!(shape(&a), serde_json::json!({"*": "integer"}));
+        let a = call(&mut s, 13, "a");
         assert_eq!(
             shape(&a),
             serde_json::json!({"x@corp.example": "string", "*": "integer"})
