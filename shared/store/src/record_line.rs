@@ -14,6 +14,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use shared::record::{Call, CallError, Contract};
 
+use crate::raw;
 use crate::sanitize::ShapeText;
 
 /// An arguments shape as a journal line holds it: its JSON text, as
@@ -231,25 +232,10 @@ fn string(text: &str, out: &mut Vec<u8>) {
         return;
     }
     let mut start = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        // Most texts have nothing to escape: step over eight plain bytes
-        // at a time.
-        if let Some(chunk) = bytes.get(i..i + 8)
-            && !any_escape(u64::from_le_bytes(chunk.try_into().expect("8 bytes")))
-        {
-            i += 8;
-            continue;
-        }
-        let byte = bytes[i];
-        i += 1;
-        if !needs_escape(byte) {
-            continue;
-        }
-        let i = i - 1;
-        out.extend_from_slice(&bytes[start..i]);
-        start = i + 1;
-        match byte {
+    while let Some(at) = raw::stop(bytes, start) {
+        out.extend_from_slice(&bytes[start..at]);
+        start = at + 1;
+        match bytes[at] {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
             0x08 => out.extend_from_slice(b"\\b"),
@@ -257,7 +243,7 @@ fn string(text: &str, out: &mut Vec<u8>) {
             b'\n' => out.extend_from_slice(b"\\n"),
             b'\r' => out.extend_from_slice(b"\\r"),
             b'\t' => out.extend_from_slice(b"\\t"),
-            _ => out.extend_from_slice(&[
+            byte => out.extend_from_slice(&[
                 b'\\',
                 b'u',
                 b'0',
