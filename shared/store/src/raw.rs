@@ -23,14 +23,17 @@ use std::borrow::Cow;
 /// `null` included. `raw` is part of a text [`object`] or [`elements`]
 /// accepted, so it is not checked again.
 pub fn members<'a, const N: usize>(raw: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
-    find(raw, names, N, [], None).map(|(found, ..)| found)
+    let mut out = ([None; N], [], Vec::new());
+    find(raw, names, N, [], None, &mut out)?;
+    Some(out.0)
 }
 
 /// [`members`] of the JSON text `text`: `None` when it is not one object
 /// that parses into a `Value`.
 pub fn object<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
-    let (found, _, _, suspect) = find(text, names, N, [], None)?;
-    (!suspect || parses(text)).then_some(found)
+    let mut out = ([None; N], [], Vec::new());
+    let suspect = find(text, names, N, [], None, &mut out)?;
+    (!suspect || parses(text)).then_some(out.0)
 }
 
 /// [`object`], and in the same pass the members named `inner` of its
@@ -46,8 +49,9 @@ pub fn object_within<'a, const N: usize, const M: usize>(
     inner: [&str; M],
     listed: Option<usize>,
 ) -> Option<(Found<'a, N>, Found<'a, M>, Entries<'a>)> {
-    let (found, members, entries, suspect) = find(text, names, within, inner, listed)?;
-    (!suspect || parses(text)).then_some((found, members, entries))
+    let mut out = ([None; N], [None; M], Vec::new());
+    let suspect = find(text, names, within, inner, listed, &mut out)?;
+    (!suspect || parses(text)).then_some(out)
 }
 
 /// The members found of the names asked for, in their order.
@@ -57,18 +61,17 @@ pub type Found<'a, const N: usize> = [Option<&'a str>; N];
 /// (unescaped) and its value's text.
 pub type Entries<'a> = Vec<(Cow<'a, str>, &'a str)>;
 
-/// The members of [`object_within`], and whether the text is suspect
-/// ([`whole`]).
+/// Reads the members of [`object_within`] into `out` (as found, not
+/// moved out after: a message's are some two hundred bytes); whether the
+/// text is suspect ([`whole`]).
 fn find<'a, const N: usize, const M: usize>(
     text: &'a str,
     names: [&str; N],
     within: usize,
     inner: [&str; M],
     listed: Option<usize>,
-) -> Option<(Found<'a, N>, Found<'a, M>, Entries<'a>, bool)> {
-    let mut found = [None; N];
-    let mut members = [None; M];
-    let mut entries = Vec::new();
+    (found, members, entries): &mut (Found<'a, N>, Found<'a, M>, Entries<'a>),
+) -> Option<bool> {
     let suspect = whole(text, |scan| {
         scan.members(|scan, key| {
             let key = key.text()?;
@@ -80,7 +83,7 @@ fn find<'a, const N: usize, const M: usize>(
                 return Some(());
             }
             // A repeated key's last member counts, and so do its members.
-            members = [None; M];
+            *members = [None; M];
             entries.clear();
             if M == 0 || scan.peek() != Some(b'{') {
                 found[i] = Some(scan.value_text()?);
@@ -114,7 +117,7 @@ fn find<'a, const N: usize, const M: usize>(
             Some(())
         })
     })?;
-    Some((found, members, entries, suspect))
+    Some(suspect)
 }
 
 /// Where `key` is among `names`. Names and keys are short: two words
@@ -520,6 +523,7 @@ impl<'a> Scan<'a> {
 
     /// Reads a container's opening byte `open` and the whitespace after
     /// it; whether its closing `close` follows at once (read too).
+    #[inline(always)]
     fn open(&mut self, open: u8, close: u8) -> Option<bool> {
         self.expect(open)?;
         self.opened += 1;
@@ -849,6 +853,19 @@ mod tests {
         }
     }
 
+    /// What [`find`] reads, whether or not the text is suspect.
+    fn read_within<'a, const N: usize, const M: usize>(
+        text: &'a str,
+        names: [&str; N],
+        within: usize,
+        inner: [&str; M],
+        listed: Option<usize>,
+    ) -> Option<(Found<'a, N>, Found<'a, M>, Entries<'a>)> {
+        let mut out = ([None; N], [None; M], Vec::new());
+        find(text, names, within, inner, listed, &mut out)?;
+        Some(out)
+    }
+
     /// What serde_json answers for [`find`]: the members named, read
     /// through its `Deserializer` (as capture read them before [`Scan`]).
     fn serde_find<'a, const N: usize>(
@@ -962,7 +979,7 @@ mod tests {
                             .unwrap_or_default()
                     });
                     assert_eq!(
-                        find(&text, names, at, inner, None).map(|(_, within, ..)| within),
+                        read_within(&text, names, at, inner, None).map(|(_, within, _)| within),
                         within,
                         "{text:?}"
                     );
@@ -975,8 +992,8 @@ mod tests {
                                 .unwrap_or_default()
                         });
                         assert_eq!(
-                            find(&text, names, at, inner, Some(listed))
-                                .map(|(_, _, listed, _)| listed),
+                            read_within(&text, names, at, inner, Some(listed))
+                                .map(|(_, _, listed)| listed),
                             entries,
                             "{text:?}"
                         );
