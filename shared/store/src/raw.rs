@@ -49,9 +49,14 @@ pub fn object_within<'a, const N: usize, const M: usize>(
     inner: [&str; M],
     listed: Option<usize>,
 ) -> Option<(Found<'a, N>, Found<'a, M>, Entries<'a>)> {
-    let mut out = ([None; N], [None; M], Vec::new());
-    let suspect = find(text, names, within, inner, listed, &mut out)?;
-    (!suspect || parses(text)).then_some(out)
+    // Read where the answer is returned, not copied there after.
+    let mut answer = Some(([None; N], [None; M], Vec::new()));
+    let out = answer.as_mut().expect("an answer, made above");
+    let suspect = find(text, names, within, inner, listed, out)?;
+    if suspect && !parses(text) {
+        return None;
+    }
+    answer
 }
 
 /// The members found of the names asked for, in their order.
