@@ -49,11 +49,25 @@ pub fn object_within<'a, const N: usize, const M: usize>(
     inner: [&str; M],
     listed: Option<usize>,
 ) -> Option<(Found<'a, N>, Found<'a, M>, Entries<'a>)> {
-    // Read where the answer is returned, not copied there after.
+    read_within(text, names, within, inner, listed, true)
+}
+
+/// What [`find`] reads, read where it is returned (not copied there
+/// after); when `checked`, `None` for a text that does not parse into a
+/// `Value`.
+#[inline(always)]
+fn read_within<'a, const N: usize, const M: usize>(
+    text: &'a str,
+    names: [&str; N],
+    within: usize,
+    inner: [&str; M],
+    listed: Option<usize>,
+    checked: bool,
+) -> Option<(Found<'a, N>, Found<'a, M>, Entries<'a>)> {
     let mut answer = Some(([None; N], [None; M], Vec::new()));
     let out = answer.as_mut().expect("an answer, made above");
     let suspect = find(text, names, within, inner, listed, out)?;
-    if suspect && !parses(text) {
+    if checked && suspect && !parses(text) {
         return None;
     }
     answer
@@ -904,19 +918,6 @@ mod tests {
         }
     }
 
-    /// What [`find`] reads, whether or not the text is suspect.
-    fn read_within<'a, const N: usize, const M: usize>(
-        text: &'a str,
-        names: [&str; N],
-        within: usize,
-        inner: [&str; M],
-        listed: Option<usize>,
-    ) -> Option<(Found<'a, N>, Found<'a, M>, Entries<'a>)> {
-        let mut out = ([None; N], [None; M], Vec::new());
-        find(text, names, within, inner, listed, &mut out)?;
-        Some(out)
-    }
-
     /// What serde_json answers for [`find`]: the members named, read
     /// through its `Deserializer` (as capture read them before [`Scan`]).
     fn serde_find<'a, const N: usize>(
@@ -1030,7 +1031,8 @@ mod tests {
                             .unwrap_or_default()
                     });
                     assert_eq!(
-                        read_within(&text, names, at, inner, None).map(|(_, within, _)| within),
+                        read_within(&text, names, at, inner, None, false)
+                            .map(|(_, within, _)| within),
                         within,
                         "{text:?}"
                     );
@@ -1043,7 +1045,7 @@ mod tests {
                                 .unwrap_or_default()
                         });
                         assert_eq!(
-                            read_within(&text, names, at, inner, Some(listed))
+                            read_within(&text, names, at, inner, Some(listed), false)
                                 .map(|(_, _, listed)| listed),
                             entries,
                             "{text:?}"
