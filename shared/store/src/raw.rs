@@ -23,17 +23,13 @@ use std::borrow::Cow;
 /// `null` included. `raw` is part of a text [`object`] or [`elements`]
 /// accepted, so it is not checked again.
 pub fn members<'a, const N: usize>(raw: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
-    let mut out = ([None; N], [], Vec::new());
-    find(raw, names, N, [], None, &mut out)?;
-    Some(out.0)
+    read_within(raw, names, N, [], None, false).map(|(found, ..)| found)
 }
 
 /// [`members`] of the JSON text `text`: `None` when it is not one object
 /// that parses into a `Value`.
 pub fn object<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<Found<'a, N>> {
-    let mut out = ([None; N], [], Vec::new());
-    let suspect = find(text, names, N, [], None, &mut out)?;
-    (!suspect || parses(text)).then_some(out.0)
+    read_within(text, names, N, [], None, true).map(|(found, ..)| found)
 }
 
 /// [`object`], and in the same pass the members named `inner` of its
@@ -52,9 +48,16 @@ pub fn object_within<'a, const N: usize, const M: usize>(
     read_within(text, names, within, inner, listed, true)
 }
 
-/// What [`find`] reads, read where it is returned (not copied there
-/// after); when `checked`, `None` for a text that does not parse into a
-/// `Value`.
+/// The members found of the names asked for, in their order.
+pub type Found<'a, const N: usize> = [Option<&'a str>; N];
+
+/// The members of an object in the order written, each its key
+/// (unescaped) and its value's text.
+pub type Entries<'a> = Vec<(Cow<'a, str>, &'a str)>;
+
+/// The members of [`object_within`], read where they are returned (a
+/// message's are some two hundred bytes, not copied there after); when
+/// `checked`, `None` for a text that does not parse into a `Value`.
 #[inline(always)]
 fn read_within<'a, const N: usize, const M: usize>(
     text: &'a str,
@@ -65,32 +68,7 @@ fn read_within<'a, const N: usize, const M: usize>(
     checked: bool,
 ) -> Option<(Found<'a, N>, Found<'a, M>, Entries<'a>)> {
     let mut answer = Some(([None; N], [None; M], Vec::new()));
-    let out = answer.as_mut().expect("an answer, made above");
-    let suspect = find(text, names, within, inner, listed, out)?;
-    if checked && suspect && !parses(text) {
-        return None;
-    }
-    answer
-}
-
-/// The members found of the names asked for, in their order.
-pub type Found<'a, const N: usize> = [Option<&'a str>; N];
-
-/// The members of an object in the order written, each its key
-/// (unescaped) and its value's text.
-pub type Entries<'a> = Vec<(Cow<'a, str>, &'a str)>;
-
-/// Reads the members of [`object_within`] into `out` (as found, not
-/// moved out after: a message's are some two hundred bytes); whether the
-/// text is suspect ([`whole`]).
-fn find<'a, const N: usize, const M: usize>(
-    text: &'a str,
-    names: [&str; N],
-    within: usize,
-    inner: [&str; M],
-    listed: Option<usize>,
-    (found, members, entries): &mut (Found<'a, N>, Found<'a, M>, Entries<'a>),
-) -> Option<bool> {
+    let (found, members, entries) = answer.as_mut().expect("an answer, made above");
     let suspect = whole(text, |scan| {
         scan.members(|scan, key| {
             let key = key.text()?;
@@ -136,7 +114,10 @@ fn find<'a, const N: usize, const M: usize>(
             Some(())
         })
     })?;
-    Some(suspect)
+    if checked && suspect && !parses(text) {
+        return None;
+    }
+    answer
 }
 
 /// Where `key` is among `names`. Names and keys are short: two words
@@ -918,7 +899,7 @@ mod tests {
         }
     }
 
-    /// What serde_json answers for [`find`]: the members named, read
+    /// What serde_json answers for [`read_within`]: the members named, read
     /// through its `Deserializer` (as capture read them before [`Scan`]).
     fn serde_find<'a, const N: usize>(
         text: &'a str,
