@@ -12,6 +12,9 @@
 //!
 //! `index.db.new` is held under an exclusive `flock` for as long as it is
 //! being built, so a run never builds into, or removes, another's file.
+//! A run that finds it held while there is no index.db waits: were it to
+//! create index.db in place, the install could clear that file's WAL from
+//! under it.
 
 use std::fs::{self, File};
 use std::io::ErrorKind;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, TransactionBehavior};
@@ -103,6 +103,9 @@ enum Attempt {
     Damaged,
 }
 
+/// How often a run waiting for another's first index looks again.
+const AWAIT_FIRST: Duration = Duration::from_millis(50);
+
 /// Brings `index.db` up to date with the journals.
 pub fn run(config: &Config) -> Result<Outcome> {
     let started = Instant::now();
@@ -117,10 +120,25 @@ pub fn run(config: &Config) -> Result<Outcome> {
     }
     aside::clean(db.as_std_path())?;
     let mut lines = Lines::new(Progress::new());
-    let outcome = match Aside::begin(db.as_std_path()) {
-        Ok(Some((aside, conn))) => first(config, db.as_std_path(), aside, conn, &mut lines),
-        Ok(None) => in_place(config, db.as_std_path(), &mut lines),
-        Err(err) => Err(err),
+    let outcome = loop {
+        match Aside::begin(db.as_std_path()) {
+            Ok(Some((aside, conn))) => {
+                break first(config, db.as_std_path(), aside, conn, &mut lines);
+            }
+            // Another run is building the first index aside. Creating
+            // index.db in place meanwhile would race its install, which
+            // clears the WAL a deleted index.db may have left before it
+            // links the new file: wait until it is installed, or until
+            // that run ends without it and this one can build it.
+            Ok(None) if !db.exists() => {
+                lines
+                    .progress
+                    .phase("waiting for another run's first index");
+                thread::sleep(AWAIT_FIRST);
+            }
+            Ok(None) => break in_place(config, db.as_std_path(), &mut lines),
+            Err(err) => break Err(err),
+        }
     };
     lines.progress.finish();
     outcome.map(|o| Outcome {

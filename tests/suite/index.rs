@@ -737,6 +737,31 @@ fn a_killed_first_run_leaves_nothing_in_the_way() {
 }
 
 #[test]
+fn a_run_waits_for_the_first_index_another_run_builds() {
+    let store = Store::new();
+    write(&store, 1, &lines(&calls(20, 1)));
+    // As another first run holds the file it builds index.db in.
+    let held = store::lock::LockFile::try_exclusive(&store.home().join("index.db.new"))
+        .unwrap()
+        .expect("no one builds yet");
+    let run = store
+        .cmd("mcpeval-index")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    // Created in place now, index.db would have its WAL cleared by the
+    // other run's install.
+    assert!(!store.home().join("index.db").exists());
+    drop(held);
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(number(&store, "SELECT count(*) FROM calls"), 20);
+    assert!(!store.home().join("index.db.new").exists());
+}
+
+#[test]
 fn concurrent_first_runs_both_succeed() {
     let store = Store::new();
     write(&store, 1, &lines(&calls(2000, 1)));
