@@ -326,8 +326,6 @@ pub fn is_object(raw: &str) -> bool {
 /// reading them.
 #[inline(always)]
 pub(crate) fn stop(bytes: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     let mut at = from;
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     if let Some(last) = bytes.len().checked_sub(16) {
@@ -348,14 +346,7 @@ pub(crate) fn stop(bytes: &[u8], from: usize) -> Option<usize> {
         return (found != 0).then(|| at + found.trailing_zeros() as usize);
     }
     while let Some(chunk) = bytes.get(at..at + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        // Each test sets a byte's high bit where it holds (and, past the
-        // first such byte, perhaps where it does not: only the lowest
-        // found counts).
-        let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS;
-        let found = zero(word ^ (ONES * u64::from(b'"')))
-            | zero(word ^ (ONES * u64::from(b'\\')))
-            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS);
+        let found = word_stops(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
         if found != 0 {
             return Some(at + found.trailing_zeros() as usize / 8);
         }
@@ -365,6 +356,20 @@ pub(crate) fn stop(bytes: &[u8], from: usize) -> Option<usize> {
     rest.iter()
         .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
         .map(|i| at + i)
+}
+
+/// The high bit of each byte of `word` (read little-endian) that [`stop`]
+/// stops at, by the classic tests for a zero byte and for a byte below a
+/// bound: exact as to whether any byte is one, and as to the lowest that
+/// is; past it a byte's bit may be set where it is not one.
+#[inline(always)]
+pub(crate) fn word_stops(word: u64) -> u64 {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let below = |w: u64, bound: u64| w.wrapping_sub(ONES * bound) & !w & HIGHS;
+    below(word ^ (ONES * u64::from(b'"')), 1)
+        | below(word ^ (ONES * u64::from(b'\\')), 1)
+        | below(word, 0x20)
 }
 
 /// A bit for each of the first sixteen bytes of `bytes` (at least
@@ -467,9 +472,11 @@ impl<'a> Scan<'a> {
 
     /// The text from `start` to `end`, two places the scan stopped at.
     /// Slicing checks each end is on a character's boundary; these are
-    /// known to be: the scan steps over whole strings and ASCII bytes
-    /// only, so every place it stops at is the text's start or end, or
-    /// follows or holds an ASCII byte.
+    /// known to be. The cursor passes a byte that is not ASCII only by
+    /// stepping over a whole string to its closing quote; any step that
+    /// reads a single byte of another kind answers `None`, and nothing is
+    /// sliced after it. So each place is the text's start, or follows or
+    /// holds an ASCII byte.
     #[inline(always)]
     fn between(&self, start: usize, end: usize) -> &'a str {
         debug_assert!(start <= end && end <= self.text.len());

@@ -155,7 +155,7 @@ fn boolean(value: Option<bool>, out: &mut Vec<u8>) {
 
 /// A spelled enum's text, which needs no escape.
 fn plain(text: &str, out: &mut Vec<u8>) {
-    debug_assert!(!text.bytes().any(needs_escape));
+    debug_assert!(raw::stop(text.as_bytes(), 0).is_none());
     out.push(b'"');
     out.extend_from_slice(text.as_bytes());
     out.push(b'"');
@@ -176,28 +176,9 @@ fn number(mut n: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&digits[at..]);
 }
 
-/// Whether serde_json escapes `byte` in a string: a quote, a backslash or
-/// a control character. Everything else, non-ASCII included, is written as
-/// it is.
-fn needs_escape(byte: u8) -> bool {
-    byte < 0x20 || byte == b'"' || byte == b'\\'
-}
-
-/// Whether any of the eight bytes of `word` [`needs_escape`]: the classic
-/// tests for a byte below a bound and for a zero byte, exact as to whether
-/// any byte matches.
-fn any_escape(word: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
-    let control = below(word, 0x20);
-    let quote = below(word ^ (ONES * u64::from(b'"')), 1);
-    let backslash = below(word ^ (ONES * u64::from(b'\\')), 1);
-    control | quote | backslash != 0
-}
-
-/// Whether any byte of `bytes` [`needs_escape`]: eight at a time, and no
-/// stop at the first found. The last few are looked at in the last eight
+/// Whether any byte of `bytes` needs an escape (a byte [`raw::stop`]
+/// stops at: serde_json escapes those): eight at a time, and no stop at
+/// the first found. The last few are looked at in the last eight
 /// bytes (again, for those already looked at), or padded with spaces
 /// when there are fewer than eight in all. A record's texts are short and
 /// almost never need an escape, so this is all most of them cost before
@@ -207,15 +188,15 @@ fn any_escape_in(bytes: &[u8]) -> bool {
     if bytes.len() < 8 {
         let mut last = [b' '; 8];
         last[..bytes.len()].copy_from_slice(bytes);
-        return any_escape(u64::from_le_bytes(last));
+        return raw::word_stops(u64::from_le_bytes(last)) != 0;
     }
-    let mut found = any_escape(word(bytes.len() - 8));
+    let mut found = raw::word_stops(word(bytes.len() - 8));
     let mut at = 0;
     while at + 8 <= bytes.len() {
-        found |= any_escape(word(at));
+        found |= raw::word_stops(word(at));
         at += 8;
     }
-    found
+    found != 0
 }
 
 /// `text` as a JSON string, escaped as serde_json escapes it: the short
