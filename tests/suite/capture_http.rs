@@ -5,7 +5,7 @@
 
 use crate::support::OutputWithin;
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -1652,23 +1652,27 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
                 // panic is carried past the barrier and raised after it.
                 let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let out = c.stream.get_mut();
-                    out.write_all(head.as_bytes()).unwrap();
+                    if closed(out.write_all(head.as_bytes())) {
+                        return Some(None);
+                    }
                     // A connection turned away is answered at once, and its
                     // client stops sending; one served is answered only once
                     // its body is whole. The first part goes in steps, with a
                     // look for an answer after each, so a turned-away client
-                    // is never still sending when capture stops reading it.
+                    // is seldom still sending when capture stops reading it.
                     const STEP: usize = 256 << 10;
                     let mut at = 0;
                     while at < FIRST {
                         let next = (at + STEP).min(FIRST);
-                        write_padded_range(out, &start, end, BODY, at..next).unwrap();
+                        if closed(write_padded_range(out, &start, end, BODY, at..next)) {
+                            return Some(None);
+                        }
                         at = next;
                         out.set_nonblocking(true).unwrap();
                         let answered = matches!(out.peek(&mut [0]), Ok(1));
                         out.set_nonblocking(false).unwrap();
                         if answered {
-                            return Some(c.read_reply(false));
+                            return Some(Some(c.read_reply(false)));
                         }
                     }
                     None
@@ -1679,16 +1683,27 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
                     Ok(Some(reply)) => reply,
                     Ok(None) => {
                         let out = c.stream.get_mut();
-                        write_padded_range(out, &start, end, BODY, FIRST..BODY).unwrap();
-                        c.read_reply(false)
+                        if closed(write_padded_range(out, &start, end, BODY, FIRST..BODY)) {
+                            return None;
+                        }
+                        Some(c.read_reply(false))
                     }
                 }
             })
         })
         .collect();
     barrier.wait();
-    let replies: Vec<Reply> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    // A client's failure is told with what capture said.
+    let joined: Vec<_> = clients.into_iter().map(|c| c.join()).collect();
+    let failed = joined.iter().filter(|j| j.is_err()).count();
     let (status, said) = capture.stop();
+    assert_eq!(
+        failed, 0,
+        "{failed} client(s) failed; capture said:\n{said}"
+    );
+    let replies: Vec<Option<Reply>> = joined.into_iter().map(Result::unwrap).collect();
+    let reset = replies.iter().filter(|r| r.is_none()).count();
+    let replies: Vec<Reply> = replies.into_iter().flatten().collect();
     let peak = peak.finish();
     assert_eq!(status.code(), Some(0), "{said}");
     eprintln!("capture's peak RSS {} MiB", peak >> 20);
@@ -1701,8 +1716,16 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
     let served = replies.iter().filter(|r| r.status == 202).count();
     let turned: Vec<&Reply> = replies.iter().filter(|r| r.status == 503).collect();
     assert_eq!(served, MAX_CONNECTIONS, "{said}");
-    assert_eq!(turned.len(), CLIENTS - MAX_CONNECTIONS);
-    let answer = turned[0].json();
+    // A turned-away client is read from until it falls silent for
+    // seconds: one held up that long on a loaded machine (500 clients
+    // share its cores) finds the connection closed when it goes on
+    // writing, its answer lost with it. Every served client was answered.
+    assert_eq!(
+        turned.len() + reset,
+        CLIENTS - MAX_CONNECTIONS,
+        "{reset} reset"
+    );
+    let answer = turned.first().expect("a 503 read").json();
     assert_eq!(answer["error"]["code"], -32000, "{answer}");
     assert!(
         answer["error"]["message"]
@@ -1739,6 +1762,23 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
         MAX_CONNECTIONS,
         "{said}"
     );
+}
+
+/// Whether a write failed because the peer closed the connection; any
+/// other failure fails the test.
+fn closed(written: std::io::Result<()>) -> bool {
+    match written {
+        Ok(()) => false,
+        Err(err)
+            if matches!(
+                err.kind(),
+                ErrorKind::ConnectionReset | ErrorKind::BrokenPipe
+            ) =>
+        {
+            true
+        }
+        Err(err) => panic!("write: {err}"),
+    }
 }
 
 /// An upstream that answers every `tools/list` with [`SCHEMA_LIST`] bytes
