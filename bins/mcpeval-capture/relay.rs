@@ -372,12 +372,20 @@ mod spliced {
     /// millisecond); when one does, its relay waits, and nothing is lost.
     const POLL: Duration = Duration::from_micros(200);
 
+    /// How long the tap thread sleeps between looks while bytes trickle:
+    /// less than [`QUIET`] bytes came since its last look. A real server
+    /// answering pipelined calls a millisecond apart then costs a look
+    /// every few messages instead of a look, or a wake-up, each; a tap
+    /// holds far more than a trickle brings in this time, and the first
+    /// look that finds a busy flow goes back to [`POLL`].
+    const QUIET_POLL: Duration = Duration::from_millis(2);
+
+    /// The most bytes a look may find for the flow to count as a trickle.
+    const QUIET: usize = 16 * 1024;
+
     /// Looks that find nothing before the tap thread waits to be woken.
-    /// One: a session whose messages come further apart than [`POLL`] (a
-    /// real server answering pipelined calls a millisecond apart) wakes it
-    /// once a message and pays one empty look, where looking on for ten
-    /// milliseconds woke it five times a message; against the MCP Python
-    /// SDK server that cut capture's own CPU by about a third.
+    /// One: looking on for ten milliseconds woke it five times a message
+    /// of a session whose messages come a millisecond apart.
     const IDLE_LOOKS: u32 = 1;
 
     /// The tap thread: turns each `Teed::Bytes` into the observer's chunk,
@@ -391,6 +399,8 @@ mod spliced {
         backlog: &Backlog,
     ) {
         let mut idle = 0;
+        // Bytes read from the taps since the last look.
+        let mut found = 0;
         let mut losses = Losses::default();
         loop {
             let message = match queue.try_recv() {
@@ -400,7 +410,8 @@ mod spliced {
                 }
                 Err(TryRecvError::Empty) if idle < IDLE_LOOKS => {
                     idle += 1;
-                    std::thread::sleep(POLL);
+                    let quiet = std::mem::take(&mut found) < QUIET;
+                    std::thread::sleep(if quiet { QUIET_POLL } else { POLL });
                     continue;
                 }
                 Err(TryRecvError::Empty) => match queue.recv() {
@@ -414,6 +425,7 @@ mod spliced {
             };
             let event = match message {
                 Teed::Bytes { side, len, at, now } => {
+                    found += len;
                     let reader = readers[index(side)].as_mut().expect("a spliced side's tap");
                     let Some(held) = backlog.admit(len) else {
                         if discard(&*reader, len).is_err() {
