@@ -55,8 +55,12 @@ fn reply_to(from: &mut BufReader<ChildStdout>, id: u64) -> Vec<u8> {
 
 /// Time from the first of `calls` pipelined `echo` calls until every reply
 /// is in, against `server`, through capture (storing in `home`) or
-/// directly.
-pub fn pipelined(server: &Path, capture: Option<&Path>, calls: u64) -> Duration {
+/// directly; through capture, also capture's own CPU by then.
+pub fn pipelined(
+    server: &Path,
+    capture: Option<&Path>,
+    calls: u64,
+) -> (Duration, Option<Duration>) {
     let mut cmd = crate::relay::server_command(server, capture);
     let mut child = cmd
         .arg("stdio")
@@ -108,6 +112,8 @@ pub fn pipelined(server: &Path, capture: Option<&Path>, calls: u64) -> Duration 
         }
     }
     let replied = started.elapsed();
+    // Capture's own threads, before the session ends.
+    let own = capture.and_then(|_| measure::threads_cpu(child.id()));
     assert_eq!(results, calls, "every echo call answered with a result");
     // Closing stdin ends the session.
     drop(writer.join().expect("writer"));
@@ -116,5 +122,5 @@ pub fn pipelined(server: &Path, capture: Option<&Path>, calls: u64) -> Duration 
         status, 0,
         "the server-everything session exited with wait status {status}"
     );
-    replied
+    (replied, own)
 }

@@ -489,9 +489,10 @@ fn pipelined_real(
     calls: u64,
     (server, excluded): (&str, &str),
     table: &mut Table,
-    mut session: impl FnMut(Option<&Path>) -> Duration,
+    mut session: impl FnMut(Option<&Path>) -> (Duration, Option<Duration>),
 ) {
-    let (mut direct, mut ours) = (Vec::new(), Vec::new());
+    // Times direct and through capture, and capture's own CPU a call, µs.
+    let (mut direct, mut ours, mut own) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..sizes.short_reps {
         progress(format_args!(
             "{calls} pipelined calls to {server}, direct and through capture ({} of {})",
@@ -500,12 +501,15 @@ fn pipelined_real(
         ));
         // Which goes first alternates, so neither always meets the
         // machine just after the other.
-        if rep % 2 == 0 {
-            direct.push(session(None));
-            ours.push(session(Some(home)));
-        } else {
-            ours.push(session(Some(home)));
-            direct.push(session(None));
+        let first = rep % 2;
+        for route in [first, 1 - first] {
+            if route == 0 {
+                direct.push(session(None).0);
+            } else {
+                let (time, cpu) = session(Some(home));
+                ours.push(time);
+                own.extend(cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / calls as f64));
+            }
         }
     }
     assert_eq!(
@@ -538,6 +542,13 @@ fn pipelined_real(
         hi * 100.0,
         sizes.short_reps
     ));
+    if !own.is_empty() {
+        let (lo, hi) = cpu::range(&own);
+        table.note(format!(
+            "capture's own CPU against {server}: {lo:.1}–{hi:.1} µs a call, its threads' run \
+             time when the last reply is in (start-up included) over the calls"
+        ));
+    }
 }
 
 /// Sequential POSTs over one keep-alive connection, straight to an HTTP

@@ -107,6 +107,19 @@ pub fn reap(child: Child) -> (i32, u64) {
     (status, usage.ru_maxrss as u64 * 1024)
 }
 
+/// The CPU time the running process `pid` has had so far, its own
+/// threads' and not its children's: the sum of each thread's run time as
+/// the scheduler counts it (`/proc/PID/task/*/schedstat`, nanoseconds).
+/// None where that is not readable.
+pub fn threads_cpu(pid: u32) -> Option<Duration> {
+    let mut nanos = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        nanos += stat.split(' ').next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(nanos))
+}
+
 /// Waits for `child`; returns its wait status and the CPU time (user +
 /// system) it and its reaped children took.
 pub fn reap_cpu(child: Child) -> (i32, Duration) {

@@ -25,8 +25,14 @@ const INITIALIZED: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/ini
 
 /// Time from the first of `calls` pipelined calls until every reply is
 /// in, against the SDK server run by `python` from `scratch`, through
-/// capture (storing in `home`) or directly.
-pub fn pipelined(python: &Path, scratch: &Path, capture: Option<&Path>, calls: u64) -> Duration {
+/// capture (storing in `home`) or directly; through capture, also
+/// capture's own CPU by then.
+pub fn pipelined(
+    python: &Path,
+    scratch: &Path,
+    capture: Option<&Path>,
+    calls: u64,
+) -> (Duration, Option<Duration>) {
     let script = scratch.join("sdk_server.py");
     std::fs::write(&script, include_str!("sdk_server.py")).expect("write the SDK server");
     let mut cmd = crate::relay::server_command(python, capture);
@@ -68,6 +74,8 @@ pub fn pipelined(python: &Path, scratch: &Path, capture: Option<&Path>, calls: u
         errors += usize::from(reply.windows(14).any(|w| w == b"\"isError\":true"));
     }
     let replied = started.elapsed();
+    // Capture's own threads, before the session ends.
+    let own = capture.and_then(|_| measure::threads_cpu(child.id()));
     assert_eq!(errors as u64, calls / 10, "every tenth call a tool error");
     // Closing stdin ends the session.
     drop(writer.join().expect("writer"));
@@ -76,5 +84,5 @@ pub fn pipelined(python: &Path, scratch: &Path, capture: Option<&Path>, calls: u
         status, 0,
         "the SDK session exited with wait status {status}"
     );
-    replied
+    (replied, own)
 }
