@@ -501,9 +501,9 @@ fn pipelined_real(
         ));
         // Which goes first alternates, so neither always meets the
         // machine just after the other.
-        let first = rep % 2;
-        for route in [first, 1 - first] {
-            if route == 0 {
+        let captured_first = rep % 2 == 1;
+        for captured in [captured_first, !captured_first] {
+            if !captured {
                 direct.push(session(None).0);
             } else {
                 let (time, cpu) = session(Some(home));

@@ -1638,6 +1638,7 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 let mut c = Client::connect(port);
+                let mut silence = Silence::new();
                 let start = format!(
                     r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"slow","arguments":{{"blob":""#
                 );
@@ -1652,7 +1653,8 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
                 // panic is carried past the barrier and raised after it.
                 let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let out = c.stream.get_mut();
-                    if closed(out.write_all(head.as_bytes())) {
+                    let written = silence.timed(out).write_all(head.as_bytes());
+                    if silence.closed(written) {
                         return Some(None);
                     }
                     // A connection turned away is answered at once, and its
@@ -1664,7 +1666,14 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
                     let mut at = 0;
                     while at < FIRST {
                         let next = (at + STEP).min(FIRST);
-                        if closed(write_padded_range(out, &start, end, BODY, at..next)) {
+                        let written = write_padded_range(
+                            &mut silence.timed(out),
+                            &start,
+                            end,
+                            BODY,
+                            at..next,
+                        );
+                        if silence.closed(written) {
                             return Some(None);
                         }
                         at = next;
@@ -1683,7 +1692,14 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
                     Ok(Some(reply)) => reply,
                     Ok(None) => {
                         let out = c.stream.get_mut();
-                        if closed(write_padded_range(out, &start, end, BODY, FIRST..BODY)) {
+                        let written = write_padded_range(
+                            &mut silence.timed(out),
+                            &start,
+                            end,
+                            BODY,
+                            FIRST..BODY,
+                        );
+                        if silence.closed(written) {
                             return None;
                         }
                         Some(c.read_reply(false))
@@ -1719,7 +1735,8 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
     // A turned-away client is read from until it falls silent for
     // seconds: one held up that long on a loaded machine (500 clients
     // share its cores) finds the connection closed when it goes on
-    // writing, its answer lost with it. Every served client was answered.
+    // writing, its answer lost with it (`Silence::closed` holds capture
+    // to that). Every served client was answered.
     assert_eq!(
         turned.len() + reset,
         CLIENTS - MAX_CONNECTIONS,
@@ -1764,20 +1781,76 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
     );
 }
 
-/// Whether a write failed because the peer closed the connection; any
-/// other failure fails the test.
-fn closed(written: std::io::Result<()>) -> bool {
-    match written {
-        Ok(()) => false,
-        Err(err)
-            if matches!(
-                err.kind(),
-                ErrorKind::ConnectionReset | ErrorKind::BrokenPipe
-            ) =>
-        {
-            true
+/// How long capture reads a turned-away client that has fallen silent,
+/// and how long it reads one in all (`TURN_AWAY_IDLE`, `TURN_AWAY_GRACE`).
+const TURN_AWAY_IDLE: Duration = Duration::from_secs(5);
+const TURN_AWAY_GRACE: Duration = Duration::from_secs(60);
+
+/// A client's silences: when it connected, when its last write returned,
+/// and the longest it has gone without writing.
+struct Silence {
+    connected: Instant,
+    last: Instant,
+    longest: Duration,
+}
+
+impl Silence {
+    fn new() -> Silence {
+        let now = Instant::now();
+        Silence {
+            connected: now,
+            last: now,
+            longest: Duration::ZERO,
         }
-        Err(err) => panic!("write: {err}"),
+    }
+
+    /// `out`, its silences timed at each `write`.
+    fn timed<'a>(&'a mut self, out: &'a mut TcpStream) -> Timed<'a> {
+        Timed { out, silence: self }
+    }
+
+    /// Whether a write failed because capture closed the connection, which
+    /// it may do only to a turned-away client silent for
+    /// [`TURN_AWAY_IDLE`] or read for [`TURN_AWAY_GRACE`]; any other
+    /// failure fails the test.
+    fn closed(&self, written: std::io::Result<()>) -> bool {
+        match written {
+            Ok(()) => false,
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    ErrorKind::ConnectionReset | ErrorKind::BrokenPipe
+                ) =>
+            {
+                assert!(
+                    self.longest >= TURN_AWAY_IDLE || self.connected.elapsed() >= TURN_AWAY_GRACE,
+                    "capture closed a connection silent for at most {:?}: {err}",
+                    self.longest
+                );
+                true
+            }
+            Err(err) => panic!("write: {err}"),
+        }
+    }
+}
+
+/// A stream whose writes time a client's [`Silence`].
+struct Timed<'a> {
+    out: &'a mut TcpStream,
+    silence: &'a mut Silence,
+}
+
+impl Write for Timed<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let silence = &mut *self.silence;
+        silence.longest = silence.longest.max(silence.last.elapsed());
+        let n = self.out.write(buf)?;
+        silence.last = Instant::now();
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }
 
