@@ -1648,6 +1648,13 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
                      Accept: application/json, text/event-stream\r\nContent-Length: {BODY}\r\n\r\n",
                     c.host
                 );
+                // Sends the body's bytes `range`; false once capture has
+                // closed the connection.
+                let send = |silence: &mut Silence, out: &mut TcpStream, range| {
+                    let written =
+                        write_padded_range(&mut silence.timed(out), &start, end, BODY, range);
+                    !silence.closed(written)
+                };
                 // A client that fails before the barrier must still reach
                 // it, or every other client would wait there for ever: its
                 // panic is carried past the barrier and raised after it.
@@ -1666,14 +1673,7 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
                     let mut at = 0;
                     while at < FIRST {
                         let next = (at + STEP).min(FIRST);
-                        let written = write_padded_range(
-                            &mut silence.timed(out),
-                            &start,
-                            end,
-                            BODY,
-                            at..next,
-                        );
-                        if silence.closed(written) {
+                        if !send(&mut silence, out, at..next) {
                             return Some(None);
                         }
                         at = next;
@@ -1691,15 +1691,7 @@ fn five_hundred_slow_bodies_share_one_observation_budget_and_a_connection_cap() 
                     Err(panic) => std::panic::resume_unwind(panic),
                     Ok(Some(reply)) => reply,
                     Ok(None) => {
-                        let out = c.stream.get_mut();
-                        let written = write_padded_range(
-                            &mut silence.timed(out),
-                            &start,
-                            end,
-                            BODY,
-                            FIRST..BODY,
-                        );
-                        if silence.closed(written) {
+                        if !send(&mut silence, c.stream.get_mut(), FIRST..BODY) {
                             return None;
                         }
                         Some(c.read_reply(false))
