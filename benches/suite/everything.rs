@@ -3,22 +3,21 @@
 //! through capture.
 //!
 //! Like the Python SDK's row (`sdk.rs`), but a server most clients have
-//! met: after the handshake and a `tools/list` (which must offer `echo`),
-//! the client writes every `echo` call at once and times from the first
-//! until every reply is in, start-up excluded. The server is the one
+//! met: past the handshake and a `tools/list` (which must offer `echo`),
+//! timed in bursts of pipelined `echo` calls ([`live`]). The server is the one
 //! `scripts/test-deps` installs in `.deps/`; without it the row is skipped.
 //! The server may interleave notifications with its replies; they are
 //! read and not counted.
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdout, Stdio};
-use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use crate::{measure, relay};
+use crate::live::{self, Live, Protocol};
+use crate::relay;
 
 /// The installed server's entry point, when the test peers are installed.
 pub fn server() -> Option<PathBuf> {
@@ -43,9 +42,7 @@ struct Message {
 fn reply_to(from: &mut BufReader<ChildStdout>, id: u64) -> Vec<u8> {
     let mut line = Vec::with_capacity(64 * 1024);
     loop {
-        line.clear();
-        let n = from.read_until(b'\n', &mut line).expect("a message");
-        assert!(n > 0, "server-everything closed before replying to {id}");
+        live::read_line(from, &mut line, "server-everything");
         let message: Message = serde_json::from_slice(&line).expect("JSON-RPC");
         if message.method.is_none() && message.id == Some(id) {
             return line;
@@ -53,14 +50,28 @@ fn reply_to(from: &mut BufReader<ChildStdout>, id: u64) -> Vec<u8> {
     }
 }
 
-/// Time from the first of `calls` pipelined `echo` calls until every reply
-/// is in, against `server`, through capture (storing in `home`) or
-/// directly; through capture, also capture's own CPU by then.
-pub fn pipelined(
-    server: &Path,
-    capture: Option<&Path>,
-    calls: u64,
-) -> (Duration, Option<Duration>) {
+/// server-everything's calls: `echo`, each answered with a result.
+pub static PROTOCOL: Protocol = Protocol {
+    name: "server-everything",
+    request: |line, id| {
+        let _ = writeln!(
+            line,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"call {id}"}}}}}}"#
+        );
+    },
+    reply: |from, line| loop {
+        live::read_line(from, line, "server-everything");
+        let message: Message = serde_json::from_slice(line).expect("JSON-RPC");
+        if message.method.is_none() && message.id.is_some() {
+            return message.result.is_some();
+        }
+    },
+    flagged: |_| true,
+};
+
+/// Starts `server`, through capture (storing in `home`) or directly, and
+/// completes its handshake and a `tools/list`, which must offer `echo`.
+pub fn start(server: &Path, capture: Option<&Path>) -> Live {
     let mut cmd = crate::relay::server_command(server, capture);
     let mut child = cmd
         .arg("stdio")
@@ -86,41 +97,5 @@ pub fn pipelined(
         "server-everything offers no echo tool: {}",
         String::from_utf8_lossy(&tools)
     );
-    let started = Instant::now();
-    let writer = std::thread::spawn(move || {
-        let mut to = BufWriter::with_capacity(64 * 1024, to);
-        for id in 2..calls + 2 {
-            writeln!(
-                to,
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"call {id}"}}}}}}"#
-            )
-            .expect("request");
-        }
-        to.flush().expect("requests");
-        to
-    });
-    let (mut replies, mut results) = (0, 0);
-    let mut line = Vec::with_capacity(1024);
-    while replies < calls {
-        line.clear();
-        let n = from.read_until(b'\n', &mut line).expect("reply");
-        assert!(n > 0, "server-everything closed early");
-        let message: Message = serde_json::from_slice(&line).expect("JSON-RPC");
-        if message.method.is_none() && message.id.is_some() {
-            replies += 1;
-            results += u64::from(message.result.is_some());
-        }
-    }
-    let replied = started.elapsed();
-    // Capture's own threads, before the session ends.
-    let own = capture.and_then(|_| measure::threads_cpu(child.id()));
-    assert_eq!(results, calls, "every echo call answered with a result");
-    // Closing stdin ends the session.
-    drop(writer.join().expect("writer"));
-    let (status, _) = measure::reap(child);
-    assert_eq!(
-        status, 0,
-        "the server-everything session exited with wait status {status}"
-    );
-    (replied, own)
+    Live::new(child, to, from, 2, &PROTOCOL)
 }

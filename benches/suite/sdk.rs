@@ -4,16 +4,15 @@
 //! A trivial echo answers faster than any real server, so its pipelined
 //! row measures the relay alone. Here the server is the MCP Python SDK's
 //! (`sdk_server.py`, from the venv `scripts/test-deps` installs in
-//! `.deps/`): after the handshake, the client writes every call at once
-//! and times from the first call until every reply is in, start-up
-//! excluded.
+//! `.deps/`), timed past its handshake in bursts of pipelined calls
+//! ([`live`]).
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
-use crate::{measure, relay};
+use crate::live::{self, Live, Protocol};
+use crate::relay;
 
 /// The venv's Python, when the test peers are installed.
 pub fn python() -> Option<PathBuf> {
@@ -23,16 +22,21 @@ pub fn python() -> Option<PathBuf> {
 
 const INITIALIZED: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
 
-/// Time from the first of `calls` pipelined calls until every reply is
-/// in, against the SDK server run by `python` from `scratch`, through
-/// capture (storing in `home`) or directly; through capture, also
-/// capture's own CPU by then.
-pub fn pipelined(
-    python: &Path,
-    scratch: &Path,
-    capture: Option<&Path>,
-    calls: u64,
-) -> (Duration, Option<Duration>) {
+/// The SDK server's calls: `get_forecast`, every tenth failing as a tool
+/// error.
+pub static PROTOCOL: Protocol = Protocol {
+    name: "the MCP Python SDK server",
+    request: relay::request,
+    reply: |from, line| {
+        live::read_line(from, line, "the SDK server");
+        memchr::memmem::find(line, b"\"isError\":true").is_some()
+    },
+    flagged: |id| id.is_multiple_of(10),
+};
+
+/// Starts the SDK server, run by `python` from `scratch`, through capture
+/// (storing in `home`) or directly, and completes its handshake.
+pub fn start(python: &Path, scratch: &Path, capture: Option<&Path>) -> Live {
     let script = scratch.join("sdk_server.py");
     std::fs::write(&script, include_str!("sdk_server.py")).expect("write the SDK server");
     let mut cmd = crate::relay::server_command(python, capture);
@@ -47,42 +51,12 @@ pub fn pipelined(
     let mut from = BufReader::with_capacity(64 * 1024, child.stdout.take().expect("stdout"));
     let mut reply = Vec::with_capacity(1024);
     to.write_all(relay::INITIALIZE).expect("initialize");
-    from.read_until(b'\n', &mut reply)
-        .expect("initialize reply");
+    live::read_line(&mut from, &mut reply, "the SDK server");
     assert!(
-        reply.starts_with(b"{") && reply.windows(8).any(|w| w == b"\"result\""),
+        reply.starts_with(b"{") && memchr::memmem::find(&reply, b"\"result\"").is_some(),
         "initialize reply: {}",
         String::from_utf8_lossy(&reply)
     );
     to.write_all(INITIALIZED).expect("initialized");
-    let started = Instant::now();
-    let writer = std::thread::spawn(move || {
-        let mut to = BufWriter::with_capacity(64 * 1024, to);
-        let mut line = Vec::with_capacity(256);
-        for id in 1..=calls {
-            relay::request(&mut line, id);
-            to.write_all(&line).expect("request");
-        }
-        to.flush().expect("requests");
-        to
-    });
-    let mut errors = 0;
-    for _ in 0..calls {
-        reply.clear();
-        let n = from.read_until(b'\n', &mut reply).expect("reply");
-        assert!(n > 0, "the SDK server closed early");
-        errors += usize::from(reply.windows(14).any(|w| w == b"\"isError\":true"));
-    }
-    let replied = started.elapsed();
-    // Capture's own threads, before the session ends.
-    let own = capture.and_then(|_| measure::threads_cpu(child.id()));
-    assert_eq!(errors as u64, calls / 10, "every tenth call a tool error");
-    // Closing stdin ends the session.
-    drop(writer.join().expect("writer"));
-    let (status, _) = measure::reap(child);
-    assert_eq!(
-        status, 0,
-        "the SDK session exited with wait status {status}"
-    );
-    (replied, own)
+    Live::new(child, to, from, 1, &PROTOCOL)
 }
