@@ -52,6 +52,9 @@ pub struct Sizes {
     reps: usize,
     /// Repeats of the quick figures (re-validation, relay sessions).
     short_reps: usize,
+    /// Repeats of the real-server rows, whose servers' pace drifts the
+    /// most: their median needs more of them to settle.
+    real_reps: usize,
     /// The team store pools `calls` from each of this many stores.
     team_stores: u64,
     team_reps: usize,
@@ -70,6 +73,7 @@ const FULL: Sizes = Sizes {
     // Other work on a shared two-core machine moves single runs by 30%.
     reps: 5,
     short_reps: 5,
+    real_reps: 11,
     team_stores: 10,
     // Each repeat uploads and pulls a million calls.
     team_reps: 3,
@@ -86,6 +90,7 @@ const QUICK: Sizes = Sizes {
     journal_bytes: 1_000_000,
     reps: 1,
     short_reps: 1,
+    real_reps: 1,
     team_stores: 2,
     team_reps: 1,
     otel_spans: 4_096,
@@ -510,13 +515,13 @@ fn pipelined_real(
     // inside the bursts and in the pauses between them.
     let (mut direct, mut ours) = (Vec::new(), Vec::new());
     let (mut inside, mut between) = (Vec::new(), Vec::new());
-    for rep in 0..sizes.short_reps {
+    for rep in 0..sizes.real_reps {
         progress(format_args!(
             "{} pipelined calls to {server}, direct and through capture in alternating bursts \
              ({} of {})",
             burst * BURSTS,
             rep + 1,
-            sizes.short_reps
+            sizes.real_reps
         ));
         let mut sessions = [start(None), start(Some(home))];
         let mut times = [Duration::ZERO; 2];
@@ -547,7 +552,7 @@ fn pipelined_real(
     }
     assert_eq!(
         relay::journaled(home),
-        sizes.short_reps as u64 * burst * BURSTS,
+        sizes.real_reps as u64 * burst * BURSTS,
         "calls journaled by capture"
     );
     let kept: Vec<f64> = direct
@@ -575,7 +580,7 @@ fn pipelined_real(
         PAUSE.as_millis(),
         lo * 100.0,
         hi * 100.0,
-        sizes.short_reps
+        sizes.real_reps
     ));
     if !inside.is_empty() {
         let (lo, hi) = cpu::range(&inside);
@@ -645,7 +650,7 @@ fn relays_everything(sizes: &Sizes, scratch: &Path, table: &mut Table) {
         );
         return;
     };
-    // Bursts of 1,250 calls: at its pace, 75 ms or more, so the last few
+    // Bursts of 1,250 calls: at its pace about 60 ms, so the last few
     // milliseconds of journaling each leaves to the pause are a small part.
     let calls = sizes.round_trips;
     pipelined_real(
