@@ -500,8 +500,8 @@ const PAUSE: Duration = Duration::from_millis(30);
 /// (journaling in `home`): per repeat, a session of each route is started
 /// and the two take turns answering bursts of `calls / BURSTS` (direct,
 /// captured, captured, direct, … or the mirror, alternating by repeat);
-/// a route's time is the sum of its bursts. `what` names the server and
-/// what the time leaves out. Target: 97% of direct.
+/// a route's time is the sum of its bursts. `server` names the server and
+/// `excluded` what the time leaves out. Target: 97% of direct.
 fn pipelined_real(
     sizes: &Sizes,
     home: &Path,
@@ -541,7 +541,7 @@ fn pipelined_real(
         if let (Some(first), Some(last)) = (first, sessions[1].cpu()) {
             let per_call = |cpu: Duration| cpu.as_secs_f64() * 1e6 / (burst * BURSTS) as f64;
             inside.push(per_call(timed));
-            between.push(per_call(last - first - timed));
+            between.push(per_call(last.saturating_sub(first + timed)));
         }
         let [plain, captured] = times;
         direct.push(plain);
