@@ -287,7 +287,10 @@ mod spliced {
     use std::fs::File;
     use std::io::{self, Read};
     use std::os::fd::{AsRawFd, FromRawFd};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+    use std::sync::{Arc, OnceLock};
+    use std::thread::Thread;
     use std::time::{Duration, Instant};
 
     use jiff::Timestamp;
@@ -337,6 +340,7 @@ mod spliced {
             return (directions, observer);
         };
         let (teed, queue) = mpsc::channel();
+        let waker = Arc::new(Waker::default());
         let mut readers: [Option<File>; 2] = [None, None];
         let mut copied = Vec::new();
         for (side, from, to) in directions {
@@ -344,8 +348,8 @@ mod spliced {
             match tap {
                 Some((reader, writer)) => {
                     readers[index(side)] = Some(reader);
-                    let teed = teed.clone();
-                    std::thread::spawn(move || relay(side, from, to, writer, &teed));
+                    let (teed, waker) = (teed.clone(), waker.clone());
+                    std::thread::spawn(move || relay(side, from, to, writer, &teed, &waker));
                 }
                 None => copied.push((side, from, to)),
             }
@@ -361,7 +365,11 @@ mod spliced {
             to: To::Tapped(teed),
             backlog: backlog.clone(),
         };
-        std::thread::spawn(move || tap(&queue, readers, &events, &backlog));
+        let tapping = std::thread::spawn({
+            let waker = waker.clone();
+            move || tap(&queue, readers, &events, &backlog, &waker)
+        });
+        let _ = waker.thread.set(tapping.thread().clone());
         (copied, tapped)
     }
 
@@ -378,7 +386,9 @@ mod spliced {
     /// apart then costs a look every few messages instead of a look, or a
     /// wake-up, each; a tap holds far more than a trickle brings in this
     /// time, and the first look that finds a faster flow goes back to
-    /// [`POLL`]. A faster flow, such as sequential calls tens of
+    /// [`POLL`]. A chunk of [`QUIET`] bytes or more wakes it at once
+    /// ([`Waker`]): it may start a message larger than the tap, whose relay
+    /// would otherwise wait out the sleep for room. A faster flow, such as sequential calls tens of
     /// microseconds apart, is not gathered this long: reading a few
     /// milliseconds of it at once delayed the calls made meanwhile (the
     /// 99th percentile of their round trips tripled).
@@ -386,6 +396,37 @@ mod spliced {
 
     /// The most bytes a trickle brings in [`QUIET_POLL`].
     const QUIET: usize = 4 * 1024;
+
+    /// How a relay wakes the tap thread from a trickle's sleep: a chunk
+    /// bigger than a trickle brings may be the first of a large message,
+    /// which must not wait [`QUIET_POLL`] for room in the tap.
+    #[derive(Default)]
+    struct Waker {
+        /// The tap thread, once started.
+        thread: OnceLock<Thread>,
+        /// Whether it sleeps a trickle's sleep.
+        asleep: AtomicBool,
+    }
+
+    impl Waker {
+        /// The tap thread sleeps `slept`, or until a relay wakes it.
+        fn sleep(&self, slept: Duration) {
+            self.asleep.store(true, Ordering::Release);
+            std::thread::park_timeout(slept);
+            self.asleep.store(false, Ordering::Release);
+        }
+
+        /// A relay teed `len` bytes: wakes the tap thread if that is more
+        /// than a trickle brings while it sleeps a trickle's sleep.
+        fn teed(&self, len: usize) {
+            if len >= QUIET
+                && self.asleep.swap(false, Ordering::AcqRel)
+                && let Some(thread) = self.thread.get()
+            {
+                thread.unpark();
+            }
+        }
+    }
 
     /// Whether `found` bytes since a look `slept` ago are a trickle.
     fn quiet(found: usize, slept: Duration) -> bool {
@@ -406,6 +447,7 @@ mod spliced {
         mut readers: [Option<File>; 2],
         events: &Sender<Event>,
         backlog: &Backlog,
+        waker: &Waker,
     ) {
         let mut idle = 0;
         // Bytes read from the taps since the last look, and how long the
@@ -420,12 +462,13 @@ mod spliced {
                 }
                 Err(TryRecvError::Empty) if idle < IDLE_LOOKS => {
                     idle += 1;
-                    slept = if quiet(std::mem::take(&mut found), slept) {
-                        QUIET_POLL
+                    if quiet(std::mem::take(&mut found), slept) {
+                        slept = QUIET_POLL;
+                        waker.sleep(slept);
                     } else {
-                        POLL
-                    };
-                    std::thread::sleep(slept);
+                        slept = POLL;
+                        std::thread::sleep(slept);
+                    }
                     continue;
                 }
                 Err(TryRecvError::Empty) => match queue.recv() {
@@ -477,7 +520,7 @@ mod spliced {
     /// The spliced twin of [`super::pump`]: the same order (the observer's
     /// copy is handed over before the bytes move on) and the same handling
     /// of a reader that went away.
-    fn relay(side: Side, from: File, to: File, tap: File, teed: &Sender<Teed>) {
+    fn relay(side: Side, from: File, to: File, tap: File, teed: &Sender<Teed>, waker: &Waker) {
         let mut sink = true;
         loop {
             let len = match retry(|| unsafe {
@@ -493,6 +536,7 @@ mod spliced {
                 at: Timestamp::now(),
                 now: Instant::now(),
             });
+            waker.teed(len);
             if sink {
                 sink = move_on(&from, &to, len);
                 if !sink && side == Side::Client {
@@ -593,6 +637,37 @@ mod spliced {
             assert!(!quiet(14_000, QUIET_POLL));
             // A pipelined burst.
             assert!(!quiet(64 * 1024, POLL));
+        }
+
+        #[test]
+        fn a_chunk_bigger_than_a_trickle_wakes_the_tap_thread() {
+            let waker = Arc::new(Waker::default());
+            // Nobody asleep: nothing to wake, nothing claimed.
+            waker.teed(QUIET);
+            assert!(!waker.asleep.load(Ordering::Acquire));
+            // Asleep: a trickle's chunk leaves it so, a bigger one claims
+            // the wake-up.
+            waker.asleep.store(true, Ordering::Release);
+            waker.teed(QUIET - 1);
+            assert!(waker.asleep.load(Ordering::Acquire));
+            waker.teed(QUIET);
+            assert!(!waker.asleep.load(Ordering::Acquire));
+            // And the sleeping thread wakes.
+            let sleeper = std::thread::spawn({
+                let waker = waker.clone();
+                move || {
+                    let started = Instant::now();
+                    waker.sleep(Duration::from_secs(30));
+                    started.elapsed()
+                }
+            });
+            let _ = waker.thread.set(sleeper.thread().clone());
+            while !waker.asleep.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            waker.teed(QUIET);
+            let slept = sleeper.join().unwrap();
+            assert!(slept < Duration::from_secs(30), "slept {slept:?}");
         }
     }
 }
