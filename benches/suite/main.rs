@@ -52,9 +52,10 @@ pub struct Sizes {
     reps: usize,
     /// Repeats of the quick figures (re-validation, relay sessions).
     short_reps: usize,
-    /// Repeats of the real-server rows, whose servers' pace drifts the
-    /// most: their median needs more of them to settle.
-    real_reps: usize,
+    /// Repeats of the rows timed in turns (`take_turns`): the real
+    /// servers', whose pace drifts the most, and the splice relay's, whose
+    /// sessions are short. Their median needs more of them to settle.
+    turn_reps: usize,
     /// The team store pools `calls` from each of this many stores.
     team_stores: u64,
     team_reps: usize,
@@ -73,7 +74,7 @@ const FULL: Sizes = Sizes {
     // Other work on a shared two-core machine moves single runs by 30%.
     reps: 5,
     short_reps: 5,
-    real_reps: 11,
+    turn_reps: 11,
     team_stores: 10,
     // Each repeat uploads and pulls a million calls.
     team_reps: 3,
@@ -90,7 +91,7 @@ const QUICK: Sizes = Sizes {
     journal_bytes: 1_000_000,
     reps: 1,
     short_reps: 1,
-    real_reps: 1,
+    turn_reps: 1,
     team_stores: 2,
     team_reps: 1,
     otel_spans: 4_096,
@@ -487,21 +488,110 @@ fn capture_sdk(sizes: &Sizes, scratch: &Path, table: &mut Table) {
     );
 }
 
-/// Bursts of pipelined calls each route of a real-server row answers per
-/// repeat.
+/// Bursts of pipelined calls each route of a row timed in turns answers
+/// per repeat.
 const BURSTS: u64 = 8;
 
-/// The pause before each burst of a real-server row: longer than capture
-/// gathers records before it appends them (10 ms), so no burst pays for
-/// the one before it.
+/// The pause before each burst of a row timed in turns: longer than
+/// capture gathers records before it appends them (10 ms), so no burst
+/// pays for the one before it.
 const PAUSE: Duration = Duration::from_millis(30);
 
+/// What the repeats of a row timed in turns measured.
+#[derive(Default)]
+struct Turns {
+    /// Per repeat, each route's bursts summed.
+    baseline: Vec<Duration>,
+    ours: Vec<Duration>,
+    /// Per repeat, our session's own CPU a call (µs) inside the bursts and
+    /// in the pauses between them, where its process reports it.
+    inside: Vec<f64>,
+    between: Vec<f64>,
+}
+
+impl Turns {
+    /// Per repeat, the baseline's time over ours.
+    fn kept(&self) -> Vec<f64> {
+        self.baseline
+            .iter()
+            .zip(&self.ours)
+            .map(|(b, o)| b.as_secs_f64() / o.as_secs_f64())
+            .collect()
+    }
+}
+
+/// Two routes to one server timed in turns, so both meet the same drift of
+/// the machine's pace: per repeat, a session of each (`start(false)` the
+/// baseline's, `start(true)` ours) is started and the two take turns
+/// answering `BURSTS` bursts of `burst` pipelined calls (baseline, ours,
+/// ours, baseline, … or the mirror, alternating by repeat, as the order
+/// the two start in does), each after a `PAUSE`. `what` names the sessions in the progress line.
+fn take_turns(reps: usize, burst: u64, what: &str, start: impl Fn(bool) -> Live) -> Turns {
+    let mut turns = Turns::default();
+    let per_call = |cpu: Duration| cpu.as_secs_f64() * 1e6 / (burst * BURSTS) as f64;
+    for rep in 0..reps {
+        progress(format_args!(
+            "{} pipelined calls to {what} in alternating bursts ({} of {reps})",
+            burst * BURSTS,
+            rep + 1,
+        ));
+        // Started in either order, alternating by repeat like the bursts.
+        let mut sessions = if rep % 2 == 0 {
+            let baseline = start(false);
+            [baseline, start(true)]
+        } else {
+            let ours = start(true);
+            [start(false), ours]
+        };
+        let mut times = [Duration::ZERO; 2];
+        let first = sessions[1].cpu();
+        let mut timed = Duration::ZERO;
+        for turn in 0..2 * BURSTS {
+            let ours = matches!(turn % 4, 1 | 2) != (rep % 2 == 1);
+            let session = &mut sessions[usize::from(ours)];
+            std::thread::sleep(PAUSE);
+            let before = session.cpu();
+            times[usize::from(ours)] += session.burst(burst);
+            if let (true, Some(before), Some(after)) = (ours, before, session.cpu()) {
+                timed += after - before;
+            }
+        }
+        std::thread::sleep(PAUSE);
+        if let (Some(first), Some(last)) = (first, sessions[1].cpu()) {
+            turns.inside.push(per_call(timed));
+            turns
+                .between
+                .push(per_call(last.saturating_sub(first + timed)));
+        }
+        let [baseline, ours] = times;
+        turns.baseline.push(baseline);
+        turns.ours.push(ours);
+        for session in sessions {
+            session.finish();
+        }
+    }
+    turns
+}
+
+/// Notes capture's own CPU a call inside the timed bursts and in the
+/// pauses, against `server`.
+fn note_turns_cpu(turns: &Turns, server: &str, table: &mut Table) {
+    if turns.inside.is_empty() {
+        return;
+    }
+    let (lo, hi) = cpu::range(&turns.inside);
+    let (plo, phi) = cpu::range(&turns.between);
+    table.note(format!(
+        "capture's own CPU against {server}: {lo:.2}–{hi:.2} µs a call inside the timed \
+         bursts, {plo:.2}–{phi:.2} µs a call in the pauses (work the times leave out), its \
+         threads' run time"
+    ));
+}
+
 /// Pipelined calls to a real server, directly and through capture
-/// (journaling in `home`): per repeat, a session of each route is started
-/// and the two take turns answering bursts of `calls / BURSTS` (direct,
-/// captured, captured, direct, … or the mirror, alternating by repeat);
-/// a route's time is the sum of its bursts. `server` names the server and
-/// `excluded` what the time leaves out. Target: 97% of direct.
+/// (journaling in `home`), timed in turns (`take_turns`) in bursts of
+/// `calls / BURSTS`. `server` names the server and `excluded` what the
+/// time leaves out. Target: 97% of direct.
 fn pipelined_real(
     sizes: &Sizes,
     home: &Path,
@@ -511,63 +601,24 @@ fn pipelined_real(
     start: impl Fn(Option<&Path>) -> Live,
 ) {
     let burst = (calls / BURSTS).max(1);
-    // Times direct and through capture, and capture's own CPU a call (µs)
-    // inside the bursts and in the pauses between them.
-    let (mut direct, mut ours) = (Vec::new(), Vec::new());
-    let (mut inside, mut between) = (Vec::new(), Vec::new());
-    for rep in 0..sizes.real_reps {
-        progress(format_args!(
-            "{} pipelined calls to {server}, direct and through capture in alternating bursts \
-             ({} of {})",
-            burst * BURSTS,
-            rep + 1,
-            sizes.real_reps
-        ));
-        let mut sessions = [start(None), start(Some(home))];
-        let mut times = [Duration::ZERO; 2];
-        let first = sessions[1].cpu();
-        let mut timed = Duration::ZERO;
-        for turn in 0..2 * BURSTS {
-            let captured = matches!(turn % 4, 1 | 2) != (rep % 2 == 1);
-            let session = &mut sessions[usize::from(captured)];
-            std::thread::sleep(PAUSE);
-            let before = session.cpu();
-            times[usize::from(captured)] += session.burst(burst);
-            if let (true, Some(before), Some(after)) = (captured, before, session.cpu()) {
-                timed += after - before;
-            }
-        }
-        std::thread::sleep(PAUSE);
-        if let (Some(first), Some(last)) = (first, sessions[1].cpu()) {
-            let per_call = |cpu: Duration| cpu.as_secs_f64() * 1e6 / (burst * BURSTS) as f64;
-            inside.push(per_call(timed));
-            between.push(per_call(last.saturating_sub(first + timed)));
-        }
-        let [plain, captured] = times;
-        direct.push(plain);
-        ours.push(captured);
-        for session in sessions {
-            session.finish();
-        }
-    }
+    let what = format!("{server}, direct and through capture,");
+    let turns = take_turns(sizes.turn_reps, burst, &what, |ours| {
+        start(ours.then_some(home))
+    });
     assert_eq!(
         relay::journaled(home),
-        sizes.real_reps as u64 * burst * BURSTS,
+        sizes.turn_reps as u64 * burst * BURSTS,
         "calls journaled by capture"
     );
-    let kept: Vec<f64> = direct
-        .iter()
-        .zip(&ours)
-        .map(|(d, o)| d.as_secs_f64() / o.as_secs_f64())
-        .collect();
+    let kept = turns.kept();
     let ratio = median(&kept);
     table.push(Row {
         figure: format!(
             "capture: {} pipelined calls to {server}, all replies in",
             report::count(burst * BURSTS)
         ),
-        ours: secs(median(&ours)),
-        baseline: format!("{} direct", secs(median(&direct))),
+        ours: secs(median(&turns.ours)),
+        baseline: format!("{} direct", secs(median(&turns.baseline))),
         ratio: format!("{:.0}% of direct", ratio * 100.0),
         target: "≥ 97%".into(),
         met: Some(ratio >= 0.97),
@@ -580,17 +631,9 @@ fn pipelined_real(
         PAUSE.as_millis(),
         lo * 100.0,
         hi * 100.0,
-        sizes.real_reps
+        sizes.turn_reps
     ));
-    if !inside.is_empty() {
-        let (lo, hi) = cpu::range(&inside);
-        let (plo, phi) = cpu::range(&between);
-        table.note(format!(
-            "capture's own CPU against {server}: {lo:.1}–{hi:.1} µs a call inside the timed \
-             bursts, {plo:.1}–{phi:.1} µs a call in the pauses (work the times leave out), its \
-             threads' run time"
-        ));
-    }
+    note_turns_cpu(&turns, server, table);
 }
 
 /// Sequential POSTs over one keep-alive connection, straight to an HTTP
@@ -667,73 +710,46 @@ fn relays_everything(sizes: &Sizes, scratch: &Path, table: &mut Table) {
 }
 
 /// Pipelined calls to the trivial echo through capture with its observer
-/// switched off and through a minimal splice relay, alternately; direct
-/// and through capture as usual beside them, for context.
+/// switched off and through a minimal splice relay, timed in turns
+/// (`take_turns`).
 fn relays_splice(sizes: &Sizes, scratch: &Path, table: &mut Table) {
-    let unobserved_home = scratch.join("relays-unobserved");
-    let home = scratch.join("relays-observed");
-    let unobserved = Route::Unobserved {
-        home: &unobserved_home,
-    };
-    let observed = Route::Capture { home: &home };
-    let (mut direct, mut splice, mut bare, mut ours) = (vec![], vec![], vec![], vec![]);
-    for rep in 0..sizes.short_reps {
-        progress(format_args!(
-            "{} pipelined requests, direct, through a splice relay, through capture with \
-             observation off and on ({} of {})",
-            sizes.pipelined,
-            rep + 1,
-            sizes.short_reps
-        ));
-        direct.push(relay::pipelined(&Route::Direct, sizes.pipelined).0);
-        if rep % 2 == 0 {
-            splice.push(relay::pipelined(&Route::Splice, sizes.pipelined).0);
-            bare.push(relay::pipelined(&unobserved, sizes.pipelined).0);
-        } else {
-            bare.push(relay::pipelined(&unobserved, sizes.pipelined).0);
-            splice.push(relay::pipelined(&Route::Splice, sizes.pipelined).0);
-        }
-        ours.push(relay::pipelined(&observed, sizes.pipelined).0);
-    }
+    let home = scratch.join("relays-unobserved");
+    let unobserved = Route::Unobserved { home: &home };
+    let burst = (sizes.pipelined / BURSTS).max(1);
+    let what = "the trivial echo, through a splice relay and through capture with observation off,";
+    let turns = take_turns(sizes.turn_reps, burst, what, |ours| {
+        relay::start(if ours { &unobserved } else { &Route::Splice })
+    });
     assert_eq!(
-        relay::journaled(&unobserved_home),
+        relay::journaled(&home),
         0,
         "nothing journaled with observation off"
     );
-    assert_eq!(
-        relay::journaled(&home),
-        sizes.short_reps as u64 * sizes.pipelined,
-        "calls journaled by capture"
-    );
-    let kept: Vec<f64> = splice
-        .iter()
-        .zip(&bare)
-        .map(|(s, b)| s.as_secs_f64() / b.as_secs_f64())
-        .collect();
+    let kept = turns.kept();
     let ratio = median(&kept);
     table.push(Row {
         figure: format!(
             "capture, observation off: {} pipelined calls to a trivial echo, all replies in",
-            report::count(sizes.pipelined)
+            report::count(burst * BURSTS)
         ),
-        ours: secs(median(&bare)),
-        baseline: format!("{} minimal splice relay", secs(median(&splice))),
+        ours: secs(median(&turns.ours)),
+        baseline: format!("{} minimal splice relay", secs(median(&turns.baseline))),
         ratio: format!("{:.0}% of the splice relay", ratio * 100.0),
         target: "≥ 90%".into(),
         met: Some(ratio >= 0.90),
     });
     let (lo, hi) = cpu::range(&kept);
     table.note(format!(
-        "capture with observation off (`MCPEVAL_CAPTURE_BENCH_UNOBSERVED=1`: the same relays, the observer \
-         drops what they hand it) against a relay that only splices each direction: \
-         {:.0}–{:.0}% of it over {} alternating pairs; beside them, direct {} and capture \
-         observing {}",
+        "capture with observation off (`MCPEVAL_CAPTURE_BENCH_UNOBSERVED=1`: the same relays, \
+         the observer drops what they hand it) against a relay that only splices each \
+         direction: summed over {BURSTS} bursts a route, the sessions alive at once and taking \
+         turns after a {} ms pause; {:.0}–{:.0}% of it over {} repeats",
+        PAUSE.as_millis(),
         lo * 100.0,
         hi * 100.0,
-        sizes.short_reps,
-        secs(median(&direct)),
-        secs(median(&ours))
+        sizes.turn_reps
     ));
+    note_turns_cpu(&turns, "the trivial echo, observation off", table);
 }
 
 /// Sequential POSTs straight to the HTTP echo server, through `capture

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::live::{self, Live, Protocol};
 use crate::{measure, workload};
 
 /// Serves newline-delimited JSON-RPC on stdin/stdout until end of input.
@@ -148,6 +149,28 @@ pub fn request(out: &mut Vec<u8>, id: u64) {
 }
 
 pub const INITIALIZE: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n";
+
+/// The echo's calls, every tenth answered as a tool error.
+pub static ECHO: Protocol = Protocol {
+    name: "the trivial echo",
+    request,
+    reply: |from, line| {
+        live::read_line(from, line, "the echo");
+        contains(line, b"\"isError\":true")
+    },
+    flagged: |id| id.is_multiple_of(10),
+};
+
+/// Starts the echo behind `route` and completes its handshake.
+pub fn start(route: &Route<'_>) -> Live {
+    let mut child = spawn(route);
+    let mut to = child.stdin.take().expect("stdin");
+    let mut from = BufReader::with_capacity(64 * 1024, child.stdout.take().expect("stdout"));
+    let mut reply = Vec::with_capacity(256);
+    to.write_all(INITIALIZE).expect("initialize");
+    live::read_line(&mut from, &mut reply, "the echo");
+    Live::new(child, to, from, 1, &ECHO)
+}
 
 /// Round-trip times of `calls` sequential tools/call requests.
 pub fn sequential(route: &Route<'_>, calls: u64) -> Vec<Duration> {
