@@ -525,7 +525,8 @@ impl Turns {
 /// baseline's, `start(true)` ours) is started and the two take turns
 /// answering `BURSTS` bursts of `burst` pipelined calls (baseline, ours,
 /// ours, baseline, … or the mirror, alternating by repeat, as the order
-/// the two start in does), each after a `PAUSE`. `what` names the sessions in the progress line.
+/// the two start in does), each after a `PAUSE`. `what` names the
+/// sessions in the progress line.
 fn take_turns(reps: usize, burst: u64, what: &str, start: impl Fn(bool) -> Live) -> Turns {
     let mut turns = Turns::default();
     let per_call = |cpu: Duration| cpu.as_secs_f64() * 1e6 / (burst * BURSTS) as f64;
