@@ -25,6 +25,11 @@ pub const PARSE_BUDGET: usize = 64 * 1024 * 1024;
 /// comes is dropped (and counted) rather than held or waited for.
 pub const OBSERVE_BUDGET: usize = 64 * 1024 * 1024;
 
+/// The most bytes of stdio chunk buffers the observer is done with that
+/// are kept for later chunks, besides [`OBSERVE_BUDGET`]: about what a
+/// busy session hands the observer between two of its looks.
+pub const SPARE_BYTES: usize = 4 * 1024 * 1024;
+
 /// The most unanswered calls one session tracks; a call beyond it records
 /// the oldest as unanswered.
 pub const MAX_PENDING_CALLS: usize = 65_536;

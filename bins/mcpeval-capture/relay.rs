@@ -11,18 +11,17 @@
 //! Two ways to move the bytes, relaying them identically:
 //!
 //! - **Spliced** (Linux, both ends pipes): `tee(2)` duplicates what the
-//!   source pipe holds into a tap pipe without consuming it, then
-//!   `splice(2)` moves the same bytes on to the destination. The relay
-//!   thread never copies a byte; a tap thread reads each tap into memory
-//!   for the observer, so the tap never fills while the observer lags. On
-//!   two shared cores, alternated with copying in the same hour, this kept
-//!   53-76% of a pipelined session's direct throughput (median 69%) where
-//!   copying kept 44-57% (median 51%), ahead in each of seven pairs.
+//!   source pipe holds into a tap pipe without consuming it, the relay
+//!   reads the tap into the observer's chunk, and `splice(2)` moves the
+//!   same bytes on to the destination: one copy of each byte, where
+//!   copying makes three. The relay empties its tap before the next
+//!   `tee`, so the tap never fills, whatever the observer does.
 //! - **Copied** (anywhere else, or when an end is a file, a socket or a
 //!   terminal): `read` → `write_all`, with a copy for the observer.
 //!
-//! The observer runs at a lower priority and may fall behind a fast peer,
-//! so the copies waiting for it are bounded ([`Backlog`]): past
+//! The observer runs at a lower priority, looks for chunks every few
+//! milliseconds while they flow ([`Observed`]) and may fall behind a fast
+//! peer, so the copies waiting for it are bounded ([`Backlog`]): past
 //! [`OBSERVE_BUDGET`] a chunk is not copied, the observer is told only how
 //! many bytes it missed, and the relay goes on at full speed. Losses in a
 //! row add to the one word still waiting ([`Losses`]), so however long the
@@ -32,24 +31,76 @@
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::time::Instant;
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
-use crate::limits::{OBSERVE_BUDGET, OBSERVE_LIMIT};
+use crate::limits::{OBSERVE_BUDGET, OBSERVE_LIMIT, SPARE_BYTES};
 use crate::session::Side;
 
 /// Bytes per read.
 const BUFFER: usize = 64 * 1024;
 
-/// The bytes copied for the observer that it has not finished with.
+/// The most chunk buffers kept for reuse ([`Spare`]); they hold at most
+/// [`SPARE_BYTES`].
+const SPARE_BUFFERS: usize = 64;
+
+/// The least room of a chunk buffer kept for reuse: the allocator serves
+/// smaller ones cheaply.
+const SPARE_LEAST: usize = 16 * 1024;
+
+/// The bytes copied for the observer that it has not finished with, and
+/// the room of chunks it has finished with, kept for later ones.
 #[derive(Debug, Clone, Default)]
-struct Backlog(Arc<AtomicUsize>);
+struct Backlog {
+    used: Arc<AtomicUsize>,
+    spare: Arc<Mutex<Spare>>,
+}
+
+/// Chunk buffers the observer is done with, kept for later chunks. Taking
+/// fresh memory for each chunk, freed on the observer's thread, cost the
+/// relays a page fault every 4 KiB: the allocator gave freed memory back
+/// to the kernel, and the next chunk took it again.
+#[derive(Debug, Default)]
+struct Spare {
+    buffers: Vec<Vec<u8>>,
+    bytes: usize,
+}
 
 impl Backlog {
+    /// An empty buffer with room for `len` bytes: one the observer was
+    /// done with, if one is large enough and under four times that (its
+    /// room is charged to the backlog whole, and a small chunk must not
+    /// use up the budget).
+    fn buffer(&self, len: usize) -> Vec<u8> {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        let fits = (spare.buffers.iter())
+            .rposition(|buffer| (len..=len.saturating_mul(4)).contains(&buffer.capacity()));
+        let mut buffer = fits.map_or_else(Vec::new, |at| spare.buffers.swap_remove(at));
+        spare.bytes -= buffer.capacity();
+        drop(spare);
+        buffer.reserve_exact(len);
+        buffer
+    }
+
+    /// Keeps `buffer` for a later chunk if it is one worth keeping (a
+    /// smaller one costs the allocator little) and there is room for it.
+    fn spare(&self, mut buffer: Vec<u8>) {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if buffer.capacity() < SPARE_LEAST
+            || spare.buffers.len() == SPARE_BUFFERS
+            || spare.bytes + buffer.capacity() > SPARE_BYTES
+        {
+            return;
+        }
+        buffer.clear();
+        spare.bytes += buffer.capacity();
+        spare.buffers.push(buffer);
+    }
+
     /// Room for `len` more bytes, unless that would pass
     /// [`OBSERVE_BUDGET`]. Two relays may both pass the check at once; the
     /// budget is then passed by at most one chunk.
@@ -59,10 +110,10 @@ impl Backlog {
         // must not queue a hundred times the budget.
         const EVENT_COST: usize = 128;
         let len = len + EVENT_COST;
-        if self.0.load(Ordering::Relaxed) + len > OBSERVE_BUDGET {
+        if self.used.load(Ordering::Relaxed) + len > OBSERVE_BUDGET {
             return None;
         }
-        self.0.fetch_add(len, Ordering::Relaxed);
+        self.used.fetch_add(len, Ordering::Relaxed);
         Some(Held {
             backlog: self.clone(),
             len,
@@ -72,14 +123,37 @@ impl Backlog {
 
 /// A chunk's place in the backlog, given back when the observer drops it.
 #[derive(Debug)]
-pub struct Held {
+struct Held {
     backlog: Backlog,
     len: usize,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.backlog.0.fetch_sub(self.len, Ordering::Relaxed);
+        self.backlog.used.fetch_sub(self.len, Ordering::Relaxed);
+    }
+}
+
+/// A chunk's bytes, in the backlog until dropped; their room then goes
+/// back to the relays for a later chunk.
+#[derive(Debug)]
+pub struct Chunk {
+    bytes: Vec<u8>,
+    /// Its place in the backlog.
+    held: Held,
+}
+
+impl std::ops::Deref for Chunk {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        self.held.backlog.spare(std::mem::take(&mut self.bytes));
     }
 }
 
@@ -89,11 +163,9 @@ pub enum Event {
     /// Bytes read from one side, and when they were read.
     Chunk {
         side: Side,
-        bytes: Vec<u8>,
+        bytes: Chunk,
         at: Timestamp,
         now: Instant,
-        /// Its place in the backlog, until the event is dropped.
-        held: Held,
     },
     /// Bytes of the side were relayed but not copied: the observer was
     /// too far behind.
@@ -118,7 +190,7 @@ impl Missed {
 }
 
 /// The last word each side's losses were told in, kept by whoever tells
-/// the observer of them (one relay, or the tap thread) while no copied
+/// the observer of them (the side's relay) while no copied
 /// bytes of that side came after it.
 #[derive(Debug, Default)]
 struct Losses([Option<Arc<AtomicUsize>>; 2]);
@@ -161,81 +233,125 @@ fn index(side: Side) -> usize {
 
 /// Starts relaying both directions; returns what the observer is told, in
 /// the order the relays saw it.
-pub fn start(
-    client_in: File,
-    server_in: File,
-    server_out: File,
-    client_out: File,
-) -> Receiver<Event> {
+pub fn start(client_in: File, server_in: File, server_out: File, client_out: File) -> Observed {
     let (events, observed) = mpsc::channel();
     let directions = vec![
         (Side::Client, client_in, server_in),
         (Side::Server, server_out, client_out),
     ];
     let observer = Observer {
-        to: To::Direct(events),
+        events,
         backlog: Backlog::default(),
     };
     #[cfg(target_os = "linux")]
-    let (directions, observer) = spliced::start(directions, observer);
+    let directions = spliced::start(directions, &observer);
     for (side, from, to) in directions {
         let observer = observer.clone();
         std::thread::spawn(move || pump(side, from, to, &observer));
     }
-    observed
+    Observed {
+        events: observed,
+        flowing: false,
+    }
+}
+
+/// How long the observer sleeps, once it has caught up, before it looks
+/// for more while events flow. Events sent meanwhile wake nobody: parked
+/// on the channel instead, it was woken by nearly every chunk of a busy
+/// session, at a cost to the relays too. The chunks waiting meanwhile
+/// count against the backlog like any others (a pipelined session at
+/// pipe speed hands over a few megabytes in this time), and each carries
+/// the time it was read, so a late look changes no record.
+const LOOK: Duration = Duration::from_millis(5);
+
+/// What the relays hand the observer, and how it waits for the next.
+pub struct Observed {
+    events: Receiver<Event>,
+    /// Whether an event came since the observer last waited.
+    flowing: bool,
+}
+
+impl Observed {
+    /// The next event if one waits.
+    pub fn try_next(&mut self) -> Result<Event, TryRecvError> {
+        let next = self.events.try_recv();
+        self.flowing |= next.is_ok();
+        next
+    }
+
+    /// The next event, once one comes; none once every relay has ended.
+    /// While events flow it sleeps [`LOOK`] and looks again, and waits on
+    /// the channel only when that look finds nothing.
+    pub fn wait(&mut self) -> Option<Event> {
+        if std::mem::take(&mut self.flowing) {
+            std::thread::sleep(LOOK);
+        }
+        let next = self.events.recv().ok();
+        self.flowing = next.is_some();
+        next
+    }
+
+    /// The next event: [`Self::try_next`], or [`Self::wait`] for one.
+    pub fn next(&mut self) -> Option<Event> {
+        match self.try_next() {
+            Ok(event) => Some(event),
+            Err(TryRecvError::Empty) => self.wait(),
+            Err(TryRecvError::Disconnected) => None,
+        }
+    }
 }
 
 /// Where a relay hands what it saw, and the backlog it counts against.
 #[derive(Clone)]
 struct Observer {
-    to: To,
+    events: Sender<Event>,
     backlog: Backlog,
-}
-
-/// Where the events go.
-#[derive(Clone)]
-enum To {
-    /// Straight to the observer.
-    Direct(Sender<Event>),
-    /// Through the tap thread, which every event passes once any direction
-    /// is spliced, so the observer's order stays the relays' order.
-    #[cfg(target_os = "linux")]
-    Tapped(Sender<spliced::Teed>),
 }
 
 impl Observer {
     fn send(&self, event: Event) {
-        match &self.to {
-            To::Direct(events) => {
-                let _ = events.send(event);
-            }
-            #[cfg(target_os = "linux")]
-            To::Tapped(teed) => {
-                let _ = teed.send(spliced::Teed::Copied(event));
-            }
-        }
+        let _ = self.events.send(event);
     }
 
-    /// A copy of `chunk` for the observer, or word of its length when the
-    /// backlog is full.
-    fn chunk(&self, side: Side, chunk: &[u8], losses: &mut Losses) {
-        let event = match self.backlog.admit(chunk.len()) {
-            Some(held) => {
-                losses.copied(side);
-                Event::Chunk {
-                    side,
-                    bytes: chunk.to_vec(),
-                    at: Timestamp::now(),
-                    now: Instant::now(),
-                    held,
-                }
+    /// Hands the observer `len` bytes of `side`, which `copy` appends to
+    /// the room made for them; when the backlog is full, only word of
+    /// their length, and `copy` is not called. Whether they were copied.
+    fn chunk(
+        &self,
+        side: Side,
+        len: usize,
+        losses: &mut Losses,
+        copy: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
+    ) -> std::io::Result<bool> {
+        let buffer = self.backlog.buffer(len);
+        let Some(held) = self.backlog.admit(buffer.capacity()) else {
+            self.backlog.spare(buffer);
+            if let Some(event) = losses.lost(side, len) {
+                self.send(event);
             }
-            None => match losses.lost(side, chunk.len()) {
-                Some(event) => event,
-                None => return,
-            },
+            return Ok(false);
         };
-        self.send(event);
+        let mut bytes = Chunk {
+            bytes: buffer,
+            held,
+        };
+        copy(&mut bytes.bytes)?;
+        losses.copied(side);
+        self.send(Event::Chunk {
+            side,
+            bytes,
+            at: Timestamp::now(),
+            now: Instant::now(),
+        });
+        Ok(true)
+    }
+
+    /// Hands the observer a copy of `chunk`, or word of its length.
+    fn copy(&self, side: Side, chunk: &[u8], losses: &mut Losses) {
+        let _ = self.chunk(side, chunk.len(), losses, |bytes| {
+            bytes.extend_from_slice(chunk);
+            Ok(())
+        });
     }
 }
 
@@ -262,7 +378,7 @@ fn pump(side: Side, mut from: impl Read, mut to: impl Write, observer: &Observer
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        observer.chunk(side, chunk, &mut losses);
+        observer.copy(side, chunk, &mut losses);
         if sink {
             sink = forward(&mut to, chunk);
             if !sink && side == Side::Client {
@@ -282,245 +398,54 @@ fn forward(to: &mut impl Write, chunk: &[u8]) -> bool {
 
 #[cfg(target_os = "linux")]
 mod spliced {
-    //! The zero-copy relay: `tee(2)` into a tap pipe, `splice(2)` onwards.
+    //! The spliced relay: `tee(2)` into a tap pipe read for the observer,
+    //! `splice(2)` onwards.
 
     use std::fs::File;
     use std::io::{self, Read};
     use std::os::fd::{AsRawFd, FromRawFd};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
-    use std::sync::{Arc, OnceLock};
-    use std::thread::Thread;
-    use std::time::{Duration, Instant};
 
-    use jiff::Timestamp;
-
-    use super::{BUFFER, Backlog, Event, Losses, Observer, To, index};
+    use super::{BUFFER, Losses, Observer};
     use crate::session::Side;
 
     /// The most one `tee` or `splice` is asked to move (it moves what the
     /// pipe holds, up to this).
     const MOST: usize = 1 << 30;
 
-    /// The size asked for each tap pipe: the most an unprivileged process
-    /// may set by default (`/proc/sys/fs/pipe-max-size`). Best effort: two
-    /// per session count against the user's pipe allowance
-    /// (`pipe-user-pages-soft`, 64 MiB by default); past it the kernel
-    /// refuses, and a tap of the default size only makes the relay wait on
-    /// the tap thread more often.
-    const TAP_PIPE: libc::c_int = 1 << 20;
-
-    /// What a relay tells the tap thread.
-    pub enum Teed {
-        /// `len` bytes went into the side's tap, and when.
-        Bytes {
-            side: Side,
-            len: usize,
-            at: Timestamp,
-            now: Instant,
-        },
-        /// The side's stream ended.
-        Closed(Side),
-        /// What a copying relay saw, passed on as it is.
-        Copied(Event),
-    }
-
     /// The directions to relay, each a side with its source and destination.
     type Directions = Vec<(Side, File, File)>;
 
-    /// Splices each direction whose ends are both pipes, and starts the tap
-    /// thread if any is; gives back the directions left to copy and where
-    /// their relays must hand what they see.
-    pub fn start(directions: Directions, observer: Observer) -> (Directions, Observer) {
-        let Observer {
-            to: To::Direct(events),
-            backlog,
-        } = observer
-        else {
-            return (directions, observer);
-        };
-        let (teed, queue) = mpsc::channel();
-        let waker = Arc::new(Waker::default());
-        let mut readers: [Option<File>; 2] = [None, None];
+    /// Splices each direction whose ends are both pipes; gives back the
+    /// directions left to copy.
+    pub fn start(directions: Directions, observer: &Observer) -> Directions {
         let mut copied = Vec::new();
         for (side, from, to) in directions {
-            let tap = (is_pipe(&from) && is_pipe(&to)).then(tap_pipe).flatten();
+            let tap = (is_pipe(&from) && is_pipe(&to))
+                .then(|| tap_pipe(&from))
+                .flatten();
             match tap {
-                Some((reader, writer)) => {
-                    readers[index(side)] = Some(reader);
-                    let (teed, waker) = (teed.clone(), waker.clone());
-                    std::thread::spawn(move || relay(side, from, to, writer, &teed, &waker));
+                Some(tap) => {
+                    let observer = observer.clone();
+                    std::thread::spawn(move || relay(side, from, to, tap, &observer));
                 }
                 None => copied.push((side, from, to)),
             }
         }
-        if readers.iter().all(Option::is_none) {
-            let direct = Observer {
-                to: To::Direct(events),
-                backlog,
-            };
-            return (copied, direct);
-        }
-        let tapped = Observer {
-            to: To::Tapped(teed),
-            backlog: backlog.clone(),
-        };
-        let tapping = std::thread::spawn({
-            let waker = waker.clone();
-            move || tap(&queue, readers, &events, &backlog, &waker)
-        });
-        let _ = waker.thread.set(tapping.thread().clone());
-        (copied, tapped)
-    }
-
-    /// How long the tap thread sleeps between looks while bytes flow: long
-    /// enough that a busy session's relays never wake it (a wake-up per chunk
-    /// cost more than the copies splicing saves), short enough that a tap
-    /// seldom fills (a megabyte takes a pipelined session over a
-    /// millisecond); when one does, its relay waits, and nothing is lost.
-    const POLL: Duration = Duration::from_micros(200);
-
-    /// How long the tap thread sleeps between looks while bytes trickle:
-    /// they came slower than [`QUIET`] bytes per `QUIET_POLL` since its
-    /// last look. A real server answering pipelined calls a millisecond
-    /// apart then costs a look every few messages instead of a look, or a
-    /// wake-up, each; a tap holds far more than a trickle brings in this
-    /// time, and the first look that finds a faster flow goes back to
-    /// [`POLL`]. A chunk of [`QUIET`] bytes or more wakes it at once
-    /// ([`Waker`]): it may start a message larger than the tap, whose relay
-    /// would otherwise wait out the sleep for room. A faster flow, such as sequential calls tens of
-    /// microseconds apart, is not gathered this long: reading a few
-    /// milliseconds of it at once delayed the calls made meanwhile (the
-    /// 99th percentile of their round trips tripled).
-    const QUIET_POLL: Duration = Duration::from_millis(2);
-
-    /// The most bytes a trickle brings in [`QUIET_POLL`].
-    const QUIET: usize = 4 * 1024;
-
-    /// How a relay wakes the tap thread from a trickle's sleep: a chunk
-    /// bigger than a trickle brings may be the first of a large message,
-    /// which must not wait [`QUIET_POLL`] for room in the tap.
-    #[derive(Default)]
-    struct Waker {
-        /// The tap thread, once started.
-        thread: OnceLock<Thread>,
-        /// Whether it sleeps a trickle's sleep.
-        asleep: AtomicBool,
-    }
-
-    impl Waker {
-        /// The tap thread sleeps `slept`, or until a relay wakes it.
-        fn sleep(&self, slept: Duration) {
-            self.asleep.store(true, Ordering::Release);
-            std::thread::park_timeout(slept);
-            self.asleep.store(false, Ordering::Release);
-        }
-
-        /// A relay teed `len` bytes: wakes the tap thread if that is more
-        /// than a trickle brings while it sleeps a trickle's sleep.
-        fn teed(&self, len: usize) {
-            if len >= QUIET
-                && self.asleep.swap(false, Ordering::AcqRel)
-                && let Some(thread) = self.thread.get()
-            {
-                thread.unpark();
-            }
-        }
-    }
-
-    /// Whether `found` bytes since a look `slept` ago are a trickle.
-    fn quiet(found: usize, slept: Duration) -> bool {
-        (found as u128) * QUIET_POLL.as_nanos() < QUIET as u128 * slept.as_nanos()
-    }
-
-    /// Looks that find nothing before the tap thread waits to be woken.
-    /// One: looking on for ten milliseconds woke it five times a message
-    /// of a session whose messages come a millisecond apart.
-    const IDLE_LOOKS: u32 = 1;
-
-    /// The tap thread: turns each `Teed::Bytes` into the observer's chunk,
-    /// read from the side's tap, in the relays' order. When the backlog is
-    /// full the bytes are read all the same, so the tap never fills, and
-    /// dropped.
-    fn tap(
-        queue: &Receiver<Teed>,
-        mut readers: [Option<File>; 2],
-        events: &Sender<Event>,
-        backlog: &Backlog,
-        waker: &Waker,
-    ) {
-        let mut idle = 0;
-        // Bytes read from the taps since the last look, and how long the
-        // thread slept before it (woken from a wait counts as a trickle).
-        let (mut found, mut slept) = (0, QUIET_POLL);
-        let mut losses = Losses::default();
-        loop {
-            let message = match queue.try_recv() {
-                Ok(message) => {
-                    idle = 0;
-                    message
-                }
-                Err(TryRecvError::Empty) if idle < IDLE_LOOKS => {
-                    idle += 1;
-                    if quiet(std::mem::take(&mut found), slept) {
-                        slept = QUIET_POLL;
-                        waker.sleep(slept);
-                    } else {
-                        slept = POLL;
-                        std::thread::sleep(slept);
-                    }
-                    continue;
-                }
-                Err(TryRecvError::Empty) => match queue.recv() {
-                    Ok(message) => {
-                        idle = 0;
-                        slept = QUIET_POLL;
-                        message
-                    }
-                    Err(_) => return,
-                },
-                Err(TryRecvError::Disconnected) => return,
-            };
-            let event = match message {
-                Teed::Bytes { side, len, at, now } => {
-                    found += len;
-                    let reader = readers[index(side)].as_mut().expect("a spliced side's tap");
-                    let Some(held) = backlog.admit(len) else {
-                        if discard(&*reader, len).is_err() {
-                            continue;
-                        }
-                        if let Some(event) = losses.lost(side, len) {
-                            let _ = events.send(event);
-                        }
-                        continue;
-                    };
-                    losses.copied(side);
-                    // The bytes are in the tap already: this never waits.
-                    // Read into room not zeroed first.
-                    let mut bytes = Vec::with_capacity(len);
-                    match (&*reader).take(len as u64).read_to_end(&mut bytes) {
-                        Ok(n) if n == len => {}
-                        _ => continue,
-                    }
-                    Event::Chunk {
-                        side,
-                        bytes,
-                        at,
-                        now,
-                        held,
-                    }
-                }
-                Teed::Closed(side) => Event::Closed(side),
-                Teed::Copied(event) => event,
-            };
-            let _ = events.send(event);
-        }
+        copied
     }
 
     /// The spliced twin of [`super::pump`]: the same order (the observer's
     /// copy is handed over before the bytes move on) and the same handling
-    /// of a reader that went away.
-    fn relay(side: Side, from: File, to: File, tap: File, teed: &Sender<Teed>, waker: &Waker) {
+    /// of a reader that went away. The relay reads its own tap: it is empty
+    /// again before the next `tee`, so it never fills, and the bytes cost
+    /// one copy, into the observer's chunk, and no hand-over to another
+    /// thread (a thread of its own reading the taps woke some two thousand
+    /// times a second in a pipelined session and cost the session more
+    /// than the copy). A failing `tee` or tap read on the relay's own
+    /// blocking pipes, which hold what it asks for, ends the relay like the
+    /// end of its input.
+    fn relay(side: Side, from: File, to: File, (tapped, tap): (File, File), observer: &Observer) {
+        let mut losses = Losses::default();
         let mut sink = true;
         loop {
             let len = match retry(|| unsafe {
@@ -530,13 +455,18 @@ mod spliced {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            let _ = teed.send(Teed::Bytes {
-                side,
-                len,
-                at: Timestamp::now(),
-                now: Instant::now(),
+            let read = observer.chunk(side, len, &mut losses, |bytes| {
+                read_into(&tapped, bytes, len)
             });
-            waker.teed(len);
+            match read {
+                Ok(true) => {}
+                Ok(false) => {
+                    if discard(&tapped, len).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
             if sink {
                 sink = move_on(&from, &to, len);
                 if !sink && side == Side::Client {
@@ -547,8 +477,7 @@ mod spliced {
             }
         }
         drop(to);
-        drop(tap);
-        let _ = teed.send(Teed::Closed(side));
+        observer.send(super::Event::Closed(side));
     }
 
     /// Moves the first `len` bytes of `from` to `to`. When `to` fails, the
@@ -576,6 +505,30 @@ mod spliced {
             }
         }
         true
+    }
+
+    /// Appends the first `len` bytes of `from` to `into`. The bytes are in
+    /// the tap already, so this never waits, and one read takes them all:
+    /// `read_to_end` would read them at most 8 KiB at a first try, and
+    /// `read_exact` would need the room zeroed first.
+    fn read_into(from: &File, into: &mut Vec<u8>, len: usize) -> io::Result<()> {
+        into.reserve(len);
+        let end = into.len() + len;
+        while into.len() < end {
+            let left = end - into.len();
+            let room = &mut into.spare_capacity_mut()[..left];
+            let n = retry(|| unsafe {
+                // SAFETY: read(2) into room this vector owns, no more than
+                // its length.
+                libc::read(from.as_raw_fd(), room.as_mut_ptr().cast(), room.len())
+            })?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            // SAFETY: read(2) initialized the first `n` bytes of the room.
+            unsafe { into.set_len(into.len() + n) };
+        }
+        Ok(())
     }
 
     /// Reads and drops the first `len` bytes of `from`.
@@ -608,8 +561,12 @@ mod spliced {
         file.metadata().is_ok_and(|m| m.file_type().is_fifo())
     }
 
-    /// A new pipe for a tap, as large as allowed, closed on exec.
-    fn tap_pipe() -> Option<(File, File)> {
+    /// A new pipe for `from`'s tap, closed on exec, as large as `from`:
+    /// `tee` then takes all it holds at once, and the pair counts against
+    /// the user's pipe allowance (`pipe-user-pages-soft`) no more than the
+    /// source does. Best effort: a tap left smaller takes what `from`
+    /// holds over more `tee`s.
+    fn tap_pipe(from: &File) -> Option<(File, File)> {
         let mut fds = [0; 2];
         // SAFETY: pipe2(2) fills two descriptors that we then own.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -617,58 +574,15 @@ mod spliced {
         }
         // SAFETY: both descriptors were just opened and are owned here only.
         let (reader, writer) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
-        // SAFETY: fcntl(2) on our own descriptor; on failure the pipe keeps
+        // SAFETY: fcntl(2) on open descriptors; a failure leaves the tap
         // its default size.
-        unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_SETPIPE_SZ, TAP_PIPE) };
-        Some((reader, writer))
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn a_trickle_is_told_by_its_rate() {
-            // A server answering a call a millisecond: two answers a look.
-            assert!(quiet(600, QUIET_POLL));
-            assert!(quiet(0, POLL));
-            // Sequential calls 30 us apart: 1.4 KB in 200 us is a flow.
-            assert!(!quiet(1_400, POLL));
-            assert!(!quiet(14_000, QUIET_POLL));
-            // A pipelined burst.
-            assert!(!quiet(64 * 1024, POLL));
-        }
-
-        #[test]
-        fn a_chunk_bigger_than_a_trickle_wakes_the_tap_thread() {
-            let waker = Arc::new(Waker::default());
-            // Nobody asleep: nothing to wake, nothing claimed.
-            waker.teed(QUIET);
-            assert!(!waker.asleep.load(Ordering::Acquire));
-            // Asleep: a trickle's chunk leaves it so, a bigger one claims
-            // the wake-up.
-            waker.asleep.store(true, Ordering::Release);
-            waker.teed(QUIET - 1);
-            assert!(waker.asleep.load(Ordering::Acquire));
-            waker.teed(QUIET);
-            assert!(!waker.asleep.load(Ordering::Acquire));
-            // And the sleeping thread wakes.
-            let sleeper = std::thread::spawn({
-                let waker = waker.clone();
-                move || {
-                    let started = Instant::now();
-                    waker.sleep(Duration::from_secs(30));
-                    started.elapsed()
-                }
-            });
-            let _ = waker.thread.set(sleeper.thread().clone());
-            while !waker.asleep.load(Ordering::Acquire) {
-                std::thread::yield_now();
+        unsafe {
+            let size = libc::fcntl(from.as_raw_fd(), libc::F_GETPIPE_SZ);
+            if size > 0 {
+                libc::fcntl(writer.as_raw_fd(), libc::F_SETPIPE_SZ, size);
             }
-            waker.teed(QUIET);
-            let slept = sleeper.join().unwrap();
-            assert!(slept < Duration::from_secs(30), "slept {slept:?}");
         }
+        Some((reader, writer))
     }
 }
 
@@ -796,7 +710,7 @@ mod tests {
     fn behind(full: bool) -> (Observer, Receiver<Event>) {
         let (events, observed) = mpsc::channel();
         let observer = Observer {
-            to: To::Direct(events),
+            events,
             backlog: Backlog::default(),
         };
         fill(&observer, full);
@@ -805,7 +719,7 @@ mod tests {
 
     fn fill(observer: &Observer, full: bool) {
         let used = if full { OBSERVE_BUDGET } else { 0 };
-        observer.backlog.0.store(used, Ordering::Relaxed);
+        observer.backlog.used.store(used, Ordering::Relaxed);
     }
 
     /// What waits for the observer: each loss's side and bytes, `None`
@@ -825,16 +739,16 @@ mod tests {
         let (observer, observed) = behind(true);
         let mut losses = Losses::default();
         for _ in 0..100_000 {
-            observer.chunk(Side::Server, b"x", &mut losses);
+            observer.copy(Side::Server, b"x", &mut losses);
         }
-        observer.chunk(Side::Client, b"yy", &mut losses);
-        observer.chunk(Side::Server, b"x", &mut losses);
+        observer.copy(Side::Client, b"yy", &mut losses);
+        observer.copy(Side::Server, b"x", &mut losses);
         assert_eq!(
             waiting(&observed),
             [Some((Side::Server, 100_001)), Some((Side::Client, 2))]
         );
         // Once the observer took the count, a loss is a word of its own.
-        observer.chunk(Side::Server, b"zzz", &mut losses);
+        observer.copy(Side::Server, b"zzz", &mut losses);
         assert_eq!(waiting(&observed), [Some((Side::Server, 3))]);
     }
 
@@ -842,15 +756,69 @@ mod tests {
     fn a_copied_chunk_between_two_losses_keeps_them_apart() {
         let (observer, observed) = behind(true);
         let mut losses = Losses::default();
-        observer.chunk(Side::Server, b"x", &mut losses);
+        observer.copy(Side::Server, b"x", &mut losses);
         fill(&observer, false);
-        observer.chunk(Side::Server, b"a\n", &mut losses);
+        observer.copy(Side::Server, b"a\n", &mut losses);
         fill(&observer, true);
-        observer.chunk(Side::Server, b"yy", &mut losses);
+        observer.copy(Side::Server, b"yy", &mut losses);
         assert_eq!(
             waiting(&observed),
             [Some((Side::Server, 1)), None, Some((Side::Server, 2))]
         );
+    }
+
+    /// The bytes the backlog counts, and the spare buffers' count and room.
+    fn counted(observer: &Observer) -> (usize, usize, usize) {
+        let spare = observer.backlog.spare.lock().unwrap();
+        let used = observer.backlog.used.load(Ordering::Relaxed);
+        (used, spare.buffers.len(), spare.bytes)
+    }
+
+    #[test]
+    fn a_chunk_is_charged_its_room_and_leaves_it_for_the_next() {
+        let (observer, observed) = behind(false);
+        let mut losses = Losses::default();
+        observer.copy(Side::Server, &[b'x'; 60_000], &mut losses);
+        assert_eq!(counted(&observer), (60_000 + 128, 0, 0));
+        drop(observed.try_recv().unwrap());
+        assert_eq!(counted(&observer), (0, 1, 60_000));
+        // A chunk as large or up to four times smaller takes that room,
+        // and is charged all of it.
+        observer.copy(Side::Server, &[b'y'; 20_000], &mut losses);
+        assert_eq!(counted(&observer), (60_000 + 128, 0, 0));
+        let Ok(Event::Chunk { bytes, .. }) = observed.try_recv() else {
+            panic!("a chunk");
+        };
+        assert_eq!(*bytes, [b'y'; 20_000]);
+    }
+
+    #[test]
+    fn a_small_chunk_leaves_a_large_spare_buffer_alone() {
+        let (observer, observed) = behind(false);
+        let mut losses = Losses::default();
+        observer.copy(Side::Client, &[b'x'; 64 * 1024], &mut losses);
+        drop(observed.try_recv().unwrap());
+        observer.copy(Side::Client, b"{}\n", &mut losses);
+        assert_eq!(counted(&observer), (3 + 128, 1, 64 * 1024));
+        // Nor is a small buffer kept.
+        drop(observed.try_recv().unwrap());
+        assert_eq!(counted(&observer), (0, 1, 64 * 1024));
+    }
+
+    #[test]
+    fn spare_buffers_stay_bounded_however_many_chunks_wait() {
+        // Many buffers, or large ones: each bound holds, and is reached.
+        for (len, full) in [(20_000, SPARE_BUFFERS * 20_000), (300_000, 13 * 300_000)] {
+            let (observer, observed) = behind(false);
+            let mut losses = Losses::default();
+            for _ in 0..1_000 {
+                observer.copy(Side::Server, &vec![b'x'; len], &mut losses);
+            }
+            drop(observed);
+            let (used, buffers, bytes) = counted(&observer);
+            assert_eq!((used, bytes), (0, full), "{len}-byte chunks");
+            assert!(buffers <= SPARE_BUFFERS && bytes <= SPARE_BYTES);
+        }
     }
 
     #[test]

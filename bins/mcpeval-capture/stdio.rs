@@ -52,7 +52,7 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     let stdout = dup(std::io::stdout().as_fd(), "stdout")?;
     let server_in = File::from(OwnedFd::from(child.stdin.take().expect("piped stdin")));
     let server_out = File::from(OwnedFd::from(child.stdout.take().expect("piped stdout")));
-    let observed = relay::start(stdin, server_in, server_out, stdout);
+    let mut observed = relay::start(stdin, server_in, server_out, stdout);
 
     lower_priority();
     if config.unobserved {
@@ -66,7 +66,7 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                 args::BENCH_UNOBSERVED
             ),
         );
-        for event in observed {
+        while let Some(event) = observed.next() {
             if matches!(event, Event::Closed(Side::Server)) {
                 break;
             }
@@ -107,11 +107,11 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
         if completed.is_empty() {
             due = None;
         }
-        let event = match observed.try_recv() {
+        let event = match observed.try_next() {
             Ok(event) => event,
-            Err(TryRecvError::Empty) if completed.is_empty() => match observed.recv() {
-                Ok(event) => event,
-                Err(_) => break,
+            Err(TryRecvError::Empty) if completed.is_empty() => match observed.wait() {
+                Some(event) => event,
+                None => break,
             },
             Err(TryRecvError::Empty) => {
                 let due = *due.get_or_insert_with(|| Instant::now() + GATHER_FOR);
@@ -134,7 +134,6 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                 bytes,
                 at,
                 now,
-                held,
             } => {
                 let lines = match side {
                     Side::Client => &mut client,
@@ -144,7 +143,7 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
                     session.observe_into(side, line, at, now, &mut completed);
                 });
                 // Its place in the backlog is free once it is cut into lines.
-                drop((bytes, held));
+                drop(bytes);
                 if completed.len() >= GATHER {
                     append(&mut writer, &mut completed);
                 }
