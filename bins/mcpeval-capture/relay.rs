@@ -67,8 +67,8 @@ struct Backlog {
 
 /// Chunk buffers the observer is done with, kept for later chunks. Taking
 /// fresh memory for each chunk, freed on the observer's thread, cost the
-/// thread copying the chunks a page fault every 4 KiB: the allocator gave
-/// freed memory back to the kernel, and the next chunk took it again.
+/// thread copying the chunks page faults: the allocator gave freed memory
+/// back to the kernel, and a later chunk took it again.
 #[derive(Debug, Default)]
 struct Spare {
     buffers: Vec<Vec<u8>>,
@@ -263,7 +263,7 @@ pub fn start(client_in: File, server_in: File, server_out: File, client_out: Fil
 /// How long the observer sleeps, once it has caught up, before it looks
 /// for more while events flow. Events sent meanwhile wake nobody: parked
 /// on the channel instead, it was woken by nearly every chunk of a busy
-/// session, at a cost to the relays too. The chunks waiting meanwhile
+/// session, at a cost to the thread sending them too. The chunks waiting meanwhile
 /// count against the backlog like any others (a pipelined session at
 /// pipe speed hands over a few megabytes in this time), and each carries
 /// the time it was read, so a late look changes no record.
@@ -1055,6 +1055,23 @@ mod tests {
             assert_eq!((used, bytes), (0, full), "{len}-byte chunks");
             assert!(buffers <= SPARE_BUFFERS && bytes <= SPARE_BYTES);
         }
+    }
+
+    #[test]
+    fn the_observer_gets_every_event_in_order_then_the_end() {
+        let (events, receiver) = mpsc::channel();
+        let mut observed = Observed {
+            events: receiver,
+            flowing: false,
+        };
+        events.send(Event::Closed(Side::Client)).unwrap();
+        assert!(matches!(observed.next(), Some(Event::Closed(Side::Client))));
+        // Events flowed: the next look comes after a sleep, and finds what
+        // was sent meanwhile or waits for it.
+        let later = std::thread::spawn(move || events.send(Event::Closed(Side::Server)).unwrap());
+        assert!(matches!(observed.next(), Some(Event::Closed(Side::Server))));
+        later.join().unwrap();
+        assert!(observed.next().is_none(), "every sender is gone");
     }
 
     #[test]
