@@ -21,7 +21,7 @@ const FORWARDED: [i32; 6] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2]
 pub fn forward_to(pid: u32) -> Result<()> {
     let mut signals = SignalsInfo::<WithOrigin>::new(FORWARDED)
         .map_err(|err| Error::io("cannot install signal handlers", err))?;
-    std::thread::spawn(move || {
+    let forwarding = move || {
         for origin in signals.forever() {
             if matches!(origin.cause, Cause::Kernel) {
                 continue;
@@ -31,7 +31,11 @@ pub fn forward_to(pid: u32) -> Result<()> {
                 libc::kill(pid as libc::pid_t, origin.signal);
             }
         }
-    });
+    };
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(forwarding)
+        .map_err(|err| Error::io("cannot start forwarding signals", err))?;
     Ok(())
 }
 

@@ -54,7 +54,8 @@ pub fn run(home: &Home, server: Option<String>, config: args::Stdio) -> Result<(
     let server_out = File::from(OwnedFd::from(child.stdout.take().expect("piped stdout")));
     let mut observed = relay::start(stdin, server_in, server_out, stdout);
 
-    lower_priority();
+    // The observer: journaling can wait for a pause in the session.
+    relay::lower_priority();
     if config.unobserved {
         // The bench knob (`args::BENCH_UNOBSERVED`): the relays above run
         // as always, and what they hand over is dropped unread, so a bench
@@ -206,26 +207,6 @@ const GATHER: usize = 1024;
 /// How long records wait, once the observer has caught up, for the calls
 /// that complete after them, so they are appended together.
 const GATHER_FOR: Duration = Duration::from_millis(10);
-
-/// How much less CPU the observer gets than the relays.
-const OBSERVER_NICE: i32 = 10;
-
-/// Lowers the priority of this thread, the observer, alone. Journaling can
-/// wait for a pause in the session; the relays, which the client waits on,
-/// must win the CPU when both are busy (on two cores, a pipelined session
-/// through capture kept 27-34% of its direct throughput with the observer
-/// at their priority, 50-54% below it). Threads started earlier keep
-/// theirs. Best effort: where it fails, nothing changes.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: plain system calls on this thread's own id; a failure only
-    // leaves the priority as it was.
-    unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
-        libc::setpriority(libc::PRIO_PROCESS, tid, (current + OBSERVER_NICE).min(19));
-    }
-}
 
 fn dup(fd: std::os::fd::BorrowedFd<'_>, name: &str) -> Result<File> {
     fd.try_clone_to_owned()

@@ -596,6 +596,74 @@ fn a_thousand_round_trips_are_never_held_back() {
     assert_eq!(seqs, (1..=1000).collect::<Vec<_>>());
 }
 
+/// Each thread of process `pid`, as its name and its nice value.
+#[cfg(target_os = "linux")]
+fn threads_nice(pid: u32) -> Vec<(u32, String, i32)> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    let mut threads: Vec<_> = tasks
+        .filter_map(|task| {
+            let tid: u32 = task.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+            let (head, rest) = stat.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_string();
+            // Fields from the 3rd on; the nice value is the 19th.
+            let nice = rest.split_whitespace().nth(16)?.parse().ok()?;
+            Some((tid, name, nice))
+        })
+        .collect();
+    threads.sort();
+    threads
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_threads_that_serve_only_the_journal_run_below_the_relays() {
+    // SAFETY: getpriority(2) on this process; it only reads.
+    let ours = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let behind = (ours + 10).min(19);
+    let store = Store::new();
+    let mut c = Raw::fixture(&store, &[]);
+    c.call(1, "ok", json!({}));
+    let pid = c.child.id();
+    let expected = |tid: u32, name: &str| match name {
+        "tap" => Some(behind),
+        "client relay" | "server relay" => Some(ours),
+        // The observer.
+        _ if tid == pid => Some(behind),
+        _ => None,
+    };
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen = threads_nice(pid);
+        let named = ["tap", "client relay", "server relay"]
+            .iter()
+            .all(|name| seen.iter().any(|(_, n, _)| n == name));
+        let right = seen
+            .iter()
+            .all(|(tid, name, nice)| expected(*tid, name).is_none_or(|e| e == *nice));
+        if named && right {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = c.finish();
+    assert!(out.status.success());
+    for name in ["tap", "client relay", "server relay"] {
+        assert!(
+            seen.iter().any(|(_, n, _)| n == name),
+            "no {name:?} thread among {seen:?}"
+        );
+    }
+    for (tid, name, nice) in &seen {
+        if let Some(e) = expected(*tid, name) {
+            assert_eq!(
+                *nice, e,
+                "thread {tid} {name:?} (relays at {ours}): {seen:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn two_captures_at_once_write_two_whole_journals() {
     let store = Store::new();
