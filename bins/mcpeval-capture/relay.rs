@@ -77,19 +77,22 @@ struct Spare {
 }
 
 impl Backlog {
-    /// An empty buffer with room for `len` bytes: one the observer was
-    /// done with, if one is large enough and under four times that (its
-    /// room is charged to the backlog whole, and a small chunk must not
-    /// use up the budget).
-    fn buffer(&self, len: usize) -> Vec<u8> {
+    /// An empty buffer for `len` bytes, and its place in the backlog: one
+    /// the observer was done with, if one is large enough and under four
+    /// times that (its room is charged whole, and a small chunk must not
+    /// use up the budget), or else a new one. None, and nothing taken,
+    /// when its room would pass [`OBSERVE_BUDGET`].
+    fn buffer(&self, len: usize) -> Option<(Vec<u8>, Held)> {
         let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
         let fits = (spare.buffers.iter())
             .rposition(|buffer| (len..=len.saturating_mul(4)).contains(&buffer.capacity()));
+        let room = fits.map_or(len, |at| spare.buffers[at].capacity());
+        let held = self.admit(room)?;
         let mut buffer = fits.map_or_else(Vec::new, |at| spare.buffers.swap_remove(at));
         spare.bytes -= buffer.capacity();
         drop(spare);
         buffer.reserve_exact(len);
-        buffer
+        Some((buffer, held))
     }
 
     /// Keeps `buffer` for a later chunk if it is one worth keeping (a
@@ -308,10 +311,10 @@ pub fn lower_priority() {
 /// How long the observer sleeps, once it has caught up, before it looks
 /// for more while events flow. Events sent meanwhile wake nobody: parked
 /// on the channel instead, it was woken by nearly every chunk of a busy
-/// session, at a cost to the thread sending them too. The chunks waiting meanwhile
-/// count against the backlog like any others (a pipelined session at
-/// pipe speed hands over a few megabytes in this time), and each carries
-/// the time it was read, so a late look changes no record.
+/// session, at a cost to the thread sending them too. The chunks waiting
+/// meanwhile count against the backlog like any others (a pipelined
+/// session at pipe speed hands over a few megabytes in this time), and
+/// each carries the time it was read, so a late look changes no record.
 const LOOK: Duration = Duration::from_millis(5);
 
 /// What the relays hand the observer, and how it waits for the next.
@@ -394,9 +397,7 @@ impl Observer {
         losses: &mut Losses,
         copy: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
     ) -> std::io::Result<bool> {
-        let buffer = self.backlog.buffer(len);
-        let Some(held) = self.backlog.admit(buffer.capacity()) else {
-            self.backlog.spare(buffer);
+        let Some((buffer, held)) = self.backlog.buffer(len) else {
             if let Some(event) = losses.lost(side, len) {
                 self.send(event);
             }
@@ -582,10 +583,10 @@ mod spliced {
     /// time, and the first look that finds a faster flow goes back to
     /// [`POLL`]. A chunk of [`QUIET`] bytes or more wakes it at once
     /// ([`Waker`]): it may start a message larger than the tap, whose relay
-    /// would otherwise wait out the sleep for room. A faster flow, such as sequential calls tens of
-    /// microseconds apart, is not gathered this long: reading a few
-    /// milliseconds of it at once delayed the calls made meanwhile (the
-    /// 99th percentile of their round trips tripled).
+    /// would otherwise wait out the sleep for room. A faster flow, such as
+    /// sequential calls tens of microseconds apart, is not gathered this
+    /// long: reading a few milliseconds of it at once delayed the calls
+    /// made meanwhile (the 99th percentile of their round trips tripled).
     const QUIET_POLL: Duration = Duration::from_millis(2);
 
     /// The most bytes a trickle brings in [`QUIET_POLL`].
@@ -1087,6 +1088,20 @@ mod tests {
         // Nor is a small buffer kept.
         drop(observed.try_recv().unwrap());
         assert_eq!(counted(&observer), (0, 1, 64 * 1024));
+    }
+
+    #[test]
+    fn a_chunk_the_backlog_has_no_room_for_takes_no_memory() {
+        let (observer, observed) = behind(false);
+        let mut losses = Losses::default();
+        observer.copy(Side::Server, &[b'x'; 60_000], &mut losses);
+        drop(observed.try_recv().unwrap());
+        // Far past the budget: asking for its room would fail.
+        assert!(observer.backlog.buffer(isize::MAX as usize).is_none());
+        // A full backlog leaves the spare buffer where it was.
+        fill(&observer, true);
+        assert!(observer.backlog.buffer(20_000).is_none());
+        assert_eq!(counted(&observer), (OBSERVE_BUDGET, 1, 60_000));
     }
 
     #[test]
